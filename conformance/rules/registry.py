@@ -1,0 +1,164 @@
+"""The rule catalog: every normative statement of the spec as one :class:`Rule`.
+
+A rule has an id that never changes (``AREA-NNN``), a severity, the spec file and
+section it enforces with the quoted clause, and exactly one check function. Check
+functions are registered with the :func:`rule` decorator in the module of their
+area (``conformance/rules/manifest.py`` holds ``MANIFEST-*``, and so on).
+
+A check receives a context object (see ``context.py``; which one depends on
+``scope``) and yields :class:`Finding` objects, one per violation. It yields
+nothing when the rule holds. It never raises for bad data: a check that meets
+bytes it cannot decode yields a finding instead (the engine also turns an
+unexpected exception into an ``ENGINE-001`` finding so a report is always made).
+
+Where the spec and pylance 14.0.2 disagree, ``pylance`` records what pylance does
+and ``enforces`` says which side the rule follows.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+
+ID_PATTERN = re.compile(r"^[A-Z]+-\d{3}$")
+
+AREAS = (
+    "LAYOUT", "MANIFEST", "FLAGS", "SCHEMA", "FRAG", "DATAFILE", "DELETION", "ROWID",
+    "TXN", "COMMIT", "BASEPATH", "REFS", "INDEX", "MEMWAL", "STATS", "FILE", "ENC", "NS",
+    "ENGINE",
+)
+
+SPEC_FILES = {
+    "000": "000_3e075592ae1437fa.txt",  # storage layout
+    "001": "001_9e3dafb7e0a07ec4.txt",  # table format
+    "002": "002_2d6a3974b922c8e6.txt",  # directory namespace
+    "003": "003_005c0fe32539c239.txt",  # file format v2
+    "004": "004_0654a22beabd64cd.txt",  # table.proto
+    "FACTS": "FACTS.md",
+    "FILE-ENCODINGS": "FILE-ENCODINGS.md",
+    "REFS-NAMESPACE-COMMIT": "REFS-NAMESPACE-COMMIT.md",
+}
+
+
+class Severity(str, Enum):
+    """``error``: a reader would read wrong data, or the spec says *must*.
+    ``warning``: the spec says *should*, or a convention only pylance shows."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Scope(str, Enum):
+    """What a check looks at, and so which context it receives."""
+
+    TABLE = "table"          # the whole dataset: every version, refs, branches
+    VERSION = "version"      # one version's manifest and what it references
+    DATA_FILE = "data_file"  # one data file (deep checks)
+    NAMESPACE = "namespace"  # a directory namespace
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One violation found by a check: a message and where (file, offset, version...)."""
+
+    message: str
+    location: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    severity: Severity
+    scope: Scope
+    spec: str           # key of SPEC_FILES
+    section: str        # section title as the spec names it
+    clause: str         # the quoted normative text
+    check: Callable[..., Iterable[Finding]]
+    deep: bool = False  # only run under --deep
+    pylance: str | None = None   # observed pylance 14.0.2 behaviour, where it differs
+    enforces: str | None = None  # "spec" or "pylance" when the two disagree
+
+    @property
+    def spec_file(self) -> str:
+        return SPEC_FILES[self.spec]
+
+    def as_dict(self) -> dict:
+        out = {
+            "id": self.id,
+            "title": self.title,
+            "severity": self.severity.value,
+            "scope": self.scope.value,
+            "deep": self.deep,
+            "spec": {"file": self.spec_file, "section": self.section, "clause": self.clause},
+        }
+        if self.pylance:
+            out["pylance"] = self.pylance
+        if self.enforces:
+            out["enforces"] = self.enforces
+        return out
+
+
+_RULES: dict[str, Rule] = {}
+
+
+def rule(
+    id: str,
+    *,
+    title: str,
+    severity: Severity | str,
+    spec: str,
+    section: str,
+    clause: str,
+    scope: Scope | str = Scope.VERSION,
+    deep: bool = False,
+    pylance: str | None = None,
+    enforces: str | None = None,
+) -> Callable[[Callable[..., Iterable[Finding]]], Callable[..., Iterable[Finding]]]:
+    """Register the decorated generator function as the check of rule ``id``."""
+    if not ID_PATTERN.match(id) or id.split("-")[0] not in AREAS:
+        raise ValueError(f"bad rule id {id!r}")
+    if spec not in SPEC_FILES:
+        raise ValueError(f"rule {id}: unknown spec {spec!r}")
+    if (pylance is None) != (enforces is None) and enforces is not None:
+        raise ValueError(f"rule {id}: 'enforces' needs a 'pylance' note")
+
+    def register(fn: Callable[..., Iterable[Finding]]) -> Callable[..., Iterable[Finding]]:
+        if id in _RULES:
+            raise ValueError(f"rule {id} registered twice")
+        _RULES[id] = Rule(
+            id=id, title=title, severity=Severity(severity), scope=Scope(scope), spec=spec,
+            section=section, clause=clause, check=fn, deep=deep, pylance=pylance,
+            enforces=enforces,
+        )
+        return fn
+
+    return register
+
+
+def all_rules() -> list[Rule]:
+    """Every registered rule, sorted by id (imports every area module first)."""
+    from . import load_all
+
+    load_all()
+    return sorted(_RULES.values(), key=lambda r: (r.id.split("-")[0], r.id))
+
+
+def get_rule(rule_id: str) -> Rule:
+    from . import load_all
+
+    load_all()
+    return _RULES[rule_id]
+
+
+def select(ids: Iterable[str] | None = None, *, deep: bool = True) -> Iterator[Rule]:
+    """Rules to run: the given ids (or all), dropping deep ones unless ``deep``."""
+    wanted = set(ids) if ids else None
+    for r in all_rules():
+        if wanted is not None and r.id not in wanted:
+            continue
+        if r.deep and not deep:
+            continue
+        yield r

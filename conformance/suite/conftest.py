@@ -1,0 +1,33 @@
+"""Shared pytest set-up of the conformance suite.
+
+Real parts (pylance, moto, SeaweedFS, PySpark) are started or imported by the
+tests themselves. A part that cannot start is a *skip with its reason*, shown in
+the ``-ra`` summary; under CI (``CI=true``) or ``LANCE_CONFORMANCE_STRICT=1`` the
+same situation is a failure, because CI installs everything and must skip nothing.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+# Plug-in modules with fixtures of one area each; owners add their own line.
+pytest_plugins: list[str] = [
+    "conformance.suite.parts",
+]
+
+settings.register_profile(
+    "default",
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "slow",
+    max_examples=1000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -1,0 +1,53 @@
+"""A readable, pure-Python reference implementation of the Lance table and file format.
+
+Public API (mirroring pylance's names where both have the operation)::
+
+    open_dataset(uri, version=None, *, branch=None, storage_options=None) -> Dataset
+    write_dataset(data, uri, mode="create", ...) -> Dataset
+
+This package never imports ``lance`` (pylance); pylance is the oracle of the tests only.
+"""
+
+from __future__ import annotations
+
+from .errors import (
+    AlreadyExists,
+    CommitConflict,
+    FormatError,
+    InvalidInput,
+    LanceError,
+    NotFound,
+    PathEscape,
+    StoreError,
+    UnsupportedFeature,
+)
+
+__all__ = [
+    "AlreadyExists",
+    "CommitConflict",
+    "FormatError",
+    "InvalidInput",
+    "LanceError",
+    "NotFound",
+    "PathEscape",
+    "StoreError",
+    "UnsupportedFeature",
+    "open_dataset",
+    "write_dataset",
+]
+
+__version__ = "0.1.0"
+
+
+def open_dataset(uri, version=None, *, branch=None, storage_options=None):
+    """Open a Lance dataset at ``uri`` (see :func:`reference_impl.dataset.open_dataset`)."""
+    from .dataset import open_dataset as _open
+
+    return _open(uri, version, branch=branch, storage_options=storage_options)
+
+
+def write_dataset(data, uri, mode="create", **kwargs):
+    """Write ``data`` as a Lance dataset (see :func:`reference_impl.write.write_dataset`)."""
+    from .write import write_dataset as _write
+
+    return _write(data, uri, mode=mode, **kwargs)

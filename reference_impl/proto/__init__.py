@@ -1,0 +1,1 @@
+"""Generated protobuf bindings of ``protos/`` (see tools/gen_protos.py). Do not edit."""
