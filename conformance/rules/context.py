@@ -1,0 +1,95 @@
+"""What a check function receives. The engine (``conformance/engine/``) builds these.
+
+Checks read through these objects only, so every rule sees the same decoded bytes and
+the same caches. All attributes are filled by the engine before checks run; lazy
+helpers decode on first use and cache the result in ``cache``.
+
+Scopes (see ``registry.Scope``):
+
+* ``TableContext`` for ``Scope.TABLE``: the dataset as a whole (version list, refs).
+* ``VersionContext`` for ``Scope.VERSION``: one manifest and what it references.
+* ``DataFileContext`` for ``Scope.DATA_FILE``: one data file of one fragment (deep checks).
+* ``NamespaceContext`` for ``Scope.NAMESPACE``: a directory namespace root.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from reference_impl.io import ObjectStore
+
+
+@dataclass
+class TableContext:
+    """The dataset: ``store`` is rooted at the dataset root, ``uri`` its URI."""
+
+    uri: str
+    store: ObjectStore
+    storage_options: dict[str, str] = field(default_factory=dict)
+    deep: bool = False
+    # Every manifest key in _versions/ that parses as a version, as the engine listed it:
+    # list of reference_impl.table.versions.VersionEntry
+    version_entries: list[Any] = field(default_factory=list)
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def manifest_file(self, version: int):
+        """The decoded ``ManifestFile`` of ``version`` (cached), or None when it cannot be
+        read (the reading rule reports that)."""
+        return self._loader(version)
+
+    _loader: Any = None  # set by the engine: Callable[[int], ManifestFile | None]
+
+
+@dataclass
+class VersionContext:
+    """One version. ``mf`` is a ``reference_impl.table.manifest.ManifestFile``."""
+
+    table: TableContext
+    version: int
+    manifest_key: str
+    mf: Any
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def store(self) -> ObjectStore:
+        return self.table.store
+
+    @property
+    def manifest(self):
+        return self.mf.manifest
+
+    @property
+    def deep(self) -> bool:
+        return self.table.deep
+
+    def location(self, kind: str, name: str, base_id: int | None):
+        """Resolve a file named in the manifest through the base-path rules of spec 000:
+        ``kind`` is ``"data"``, ``"deletion"`` or ``"index"``. Returns ``(store, key)``;
+        raises ``FormatError`` (rule BASEPATH-*) for an unknown base id or an escaping path."""
+        from reference_impl.table.basepath import resolve
+
+        return resolve(self.table.store, self.manifest, kind, name, base_id,
+                       storage_options=self.table.storage_options)
+
+
+@dataclass
+class DataFileContext:
+    """One data file of one fragment: ``fragment`` and ``data_file`` are protobuf messages."""
+
+    version: VersionContext
+    fragment: Any
+    data_file: Any
+    file_store: ObjectStore
+    file_key: str
+    cache: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class NamespaceContext:
+    """A directory namespace: ``store`` is rooted at the namespace root."""
+
+    uri: str
+    store: ObjectStore
+    config: dict[str, str] = field(default_factory=dict)
+    cache: dict[str, Any] = field(default_factory=dict)
