@@ -1,0 +1,149 @@
+"""The local file system as an object store.
+
+Writes never expose a partial file under its final name: bytes go to a temporary
+file in the same directory (``.tmp-<random>``), which is then moved into place.
+
+* ``put``: temporary file, ``fsync``, ``os.replace`` onto the key (overwrites).
+* ``put_if_not_exists``: temporary file, then ``os.link`` to the key. ``link`` fails
+  with ``EEXIST`` when the key exists, which makes the create atomic: this is the
+  same create-only primitive pylance 14 uses for manifests on Linux
+  (REFS-NAMESPACE-COMMIT.md, section 8.2).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..errors import AlreadyExists, FormatError, NotFound, StoreError
+from .base import DEFAULT_MAX_READ, ObjectInfo, ObjectStore, check_key
+
+
+class LocalStore(ObjectStore):
+    """Objects are files below ``root`` (an absolute directory path)."""
+
+    def __init__(self, root: str | os.PathLike) -> None:
+        self.root = Path(os.path.abspath(root))
+        self.uri = self.root.as_uri()
+
+    def _path(self, key: str) -> Path:
+        return self.root / check_key(key)
+
+    # -- reads -----------------------------------------------------------------
+    def get(self, key: str, *, max_size: int = DEFAULT_MAX_READ) -> bytes:
+        path = self._path(key)
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if size > max_size:
+                    raise FormatError(
+                        f"object is {size} bytes, above the read bound of {max_size}",
+                        path=key,
+                    )
+                return fh.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
+            raise NotFound(f"{key} not found under {self.uri}", path=key) from exc
+        except PermissionError as exc:
+            raise StoreError(f"cannot read {path}: {exc}") from exc
+
+    def get_range(self, key: str, start: int, length: int) -> bytes:
+        path = self._path(key)
+        if start < 0 or length < 0:
+            raise FormatError(f"negative range {start}+{length}", path=key, offset=start)
+        try:
+            with open(path, "rb") as fh:
+                size = os.fstat(fh.fileno()).st_size
+                if start + length > size:
+                    raise FormatError(
+                        f"range {start}+{length} ends past the end of the {size}-byte object",
+                        path=key, offset=start,
+                    )
+                fh.seek(start)
+                return fh.read(length)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError) as exc:
+            raise NotFound(f"{key} not found under {self.uri}", path=key) from exc
+
+    def size(self, key: str) -> int:
+        try:
+            st = os.stat(self._path(key))
+        except (FileNotFoundError, NotADirectoryError) as exc:
+            raise NotFound(f"{key} not found under {self.uri}", path=key) from exc
+        if not os.path.isfile(self._path(key)):
+            raise NotFound(f"{key} is not a file", path=key)
+        return st.st_size
+
+    def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
+        base = self.root
+        start = base / prefix.rstrip("/") if prefix.rstrip("/") else base
+        # A prefix may end inside a name ("_versions/1"): walk its directory and filter.
+        walk_from = start if start.is_dir() else start.parent
+        if not walk_from.is_dir():
+            return
+        for dirpath, _dirnames, filenames in os.walk(walk_from):
+            for name in filenames:
+                full = Path(dirpath) / name
+                key = full.relative_to(base).as_posix()
+                if key.startswith(prefix):
+                    try:
+                        size = full.stat().st_size
+                    except FileNotFoundError:  # removed while listing
+                        continue
+                    yield ObjectInfo(key, size)
+
+    # -- writes ----------------------------------------------------------------
+    def _write_temp(self, path: Path, data: bytes) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.parent / f".tmp-{secrets.token_hex(8)}"
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return tmp
+
+    def put(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        tmp = self._write_temp(path, data)
+        os.replace(tmp, path)
+
+    def put_if_not_exists(self, key: str, data: bytes) -> None:
+        path = self._path(key)
+        tmp = self._write_temp(path, data)
+        try:
+            os.link(tmp, path)
+        except FileExistsError as exc:
+            raise AlreadyExists(f"{key} already exists", path=key) from exc
+        except OSError as exc:
+            if exc.errno == errno.EEXIST:
+                raise AlreadyExists(f"{key} already exists", path=key) from exc
+            raise StoreError(f"cannot create {path}: {exc}") from exc
+        finally:
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+
+    def copy(self, src: str, dst: str) -> None:
+        self.put(dst, self.get(src))
+
+    def rename_if_not_exists(self, src: str, dst: str) -> None:
+        src_path, dst_path = self._path(src), self._path(dst)
+        dst_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(src_path, dst_path)
+        except FileExistsError as exc:
+            raise AlreadyExists(f"{dst} already exists", path=dst) from exc
+        except FileNotFoundError as exc:
+            raise NotFound(f"{src} not found", path=src) from exc
+        os.unlink(src_path)
+
+    def delete(self, key: str) -> None:
+        try:
+            os.unlink(self._path(key))
+        except FileNotFoundError:
+            pass
+
+    def child(self, prefix: str) -> LocalStore:
+        return LocalStore(self._path(prefix))
