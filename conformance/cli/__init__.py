@@ -19,6 +19,9 @@ from .. import __version__
 
 COMMANDS: list[str] = [
     # one module per sub-command; each owner adds its own line
+    "check_store",
+    "validate", "rules",
+    "inspect",
 ]
 
 

@@ -9,6 +9,10 @@ from .registry import Finding, Rule, Scope, Severity, all_rules, get_rule, rule,
 
 AREA_MODULES: list[str] = [
     # one line per area module, e.g. "manifest", "deletion"; each owner adds its own line
+    "layout", "manifest", "flags", "schema", "fragment", "datafile", "transaction", "commit",
+    "basepath", "refs", "engine",
+    "deletion", "rowid",
+    "stats", "file_v2_0",
 ]
 
 _loaded = False

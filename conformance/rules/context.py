@@ -32,6 +32,10 @@ class TableContext:
     # list of reference_impl.table.versions.VersionEntry
     version_entries: list[Any] = field(default_factory=list)
     cache: dict[str, Any] = field(default_factory=dict)
+    # The versions whose manifests the run checks (the version-scope rules run on these).
+    selected_versions: list[int] = field(default_factory=list)
+    # manifest key -> the FormatError/NotFound met when reading it (MANIFEST-00x report it)
+    load_errors: dict[str, Any] = field(default_factory=dict)
 
     def manifest_file(self, version: int):
         """The decoded ``ManifestFile`` of ``version`` (cached), or None when it cannot be
@@ -39,6 +43,17 @@ class TableContext:
         return self._loader(version)
 
     _loader: Any = None  # set by the engine: Callable[[int], ManifestFile | None]
+
+    def entry(self, version: int):
+        """The ``VersionEntry`` of ``version`` (the first by key when names collide)."""
+        for e in self.version_entries:
+            if e.version == version:
+                return e
+        return None
+
+    def selected_entries(self) -> list[Any]:
+        wanted = set(self.selected_versions)
+        return [e for e in self.version_entries if e.version in wanted]
 
 
 @dataclass
@@ -67,8 +82,10 @@ class VersionContext:
         """Resolve a file named in the manifest through the base-path rules of spec 000:
         ``kind`` is ``"data"``, ``"deletion"`` or ``"index"``. Returns ``(store, key)``;
         raises ``FormatError`` (rule BASEPATH-*) for an unknown base id or an escaping path."""
-        from reference_impl.table.basepath import resolve
-
+        try:
+            from reference_impl.table.basepath import resolve
+        except ImportError:
+            resolve = _resolve
         return resolve(self.table.store, self.manifest, kind, name, base_id,
                        storage_options=self.table.storage_options)
 
@@ -93,3 +110,33 @@ class NamespaceContext:
     store: ObjectStore
     config: dict[str, str] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
+
+
+_SUBDIRS = {"data": "data", "deletion": "_deletions", "index": "_indices"}
+
+
+def _resolve(store, manifest, kind, name, base_id, *, storage_options=None):
+    """Spec 000 "File Metadata Base References": an absent ``base_id`` means the dataset
+    root (with its ``data/``, ``_deletions/``, ``_indices/`` sub-directories); otherwise the
+    ``BasePath`` with that id, with the sub-directory only when ``is_dataset_root``."""
+    from reference_impl.errors import FormatError
+    from reference_impl.io.base import join_key
+    from reference_impl.io.uri import normalize_uri, open_store
+
+    if base_id is None:
+        return store, join_key(_SUBDIRS[kind], name)
+    for bp in manifest.base_paths:
+        if bp.id == base_id:
+            break
+    else:
+        raise FormatError(f"base_id {base_id} names no entry of Manifest.base_paths",
+                          rule="BASEPATH-002", path=name)
+    if ".." in bp.path.replace("\\", "/").split("/"):
+        raise FormatError(f"base path {bp.path!r} contains '..'", rule="BASEPATH-003",
+                          path=bp.path)
+    if normalize_uri(bp.path) == normalize_uri(store.uri):
+        base = store
+    else:
+        base = open_store(bp.path, storage_options)
+    key = join_key(_SUBDIRS[kind], name) if bp.is_dataset_root else join_key(name)
+    return base, key

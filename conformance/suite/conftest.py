@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, settings
 # Plug-in modules with fixtures of one area each; owners add their own line.
 pytest_plugins: list[str] = [
     "conformance.suite.parts",
+    "conformance.suite.scenarios",
+    "conformance.suite.servers",
 ]
 
 settings.register_profile(

@@ -1,0 +1,119 @@
+"""``lance-conformance validate URI``: check a dataset against the rule catalog.
+
+Exit codes: 0 conforms, 1 violations (a dataset too broken to open included), 2 usage
+error or unreachable store / missing dataset. Skip file: one rule id per line, ``#``
+starts a comment (``MANIFEST-009  # we write field 21 on purpose``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def read_skip_file(path: str) -> list[str]:
+    """Rule ids listed in a skip file (one per line, ``# reason`` comments)."""
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            rid = line.split("#", 1)[0].strip()
+            if rid:
+                out.append(rid)
+    return out
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    opts = {}
+    for p in pairs or ():
+        if "=" not in p:
+            raise ValueError(f"storage option {p!r} is not KEY=VALUE")
+        k, v = p.split("=", 1)
+        opts[k.strip()] = v
+    return opts
+
+
+class _Progress:
+    def __init__(self, stream):
+        self.stream = stream
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        width = 30
+        filled = int(width * done / total) if total else width
+        self.stream.write(f"\r{what:>10} [{'#' * filled}{'.' * (width - filled)}] "
+                          f"{done}/{total}")
+        if done >= total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+def run(args) -> int:
+    from conformance.engine import DatasetNotFound, validate
+    from conformance.rules import all_rules
+
+    known = {r.id for r in all_rules()}
+    try:
+        rules = [r.strip() for r in args.rules.split(",") if r.strip()] if args.rules else None
+        skip = read_skip_file(args.skip_file) if args.skip_file else []
+        opts = _options(args.option)
+    except (OSError, ValueError) as exc:
+        print(f"lance-conformance validate: {exc}", file=sys.stderr)
+        return 2
+    unknown = sorted(set(rules or []) - known) + sorted(set(skip) - known)
+    if unknown:
+        print(f"lance-conformance validate: unknown rule ids: {', '.join(unknown)}",
+              file=sys.stderr)
+        return 2
+    if args.all_versions:
+        versions = "all"
+    elif args.version is not None:
+        versions = [args.version]
+    else:
+        versions = "latest"
+    progress = _Progress(sys.stderr) if (args.progress or sys.stderr.isatty()) else None
+    try:
+        report = validate(args.uri, versions=versions, deep=args.deep, rules=rules, skip=skip,
+                          storage_options=opts, progress=progress, timeout=args.timeout)
+    except DatasetNotFound as exc:
+        print(f"lance-conformance validate: {exc}", file=sys.stderr)
+        return 2
+    text = report.render(args.format)
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as exc:
+            print(f"lance-conformance validate: cannot write {args.output}: {exc}",
+                  file=sys.stderr)
+            return 2
+    else:
+        sys.stdout.write(text)
+    return 0 if report.conforms else 1
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "validate", help="check a dataset against the rule catalog",
+        description="Validate a Lance dataset. Exit 0: conforms; 1: violations; "
+                    "2: usage error or unreachable store.")
+    p.add_argument("uri", metavar="URI", help="dataset URI (path, file://, s3://, memory://)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--version", type=int, default=None, metavar="N",
+                   help="check version N (default: the latest)")
+    g.add_argument("--all-versions", action="store_true", help="check every version")
+    p.add_argument("--deep", action="store_true", help="also run deep data-file checks")
+    p.add_argument("--format", choices=("text", "json", "junit", "github"), default="text")
+    p.add_argument("--rules", default=None, metavar="IDS", help="comma-separated rule ids")
+    p.add_argument("--skip-file", default=None, metavar="F",
+                   help="file of rule ids to skip, one per line with '# reason'")
+    p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="storage option (pylance names), repeatable")
+    p.add_argument("--output", default=None, metavar="FILE", help="write the report here")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="time limit for the dataset in seconds")
+    p.add_argument("--progress", action="store_true",
+                   help="show a progress bar on stderr even when it is not a terminal")
+    p.set_defaults(func=run)
+
+
+_ = (argparse, os)

@@ -1,0 +1,673 @@
+"""Corruptions that break exactly one rule each, for the negative fixtures.
+
+``CORRUPTIONS[rule_id]`` is a function taking the path of a fresh copy of a valid base
+dataset and changing it in place so that ``validate(path, versions="all")`` reports
+``rule_id`` and no other error-severity rule. ``tools/gen_invalid_fixtures.py`` applies each
+one to a copy of the base and stores the result in ``fixtures/invalid/<RULE-ID>/``.
+
+The base dataset (:func:`write_base`, pylance 14.0.2, V2 names, file version 2.1):
+v1 create 3 rows (fragment 0), v2 append 2 rows (fragment 1), v3 delete one row of
+fragment 0 (flags 1), tag ``t1`` -> v1, branch ``dev`` made from v3.
+
+Other engineers add cases for their rules with :func:`corruption`; the helpers
+(:func:`rewrite_manifest`, :func:`latest_manifest`, ...) re-encode a manifest file with its
+index and transaction sections intact.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import struct
+from collections.abc import Callable
+from pathlib import Path
+
+from reference_impl.proto import rowids_pb2, table_pb2, transaction_pb2
+
+CORRUPTIONS: dict[str, Callable[[Path], None]] = {}
+DESCRIPTIONS: dict[str, str] = {}
+# Rules of other areas that state the same requirement as a case's rule, so the case
+# necessarily breaks them too (listed in case.json as "also").
+ALSO: dict[str, list[str]] = {"FLAGS-004": ["ROWID-008"]}
+U64_MAX = (1 << 64) - 1
+# An absolute base path no file references (so nothing is read from it).
+OTHER_BASE = "/lance-conformance/elsewhere/ds"
+
+
+def corruption(rule_id: str, what: str):
+    """Register the decorated function as the corruption that breaks ``rule_id``."""
+
+    def register(fn):
+        CORRUPTIONS[rule_id] = fn
+        DESCRIPTIONS[rule_id] = what
+        return fn
+
+    return register
+
+
+# -- the base dataset ----------------------------------------------------------------------
+
+def write_base(path: Path) -> Path:
+    """Write the small valid base dataset with pylance (imported here only)."""
+    import lance
+    import pyarrow as pa
+
+    uri = str(Path(path).resolve())
+    lance.write_dataset(pa.table({"a": pa.array([1, 2, 3], pa.int64()),
+                                  "s": pa.array(["x", "y", "z"])}), uri,
+                        data_storage_version="2.1")
+    lance.write_dataset(pa.table({"a": pa.array([4, 5], pa.int64()),
+                                  "s": pa.array(["u", "v"])}), uri, mode="append")
+    ds = lance.dataset(uri)
+    ds.delete("a = 2")
+    ds = lance.dataset(uri)
+    ds.tags.create("t1", 1)
+    ds.create_branch("dev")
+    return Path(uri)
+
+
+# -- manifest helpers ------------------------------------------------------------------------
+
+def v2_name(version: int) -> str:
+    return f"{U64_MAX - version:020d}.manifest"
+
+
+def manifests(root: Path, sub: str = "_versions") -> list[tuple[int, Path]]:
+    out = []
+    for p in (root / sub).glob("*.manifest"):
+        stem = p.name[:-9]
+        if stem.isdigit():
+            n = int(stem)
+            out.append((U64_MAX - n if len(p.name) == 29 else n, p))
+    return sorted(out)
+
+
+def latest_manifest(root: Path, sub: str = "_versions") -> Path:
+    return manifests(root, sub)[-1][1]
+
+
+def split_manifest(data: bytes):
+    """``(manifest, index_bytes | None, txn_bytes | None)`` of a manifest file's bytes."""
+    pos = struct.unpack_from("<Q", data, len(data) - 16)[0]
+    (length,) = struct.unpack_from("<I", data, pos)
+    m = table_pb2.Manifest()
+    m.ParseFromString(data[pos + 4: pos + 4 + length])
+
+    def section(offset):
+        (n,) = struct.unpack_from("<I", data, offset)
+        return data[offset + 4: offset + 4 + n]
+
+    idx = section(m.index_section) if m.HasField("index_section") else None
+    txn = section(m.transaction_section) if m.HasField("transaction_section") else None
+    return m, idx, txn
+
+
+def encode_manifest(m, *, index: bytes | None = None, txn: bytes | None = None,
+                    txn_field: int = 23, tail=(0, 2)) -> bytes:
+    """Frame a manifest: [index][transaction][manifest] + 16-byte tail."""
+    out = bytearray()
+    m = type(m).FromString(m.SerializeToString())
+    m.ClearField("index_section")
+    m.ClearField("transaction_section")
+    m.ClearField("transaction_section_spec")
+    if index is not None:
+        m.index_section = len(out)
+        out += struct.pack("<I", len(index)) + index
+    if txn is not None:
+        if txn_field == 23:
+            m.transaction_section = len(out)
+        else:
+            m.transaction_section_spec = len(out)
+        out += struct.pack("<I", len(txn)) + txn
+    pos = len(out)
+    body = m.SerializeToString()
+    out += struct.pack("<I", len(body)) + body
+    out += struct.pack("<QHH", pos, tail[0], tail[1]) + b"LANC"
+    return bytes(out)
+
+
+def rewrite_manifest(path: Path, edit: Callable | None = None, *, edit_txn: Callable | None = None,
+                     **encode_kw) -> None:
+    """Decode the manifest file at ``path``, apply ``edit(manifest)`` (and
+    ``edit_txn(transaction)`` to the inline transaction), encode it back in place."""
+    m, idx, txn = split_manifest(path.read_bytes())
+    if edit:
+        edit(m)
+    if edit_txn and txn is not None:
+        t = transaction_pb2.Transaction.FromString(txn)
+        edit_txn(t)
+        txn = t.SerializeToString()
+    encode_kw.setdefault("index", idx)
+    encode_kw.setdefault("txn", txn)
+    path.write_bytes(encode_manifest(m, **encode_kw))
+
+
+def edit_transaction_everywhere(root: Path, edit: Callable, rename: Callable | None = None):
+    """Apply ``edit`` to the latest version's transaction, inline and in its .txn file
+    (optionally renaming the .txn file with ``rename(old_name, txn) -> new_name``)."""
+    mpath = latest_manifest(root)
+    m, idx, txn_bytes = split_manifest(mpath.read_bytes())
+    t = transaction_pb2.Transaction.FromString(txn_bytes)
+    edit(t)
+    raw = t.SerializeToString()
+    old = m.transaction_file
+    new = rename(old, t) if rename else old
+    (root / "_transactions" / old).unlink()
+    (root / "_transactions" / new).write_bytes(raw)
+    m.transaction_file = new
+    mpath.write_bytes(encode_manifest(m, index=idx, txn=raw))
+
+
+def data_path(root: Path, m, frag_index: int = 1) -> Path:
+    return root / "data" / m.fragments[frag_index].files[0].path
+
+
+def _latest(root):
+    return latest_manifest(root)
+
+
+def _edit(root, fn, **kw):
+    rewrite_manifest(_latest(root), fn, **kw)
+
+
+# -- LAYOUT ---------------------------------------------------------------------------------
+
+@corruption("LAYOUT-001", "every manifest in _versions/ removed (and the refs that name them)")
+def _layout_001(root: Path):
+    for _v, p in manifests(root):
+        p.unlink()
+    shutil.rmtree(root / "_refs")
+    shutil.rmtree(root / "tree")
+
+
+@corruption("LAYOUT-002", "a data file renamed to frag.lance (and its DataFile.path)")
+def _layout_002(root: Path):
+    m, _, _ = split_manifest(_latest(root).read_bytes())
+    old = m.fragments[1].files[0].path
+    shutil.copy(root / "data" / old, root / "data" / "frag.lance")
+    _edit(root, lambda m: setattr(m.fragments[1].files[0], "path", "frag.lance"))
+
+
+@corruption("LAYOUT-003", "an unknown directory junk/ added at the root")
+def _layout_003(root: Path):
+    (root / "junk").mkdir()
+    (root / "junk" / "x.bin").write_bytes(b"x")
+
+
+@corruption("LAYOUT-005", "DataFile.path set to ../escape.lance")
+def _layout_005(root: Path):
+    _edit(root, lambda m: setattr(m.fragments[1].files[0], "path", "../escape.lance"))
+
+
+@corruption("LAYOUT-006", "a stray _transactions/garbage.txn added")
+def _layout_006(root: Path):
+    (root / "_transactions" / "garbage.txn").write_bytes(b"")
+
+
+# -- MANIFEST -------------------------------------------------------------------------------
+
+@corruption("MANIFEST-001", "the magic of the latest manifest overwritten with XXXX")
+def _manifest_001(root: Path):
+    p = _latest(root)
+    data = bytearray(p.read_bytes())
+    data[-4:] = b"XXXX"
+    p.write_bytes(bytes(data))
+
+
+@corruption("MANIFEST-002", "the manifest length prefix increased by one")
+def _manifest_002(root: Path):
+    p = _latest(root)
+    data = bytearray(p.read_bytes())
+    pos = struct.unpack_from("<Q", data, len(data) - 16)[0]
+    (n,) = struct.unpack_from("<I", data, pos)
+    struct.pack_into("<I", data, pos, n - 1)
+    p.write_bytes(bytes(data))
+
+
+@corruption("MANIFEST-003", "the Manifest protobuf bytes replaced by 0xff")
+def _manifest_003(root: Path):
+    p = _latest(root)
+    data = bytearray(p.read_bytes())
+    pos = struct.unpack_from("<Q", data, len(data) - 16)[0]
+    (n,) = struct.unpack_from("<I", data, pos)
+    data[pos + 4: pos + 4 + n] = b"\xff" * n
+    p.write_bytes(bytes(data))
+
+
+@corruption("MANIFEST-004", "Manifest.index_section points past the end of the file")
+def _manifest_004(root: Path):
+    p = _latest(root)
+    m, idx, txn = split_manifest(p.read_bytes())
+    data = bytearray(encode_manifest(m, txn=txn))
+    pos = struct.unpack_from("<Q", data, len(data) - 16)[0]
+    m.index_section = 1 << 40
+    m.transaction_section = 0
+    body = m.SerializeToString()
+    data = data[:pos] + struct.pack("<I", len(body)) + body + struct.pack("<QHH", pos, 0, 2) + b"LANC"
+    p.write_bytes(bytes(data))
+
+
+@corruption("MANIFEST-005", "the transaction section's length prefix runs past the tail")
+def _manifest_005(root: Path):
+    p = _latest(root)
+    data = bytearray(p.read_bytes())
+    m, _idx, _txn = split_manifest(bytes(data))
+    struct.pack_into("<I", data, m.transaction_section, 1 << 30)
+    p.write_bytes(bytes(data))
+
+
+@corruption("MANIFEST-006", "version 1 renamed to the V1 name 1.manifest next to V2 names")
+def _manifest_006(root: Path):
+    (root / "_versions" / v2_name(1)).rename(root / "_versions" / "1.manifest")
+
+
+@corruption("MANIFEST-007", "the latest manifest renamed to the V2 name of version 9")
+def _manifest_007(root: Path):
+    _latest(root).rename(root / "_versions" / v2_name(9))
+
+
+@corruption("MANIFEST-008", "the manifest tail version set to 0.3")
+def _manifest_008(root: Path):
+    p = _latest(root)
+    data = bytearray(p.read_bytes())
+    struct.pack_into("<HH", data, len(data) - 8, 0, 3)
+    p.write_bytes(bytes(data))
+
+
+@corruption("MANIFEST-009", "the transaction offset moved from field 23 to field 21")
+def _manifest_009(root: Path):
+    _edit(root, None, txn_field=21)
+
+
+@corruption("MANIFEST-010", "an attached version (1) stored under the detached name d1.manifest")
+def _manifest_010(root: Path):
+    (root / "_versions" / v2_name(1)).rename(root / "_versions" / "d1.manifest")
+    # the tag on v1 would now point at nothing: move it to v2
+    tag = root / "_refs" / "tags" / "t1.json"
+    doc = json.loads(tag.read_text())
+    doc["version"] = 2
+    tag.write_text(json.dumps(doc, indent=2))
+
+
+# -- FLAGS ----------------------------------------------------------------------------------
+
+@corruption("FLAGS-001", "reader_feature_flags |= 128 (unknown)")
+def _flags_001(root: Path):
+    _edit(root, lambda m: setattr(m, "reader_feature_flags", m.reader_feature_flags | 128))
+
+
+@corruption("FLAGS-002", "writer_feature_flags |= 256 (unknown)")
+def _flags_002(root: Path):
+    _edit(root, lambda m: setattr(m, "writer_feature_flags", m.writer_feature_flags | 256))
+
+
+@corruption("FLAGS-003", "flag 1 cleared although a fragment has a deletion file")
+def _flags_003(root: Path):
+    def edit(m):
+        m.reader_feature_flags &= ~1
+        m.writer_feature_flags &= ~1
+    _edit(root, edit)
+
+
+@corruption("FLAGS-004", "an inline row id sequence added to fragment 1 without flag 2")
+def _flags_004(root: Path):
+    def edit(m):
+        seq = rowids_pb2.RowIdSequence()
+        seg = seq.segments.add()
+        seg.range.start = 0
+        seg.range.end = m.fragments[1].physical_rows
+        m.fragments[1].inline_row_ids = seq.SerializeToString()
+        m.next_row_id = seg.range.end
+    _edit(root, edit)
+
+
+@corruption("FLAGS-005", "Manifest.config set without writer flag 8")
+def _flags_005(root: Path):
+    _edit(root, lambda m: m.config.__setitem__("k", "v"))
+
+
+@corruption("FLAGS-006", "a base path added without flag 16")
+def _flags_006(root: Path):
+    def edit(m):
+        bp = m.base_paths.add()
+        bp.id, bp.is_dataset_root, bp.path = 1, True, OTHER_BASE
+    _edit(root, edit)
+
+
+@corruption("FLAGS-007", "writer flag 8 set although Manifest.config is empty")
+def _flags_007(root: Path):
+    _edit(root, lambda m: setattr(m, "writer_feature_flags", m.writer_feature_flags | 8))
+
+
+# -- SCHEMA ---------------------------------------------------------------------------------
+
+def _add_field(m, name, fid, parent=-1, logical_type="int64"):
+    f = m.fields.add()
+    f.name, f.id, f.parent_id, f.logical_type, f.nullable = name, fid, parent, logical_type, True
+    return f
+
+
+@corruption("SCHEMA-001", "a new top-level field reuses id 0")
+def _schema_001(root):
+    _edit(root, lambda m: _add_field(m, "dup", 0))
+
+
+@corruption("SCHEMA-002", "a field whose parent_id (50) names no field")
+def _schema_002(root):
+    _edit(root, lambda m: _add_field(m, "orphan", 100, parent=50))
+
+
+@corruption("SCHEMA-003", "a child listed before its struct parent")
+def _schema_003(root):
+    def edit(m):
+        _add_field(m, "c", 101, parent=102)
+        _add_field(m, "p", 102, logical_type="struct")
+    _edit(root, edit)
+
+
+@corruption("SCHEMA-004", "a field with logical type int128")
+def _schema_004(root):
+    _edit(root, lambda m: _add_field(m, "weird", 103, logical_type="int128"))
+
+
+@corruption("SCHEMA-005", "a list field without its item child")
+def _schema_005(root):
+    _edit(root, lambda m: _add_field(m, "l", 104, logical_type="list"))
+
+
+@corruption("SCHEMA-006", "an int64 field with a child")
+def _schema_006(root):
+    def edit(m):
+        _add_field(m, "x", 105)
+        _add_field(m, "y", 106, parent=105)
+    _edit(root, edit)
+
+
+@corruption("SCHEMA-007", "a second top-level field named 'a'")
+def _schema_007(root):
+    _edit(root, lambda m: _add_field(m, "a", 107))
+
+
+@corruption("SCHEMA-008", "a field with id -5")
+def _schema_008(root):
+    _edit(root, lambda m: _add_field(m, "neg", -5))
+
+
+# -- FRAG -----------------------------------------------------------------------------------
+
+@corruption("FRAG-001", "fragment 1 renumbered to 0")
+def _frag_001(root):
+    _edit(root, lambda m: setattr(m.fragments[1], "id", 0))
+
+
+@corruption("FRAG-002", "max_fragment_id set to 0 below fragment 1")
+def _frag_002(root):
+    _edit(root, lambda m: setattr(m, "max_fragment_id", 0))
+
+
+@corruption("FRAG-003", "max_fragment_id cleared")
+def _frag_003(root):
+    _edit(root, lambda m: m.ClearField("max_fragment_id"))
+
+
+@corruption("FRAG-004", "physical_rows of fragment 1 increased by one")
+def _frag_004(root):
+    _edit(root, lambda m: setattr(m.fragments[1], "physical_rows", m.fragments[1].physical_rows + 1))
+
+
+@corruption("FRAG-005", "DataFile.fields names field 999 (column index -1)")
+def _frag_005(root):
+    def edit(m):
+        df = m.fragments[1].files[0]
+        df.fields.append(999)
+        df.column_indices.append(-1)
+    _edit(root, edit)
+
+
+@corruption("FRAG-006", "one column index dropped")
+def _frag_006(root):
+    _edit(root, lambda m: m.fragments[1].files[0].column_indices.pop())
+
+
+@corruption("FRAG-007", "column indices [0, 0]")
+def _frag_007(root):
+    def edit(m):
+        ci = m.fragments[1].files[0].column_indices
+        ci[1] = ci[0]
+    _edit(root, edit)
+
+
+@corruption("FRAG-008", "a copy of fragment 1's data file added with the same fields")
+def _frag_008(root):
+    m, _, _ = split_manifest(_latest(root).read_bytes())
+    src = m.fragments[1].files[0].path
+    name = "1" * 24 + "0" * 26 + ".lance"
+    shutil.copy(root / "data" / src, root / "data" / name)
+
+    def edit(m):
+        df = m.fragments[1].files.add()
+        df.CopyFrom(m.fragments[1].files[0])
+        df.path = name
+    _edit(root, edit)
+
+
+@corruption("FRAG-009", "a fragment with no data file added")
+def _frag_009(root):
+    def edit(m):
+        f = m.fragments.add()
+        f.id = m.max_fragment_id + 1
+        m.max_fragment_id = f.id
+    _edit(root, edit)
+
+
+# -- DATAFILE -------------------------------------------------------------------------------
+
+def _latest_m(root):
+    return split_manifest(_latest(root).read_bytes())[0]
+
+
+@corruption("DATAFILE-001", "fragment 1's data file deleted")
+def _datafile_001(root):
+    data_path(root, _latest_m(root)).unlink()
+
+
+@corruption("DATAFILE-002", "file_size_bytes increased by one")
+def _datafile_002(root):
+    _edit(root, lambda m: setattr(m.fragments[1].files[0], "file_size_bytes",
+                                  m.fragments[1].files[0].file_size_bytes + 1))
+
+
+@corruption("DATAFILE-003", "the data file's magic overwritten with XXXX")
+def _datafile_003(root):
+    p = data_path(root, _latest_m(root))
+    data = bytearray(p.read_bytes())
+    data[-4:] = b"XXXX"
+    p.write_bytes(bytes(data))
+
+
+@corruption("DATAFILE-004", "the data file's footer version changed from 2.1 to 2.2")
+def _datafile_004(root):
+    p = data_path(root, _latest_m(root))
+    data = bytearray(p.read_bytes())
+    struct.pack_into("<HH", data, len(data) - 8, 2, 2)
+    p.write_bytes(bytes(data))
+
+
+@corruption("DATAFILE-005", "Manifest.data_format.version set to 2.2 over 2.1 files")
+def _datafile_005(root):
+    _edit(root, lambda m: setattr(m.data_format, "version", "2.2"))
+
+
+@corruption("DATAFILE-006", "a column index beyond the file's columns")
+def _datafile_006(root):
+    def edit(m):
+        m.fragments[1].files[0].column_indices[1] = 7
+    _edit(root, edit)
+
+
+@corruption("DATAFILE-007", "Manifest.data_format.version set to 9.9")
+def _datafile_007(root):
+    _edit(root, lambda m: setattr(m.data_format, "version", "9.9"))
+
+
+# -- TXN ------------------------------------------------------------------------------------
+
+def _txn_path(root):
+    return root / "_transactions" / _latest_m(root).transaction_file
+
+
+@corruption("TXN-001", "the latest version's .txn file deleted")
+def _txn_001(root):
+    _txn_path(root).unlink()
+
+
+@corruption("TXN-002", "the latest .txn file replaced by bytes that do not parse")
+def _txn_002(root):
+    _txn_path(root).write_bytes(b"\xff\xff\xff")
+
+
+@corruption("TXN-003", "the .txn file gains a property the inline copy lacks")
+def _txn_003(root):
+    p = _txn_path(root)
+    t = transaction_pb2.Transaction.FromString(p.read_bytes())
+    t.transaction_properties["x"] = "y"
+    p.write_bytes(t.SerializeToString())
+
+
+@corruption("TXN-004", "read_version set to the version itself (inline, file and name)")
+def _txn_004(root):
+    version = _latest_m(root).version
+
+    def edit(t):
+        t.read_version = version
+    edit_transaction_everywhere(root, edit, lambda old, t: f"{t.read_version}-{t.uuid}.txn")
+
+
+@corruption("TXN-005", "the .txn file renamed to another uuid")
+def _txn_005(root):
+    edit_transaction_everywhere(
+        root, lambda t: None,
+        lambda old, t: f"{t.read_version}-00000000-0000-4000-8000-000000000000.txn")
+
+
+@corruption("TXN-006", "the operation removed from the transaction (inline and file)")
+def _txn_006(root):
+    def edit(t):
+        op = t.WhichOneof("operation")
+        t.ClearField(op)
+    edit_transaction_everywhere(root, edit)
+
+
+# -- COMMIT ---------------------------------------------------------------------------------
+
+@corruption("COMMIT-001", "manifests renamed to V1 names and version 1 also stored as 01.manifest")
+def _commit_001(root):
+    for v, p in manifests(root):
+        p.rename(root / "_versions" / f"{v}.manifest")
+    shutil.copy(root / "_versions" / "1.manifest", root / "_versions" / "01.manifest")
+
+
+@corruption("COMMIT-002", "the latest manifest's timestamp set to 1970")
+def _commit_002(root):
+    def edit(m):
+        m.timestamp.seconds, m.timestamp.nanos = 1, 0
+    _edit(root, edit)
+
+
+@corruption("COMMIT-003", "a manifest of version 0 added (no transaction)")
+def _commit_003(root):
+    m, _idx, _txn = split_manifest((root / "_versions" / v2_name(1)).read_bytes())
+    m.version = 0
+    m.transaction_file = ""
+    (root / "_versions" / v2_name(0)).write_bytes(encode_manifest(m))
+
+
+@corruption("COMMIT-004", "latest_version_hint.json replaced by garbage")
+def _commit_004(root):
+    (root / "_versions" / "latest_version_hint.json").write_bytes(b"not json")
+
+
+# -- BASEPATH -------------------------------------------------------------------------------
+
+def _with_bases(root, *paths, ids=None):
+    def edit(m):
+        for i, p in enumerate(paths):
+            bp = m.base_paths.add()
+            bp.id = (ids or list(range(1, len(paths) + 1)))[i]
+            bp.is_dataset_root, bp.path = True, p
+        m.reader_feature_flags |= 16
+        m.writer_feature_flags |= 16
+    _edit(root, edit)
+
+
+@corruption("BASEPATH-001", "two base paths with id 1")
+def _basepath_001(root):
+    _with_bases(root, OTHER_BASE, OTHER_BASE + "-2", ids=[1, 1])
+
+
+@corruption("BASEPATH-002", "a data file with base_id 7 and no base paths")
+def _basepath_002(root):
+    _edit(root, lambda m: setattr(m.fragments[1].files[0], "base_id", 7))
+
+
+@corruption("BASEPATH-003", "a base path climbing with '..'")
+def _basepath_003(root):
+    _with_bases(root, OTHER_BASE + "/../elsewhere")
+
+
+@corruption("BASEPATH-004", "a relative base path")
+def _basepath_004(root):
+    _with_bases(root, "relative/ds")
+
+
+# -- REFS -----------------------------------------------------------------------------------
+
+def _tag(root):
+    return root / "_refs" / "tags" / "t1.json"
+
+
+def _branch(root):
+    return root / "_refs" / "branches" / "dev.json"
+
+
+@corruption("REFS-001", "tag t1 loses its manifestSize")
+def _refs_001(root):
+    doc = json.loads(_tag(root).read_text())
+    del doc["manifestSize"]
+    _tag(root).write_text(json.dumps(doc, indent=2))
+
+
+@corruption("REFS-002", "tag t1 points at version 99")
+def _refs_002(root):
+    doc = json.loads(_tag(root).read_text())
+    doc["version"] = 99
+    _tag(root).write_text(json.dumps(doc, indent=2))
+
+
+@corruption("REFS-003", "branch dev's parentVersion written as a string")
+def _refs_003(root):
+    doc = json.loads(_branch(root).read_text())
+    doc["parentVersion"] = str(doc["parentVersion"])
+    _branch(root).write_text(json.dumps(doc, indent=2))
+
+
+@corruption("REFS-004", "branch dev's manifests removed from tree/dev/_versions")
+def _refs_004(root):
+    for _v, p in manifests(root, "tree/dev/_versions"):
+        p.unlink()
+
+
+@corruption("REFS-005", "branch dev's manifest says branch 'other'")
+def _refs_005(root):
+    rewrite_manifest(latest_manifest(root, "tree/dev/_versions"),
+                     lambda m: setattr(m, "branch", "other"))
+
+
+@corruption("REFS-006", "a tag file named 'bad name' (space)")
+def _refs_006(root):
+    shutil.copy(_tag(root), root / "_refs" / "tags" / "bad%20name.json")
+
+
+@corruption("REFS-007", "a branch file named 'main' (reserved)")
+def _refs_007(root):
+    shutil.copy(_branch(root), root / "_refs" / "branches" / "main.json")

@@ -1,0 +1,194 @@
+"""The validation report: what was checked, what broke, and four ways to print it.
+
+A report is one JSON object (its schema is ``conformance/schemas/report.schema.json``)::
+
+    {"uri": str, "versions_checked": [int], "conforms": bool, "rules_checked": [str],
+     "violations": [Violation], "warnings": [Violation], "elapsed_s": float}
+
+    Violation = {"rule": "AREA-NNN", "severity": "error"|"warning",
+                 "spec": {"file", "section", "clause"}, "message": str, "location": {...}}
+
+``violations`` hold error-severity findings, ``warnings`` the rest; ``conforms`` is true
+exactly when there is no error-severity finding. Findings are sorted by rule id, then by
+version, path and message, so two runs over the same bytes print the same report.
+
+Formats: ``text`` (grouped by rule, for people), ``json``, ``junit`` (one testcase per
+rule checked, one ``<failure>`` per violation) and ``github`` (``::error file=…::``
+workflow annotations).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from xml.sax.saxutils import escape, quoteattr
+
+FORMATS = ("text", "json", "junit", "github")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One finding of one rule, with the rule's severity and spec reference."""
+
+    rule: str
+    severity: str
+    spec: dict
+    message: str
+    location: dict = field(default_factory=dict)
+
+    def sort_key(self) -> tuple:
+        loc = self.location
+        version = loc.get("version")
+        return (self.rule, -1 if version is None else int(version), str(loc.get("path", "")),
+                self.message, json.dumps(loc, sort_keys=True, default=str))
+
+    def as_dict(self) -> dict:
+        return {"rule": self.rule, "severity": self.severity, "spec": dict(self.spec),
+                "message": self.message, "location": dict(self.location)}
+
+
+@dataclass
+class Report:
+    """The outcome of validating one dataset."""
+
+    uri: str
+    versions_checked: list[int] = field(default_factory=list)
+    rules_checked: list[str] = field(default_factory=list)
+    findings: list[Violation] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def violations(self) -> list[Violation]:
+        return sorted((f for f in self.findings if f.severity == "error"),
+                      key=Violation.sort_key)
+
+    @property
+    def warnings(self) -> list[Violation]:
+        return sorted((f for f in self.findings if f.severity != "error"),
+                      key=Violation.sort_key)
+
+    @property
+    def conforms(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    def rules_violated(self, severity: str | None = "error") -> set[str]:
+        return {f.rule for f in self.findings if severity is None or f.severity == severity}
+
+    def as_dict(self) -> dict:
+        return {
+            "uri": self.uri,
+            "versions_checked": sorted(int(v) for v in self.versions_checked),
+            "conforms": self.conforms,
+            "rules_checked": sorted(self.rules_checked),
+            "violations": [v.as_dict() for v in self.violations],
+            "warnings": [v.as_dict() for v in self.warnings],
+            "elapsed_s": round(float(self.elapsed_s), 6),
+        }
+
+    # -- formats ---------------------------------------------------------------------------
+    def render(self, fmt: str = "text") -> str:
+        if fmt == "text":
+            return to_text(self)
+        if fmt == "json":
+            return json.dumps(self.as_dict(), indent=2, default=str)
+        if fmt == "junit":
+            return to_junit(self)
+        if fmt == "github":
+            return to_github(self)
+        raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")
+
+
+def _where(loc: dict) -> str:
+    parts = []
+    if "version" in loc:
+        parts.append(f"v{loc['version']}")
+    if "path" in loc:
+        parts.append(str(loc["path"]))
+    if loc.get("offset") is not None:
+        parts.append(f"@{loc['offset']}")
+    for k in sorted(loc):
+        if k not in ("version", "path", "offset"):
+            parts.append(f"{k}={loc[k]}")
+    return " ".join(parts)
+
+
+def to_text(report: Report) -> str:
+    """Readable text: a verdict line, then each broken rule with its findings."""
+    d = report.as_dict()
+    verdict = "CONFORMS" if d["conforms"] else "DOES NOT CONFORM"
+    lines = [
+        f"{report.uri}: {verdict}",
+        f"  versions checked: {', '.join(map(str, d['versions_checked'])) or 'none'}; "
+        f"rules checked: {len(d['rules_checked'])}; errors: {len(d['violations'])}; "
+        f"warnings: {len(d['warnings'])}; {d['elapsed_s']:.3f} s",
+    ]
+    for title, items in (("errors", report.violations), ("warnings", report.warnings)):
+        if not items:
+            continue
+        lines.append("")
+        lines.append(f"{title}:")
+        current = None
+        for v in items:
+            if v.rule != current:
+                current = v.rule
+                spec = v.spec
+                lines.append(f"  {v.rule} [{v.severity}] {spec.get('file', '')} "
+                             f"§ {spec.get('section', '')}")
+            where = _where(v.location)
+            lines.append(f"    - {v.message}" + (f"  ({where})" if where else ""))
+    return "\n".join(lines) + "\n"
+
+
+def to_junit(report: Report) -> str:
+    """JUnit XML: one testcase per rule checked, one failure per violation of it."""
+    by_rule: dict[str, list[Violation]] = {}
+    for v in report.violations:
+        by_rule.setdefault(v.rule, []).append(v)
+    failures = sum(1 for r in report.rules_checked if r in by_rule)
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f"<testsuites><testsuite name={quoteattr('lance-conformance ' + report.uri)} "
+        f'tests="{len(report.rules_checked)}" failures="{failures}" errors="0" '
+        f'time="{report.elapsed_s:.3f}">',
+    ]
+    for rule_id in sorted(set(report.rules_checked) | set(by_rule)):
+        found = by_rule.get(rule_id, [])
+        if not found:
+            out.append(f'<testcase classname="lance-conformance" name="{escape(rule_id)}"/>')
+            continue
+        out.append(f'<testcase classname="lance-conformance" name="{escape(rule_id)}">')
+        for v in found:
+            body = f"{v.message}\n{_where(v.location)}\n{v.spec.get('clause', '')}"
+            out.append(f"<failure message={quoteattr(v.message)} type={quoteattr(v.rule)}>"
+                       f"{escape(body)}</failure>")
+        out.append("</testcase>")
+    out.append("</testsuite></testsuites>")
+    return "\n".join(out) + "\n"
+
+
+def _gh_escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    if prop:
+        text = text.replace(":", "%3A").replace(",", "%2C")
+    return text
+
+
+def to_github(report: Report) -> str:
+    """GitHub Actions workflow commands: ``::error file=…,title=RULE::message``."""
+    lines = []
+    for v in report.violations + report.warnings:
+        level = "error" if v.severity == "error" else "warning"
+        path = v.location.get("path") or report.uri
+        props = f"file={_gh_escape(str(path), True)},title={_gh_escape(v.rule, True)}"
+        lines.append(f"::{level} {props}::{_gh_escape(v.rule + ': ' + v.message)}")
+    verdict = "conforms" if report.conforms else "does not conform"
+    lines.append(f"::notice title=lance-conformance::{_gh_escape(report.uri + ' ' + verdict)}")
+    return "\n".join(lines) + "\n"
+
+
+def schema() -> dict:
+    """The JSON Schema of ``Report.as_dict()``."""
+    from importlib import resources
+
+    text = resources.files("conformance").joinpath("schemas/report.schema.json").read_text()
+    return json.loads(text)

@@ -1,0 +1,157 @@
+"""DATAFILE-*: the data files a manifest names (spec 004 ``DataFile``, FACTS §A).
+
+``DataFile`` = {1 path (relative to ``data/`` or to its base path), 2 fields,
+3 column_indices, 4 file_major_version, 5 file_minor_version, 6 file_size_bytes,
+7 base_id}. Each file must exist, be ``file_size_bytes`` long when that is non-zero, end in
+a valid footer, and carry the version its ``DataFile`` entry and ``Manifest.data_format``
+announce. Version pairs: (0,0),(0,1),(0,2) legacy; (0,3) and (2,0) mean 2.0; then
+(2,1), (2,2), (2,3). These checks read only each file's footer and FileDescriptor (a few
+hundred bytes), so they run without ``--deep``.
+"""
+
+from __future__ import annotations
+
+from reference_impl.errors import FormatError, LanceError, NotFound
+
+from .registry import Finding, rule
+
+_SEC = "Lance data files v2.x"
+DATA_FORMATS = {"0.1": "legacy", "legacy": "legacy", "2.0": (2, 0), "2.1": (2, 1),
+                "2.2": (2, 2), "2.3": (2, 3)}
+
+
+def normalize_version(major: int, minor: int):
+    """'legacy' for (0,0..2), (2,0) for (0,3), else (major, minor)."""
+    if major == 0 and minor < 3:
+        return "legacy"
+    if (major, minor) == (0, 3):
+        return (2, 0)
+    return (major, minor)
+
+
+def data_files(ctx):
+    """Every (fragment, data_file) pair of the version, in manifest order."""
+    for frag in ctx.manifest.fragments:
+        for df in frag.files:
+            yield frag, df
+
+
+def file_info(ctx, df):
+    """``(store, key, ContainerInfo | None, error | None)`` for a data file (cached)."""
+    from conformance.engine import access
+
+    cache = ctx.table.cache.setdefault("datafile_info", {})
+    base_id = df.base_id if df.HasField("base_id") else None
+    ck = (df.path, base_id, ctx.version if base_id is not None else None)
+    if ck in cache:
+        return cache[ck]
+    store = key = info = err = None
+    try:
+        store, key = ctx.location("data", df.path, base_id)
+        size = store.size(key)
+        info = access.read_container_info(store, key, size)
+    except (FormatError, NotFound, LanceError) as exc:
+        err = exc
+    except (OSError, ValueError) as exc:
+        err = FormatError(f"cannot read data file: {exc}", rule="DATAFILE-003", path=df.path)
+    cache[ck] = (store, key, info, err)
+    return cache[ck]
+
+
+def _loc(frag, df, key=None):
+    return {"fragment": int(frag.id), "path": key or df.path}
+
+
+@rule("DATAFILE-001", title="every data file exists", severity="error", spec="004",
+      section="DataFile", clause="Path to the root relative to the dataset's URI.")
+def exists(ctx):
+    for frag, df in data_files(ctx):
+        _s, key, _info, err = file_info(ctx, df)
+        if isinstance(err, NotFound):
+            yield Finding(f"data file {df.path} of fragment {frag.id} does not exist",
+                          _loc(frag, df, key))
+
+
+@rule("DATAFILE-002", title="file size equals file_size_bytes when recorded",
+      severity="error", spec="FACTS", section="Fragments, data files, deletion files",
+      clause="DataFile 6 file_size_bytes")
+def size_matches(ctx):
+    for frag, df in data_files(ctx):
+        _s, key, info, _err = file_info(ctx, df)
+        if info is not None and df.file_size_bytes and info.size != df.file_size_bytes:
+            yield Finding(f"data file is {info.size} bytes, DataFile.file_size_bytes says "
+                          f"{df.file_size_bytes}", _loc(frag, df, key))
+
+
+@rule("DATAFILE-003", title="every data file ends in a valid footer", severity="error",
+      spec="FACTS", section=_SEC,
+      clause="40-byte footer `<QQQIIHH` + `LANC` ... Legacy files end with a 16-byte tail "
+             "(u64 metadata position, 0, 2, `LANC`) pointing at `lance.file.Metadata`.")
+def footer_valid(ctx):
+    for frag, df in data_files(ctx):
+        _s, key, _info, err = file_info(ctx, df)
+        if isinstance(err, FormatError) and err.rule not in ("BASEPATH-002", "BASEPATH-003",
+                                                             "LAYOUT-005"):
+            yield Finding(err.message, dict(_loc(frag, df, key), offset=err.offset))
+
+
+@rule("DATAFILE-004", title="the footer version agrees with the DataFile entry",
+      severity="error", spec="FACTS", section=_SEC,
+      clause="Version pairs: (0,0),(0,1),(0,2) legacy; (0,3) and (2,0) mean 2.0; then "
+             "(2,1),(2,2),(2,3).")
+def version_matches_entry(ctx):
+    for frag, df in data_files(ctx):
+        _s, key, info, _err = file_info(ctx, df)
+        if info is None:
+            continue
+        have = normalize_version(info.major, info.minor)
+        want = normalize_version(df.file_major_version, df.file_minor_version)
+        if have != want:
+            yield Finding(f"file footer says {info.major}.{info.minor}, DataFile says "
+                          f"{df.file_major_version}.{df.file_minor_version}",
+                          _loc(frag, df, key))
+
+
+@rule("DATAFILE-005", title="data files agree with Manifest.data_format", severity="error",
+      spec="FACTS", section="Manifest fields actually written by 14.0.2",
+      clause="15 data_format {\"lance\", \"2.x\" or \"0.1\"}")
+def version_matches_format(ctx):
+    fmt = ctx.manifest.data_format.version if ctx.manifest.HasField("data_format") else ""
+    want = DATA_FORMATS.get(fmt)
+    if want is None:
+        return  # DATAFILE-007
+    for frag, df in data_files(ctx):
+        have = normalize_version(df.file_major_version, df.file_minor_version)
+        if have != want:
+            yield Finding(f"DataFile version {df.file_major_version}."
+                          f"{df.file_minor_version} does not match data_format {fmt!r}",
+                          _loc(frag, df))
+
+
+@rule("DATAFILE-006", title="column indices fit the file's column count", severity="error",
+      spec="004", section="DataFile",
+      clause="The top-level column indices for each field in the file.")
+def column_count(ctx):
+    for frag, df in data_files(ctx):
+        _s, key, info, _err = file_info(ctx, df)
+        if info is None or info.num_columns is None or not len(df.column_indices):
+            continue
+        top = max(df.column_indices)
+        if top >= info.num_columns:
+            yield Finding(f"column index {top} but the file has {info.num_columns} columns",
+                          _loc(frag, df, key))
+
+
+@rule("DATAFILE-007", title="Manifest.data_format names a known format", severity="warning",
+      spec="FACTS", section="Versions and defaults",
+      clause="`write_dataset(..., data_storage_version=...)` accepts `legacy`/`0.1`, `2.0`, "
+             "`2.1`, `2.2`, `2.3`")
+def known_format(ctx):
+    m = ctx.manifest
+    if not m.HasField("data_format"):
+        if len(m.fragments):
+            yield Finding("Manifest.data_format is absent", {"path": ctx.manifest_key})
+        return
+    if m.data_format.file_format != "lance" or m.data_format.version not in DATA_FORMATS:
+        yield Finding(f"unknown data_format {m.data_format.file_format!r} "
+                      f"{m.data_format.version!r}", {"path": ctx.manifest_key})

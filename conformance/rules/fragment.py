@@ -1,0 +1,140 @@
+"""FRAG-*: fragments of a manifest (spec 004 ``DataFragment``, ``DataFile``).
+
+``DataFragment`` = {1 id, 2 files, 3 deletion_file, 4 physical_rows, 5/6 row ids, ...}.
+Fragment ids are unique and never above ``Manifest.max_fragment_id`` (11, the highest id
+ever used). ``physical_rows`` counts every row of the fragment's files, deleted or not, so
+it equals each data file's row count. ``DataFile.fields`` names schema field ids (or -2,
+a tombstone); ``column_indices`` is empty for legacy files and has one entry per field
+otherwise; a field lives in at most one data file of a fragment.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .datafile import data_files, file_info, normalize_version
+from .registry import Finding, rule
+
+_SEC = "DataFragment"
+
+
+def _loc(frag, **kw) -> dict:
+    return dict({"fragment": int(frag.id)}, **kw)
+
+
+@rule("FRAG-001", title="fragment ids are unique", severity="error", spec="004",
+      section=_SEC, clause="The ID of a DataFragment is unique within a dataset.")
+def unique_ids(ctx):
+    counts = Counter(int(f.id) for f in ctx.manifest.fragments)
+    for fid, n in sorted(counts.items()):
+        if n > 1:
+            yield Finding(f"fragment id {fid} is used by {n} fragments", {"fragment": fid})
+
+
+@rule("FRAG-002", title="no fragment id above max_fragment_id", severity="error",
+      spec="004", section="Manifest",
+      clause="The highest fragment ID that has been used so far.")
+def below_max(ctx):
+    m = ctx.manifest
+    if not m.HasField("max_fragment_id"):
+        return  # FRAG-003
+    for f in m.fragments:
+        if f.id > m.max_fragment_id:
+            yield Finding(f"fragment id {f.id} is above max_fragment_id {m.max_fragment_id}",
+                          _loc(f))
+
+
+@rule("FRAG-003", title="max_fragment_id is set when there are fragments", severity="error",
+      spec="004", section="Manifest",
+      clause="The highest fragment ID that has been used so far. This ID is not guaranteed to "
+             "be present in the current version",
+      pylance="pylance 14.0.2 leaves max_fragment_id out while no fragment was ever written, "
+              "and keeps it after every fragment is deleted; only its absence with fragments "
+              "present is an error", enforces="pylance")
+def max_present(ctx):
+    m = ctx.manifest
+    if len(m.fragments) and not m.HasField("max_fragment_id"):
+        yield Finding(f"{len(m.fragments)} fragments but no max_fragment_id",
+                      {"path": ctx.manifest_key})
+
+
+@rule("FRAG-004", title="physical_rows equals each data file's row count", severity="error",
+      spec="004", section=_SEC,
+      clause="Number of original rows in the fragment, this includes rows that are now marked "
+             "with deletion tombstones.")
+def physical_rows(ctx):
+    for frag, df in data_files(ctx):
+        _s, key, info, _err = file_info(ctx, df)
+        if info is not None and info.num_rows != frag.physical_rows:
+            yield Finding(f"data file has {info.num_rows} rows, fragment physical_rows is "
+                          f"{frag.physical_rows}", _loc(frag, path=key or df.path))
+
+
+@rule("FRAG-005", title="data-file field ids exist in the schema or are tombstones (-2)",
+      severity="error", spec="004", section="DataFile",
+      clause="An object with a value in fields of -1 must not be stored to disk. -2 is used "
+             "for \"tombstoned\", meaning a field that is no longer in use.")
+def field_ids_known(ctx):
+    ids = {f.id for f in ctx.manifest.fields}
+    for frag, df in data_files(ctx):
+        bad = sorted({i for i in df.fields if i != -2 and i not in ids})
+        if bad:
+            yield Finding(f"DataFile.fields names ids {bad} that are not in the schema",
+                          _loc(frag, path=df.path))
+
+
+@rule("FRAG-006", title="column_indices is shaped as the file version requires",
+      severity="error", spec="004", section="DataFile",
+      clause="If the data file is version 1 then this property will be empty. Otherwise there "
+             "must be one entry for each field in `fields`.")
+def column_indices_shape(ctx):
+    for frag, df in data_files(ctx):
+        legacy = normalize_version(df.file_major_version, df.file_minor_version) == "legacy"
+        n, k = len(df.fields), len(df.column_indices)
+        if legacy and k:
+            yield Finding(f"legacy data file has {k} column_indices (must be empty)",
+                          _loc(frag, path=df.path))
+        elif not legacy and k != n:
+            yield Finding(f"{n} fields but {k} column_indices", _loc(frag, path=df.path))
+        elif not legacy and any(c < -1 for c in df.column_indices):
+            yield Finding("column_indices holds a value below -1", _loc(frag, path=df.path))
+
+
+@rule("FRAG-007", title="no column index is used twice (other than -1)", severity="error",
+      spec="004", section="DataFile",
+      clause="Some fields may not correspond to a top-level column in the file. In these "
+             "cases the index will -1.")
+def unique_column_indices(ctx):
+    for frag, df in data_files(ctx):
+        counts = Counter(c for c in df.column_indices if c != -1)
+        dup = sorted(c for c, n in counts.items() if n > 1)
+        if dup:
+            yield Finding(f"column indices {dup} are used twice", _loc(frag, path=df.path))
+
+
+@rule("FRAG-008", title="a field is stored in at most one data file of a fragment",
+      severity="error", spec="004", section="DataFile",
+      clause="-2 is used for \"tombstoned\", meaning a field that is no longer in use. This is "
+             "often because the original field id was reassigned to a different data file.")
+def field_in_one_file(ctx):
+    for frag in ctx.manifest.fragments:
+        seen: dict[int, str] = {}
+        for df in frag.files:
+            for fid in df.fields:
+                if fid < 0:
+                    continue
+                if fid in seen and seen[fid] != df.path:
+                    yield Finding(f"field {fid} is in both {seen[fid]} and {df.path}",
+                                  _loc(frag, field=int(fid)))
+                seen.setdefault(fid, df.path)
+
+
+@rule("FRAG-009", title="every fragment has at least one data file", severity="warning",
+      spec="004", section=_SEC,
+      clause="If column exists in the schema of a dataset, but the file for that column does "
+             "not exist within a DataFragment of that dataset, that column consists entirely "
+             "of nulls.")
+def has_files(ctx):
+    for frag in ctx.manifest.fragments:
+        if not len(frag.files):
+            yield Finding(f"fragment {frag.id} has no data file", _loc(frag))

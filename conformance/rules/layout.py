@@ -1,0 +1,97 @@
+"""LAYOUT-*: the directory structure of a dataset (spec 000 "Basic Layout", "File Naming
+Conventions").
+
+``{root}/`` holds ``data/`` (``*.lance``), ``_versions/`` (``*.manifest``),
+``_transactions/`` (``*.txn``), ``_deletions/`` (``*.arrow``, ``*.bin``), ``_indices/``,
+``_refs/`` and ``tree/``. Data file names are 50 characters from a UUID: the first 3 bytes as
+24 binary digits, the other 13 as 26 hex digits, then ``.lance``. Paths taken from metadata
+never leave their directory (LAYOUT-005, raised by ``reference_impl.io.base.check_key``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from reference_impl.errors import FormatError
+from reference_impl.io.base import check_key
+
+from .registry import Finding, rule
+
+KNOWN_DIRS = {"data", "_versions", "_transactions", "_deletions", "_indices", "_refs", "tree"}
+DATA_NAME = re.compile(r"^[01]{24}[0-9a-f]{26}\.lance$")
+
+
+@rule("LAYOUT-001", title="_versions/ holds at least one manifest", severity="error",
+      spec="000", section="Basic Layout",
+      clause="_versions/ *.manifest -- Manifest files (one per version)", scope="table")
+def has_versions(ctx):
+    if not ctx.version_entries:
+        yield Finding("no manifest in _versions/: the dataset has no version",
+                      {"path": "_versions"})
+
+
+@rule("LAYOUT-002", title="data file names follow the UUID pattern", severity="warning",
+      spec="000", section="File Naming Conventions",
+      clause="converting the first 3 bytes to a 24-character binary string and the remaining "
+             "13 bytes to a 26-character hex string, resulting in a 50-character filename.")
+def data_names(ctx):
+    for frag in ctx.manifest.fragments:
+        for df in frag.files:
+            if not DATA_NAME.match(df.path.rsplit("/", 1)[-1]):
+                yield Finding(f"data file name {df.path!r} is not 24 binary + 26 hex digits "
+                              f"+ .lance", {"fragment": int(frag.id), "path": df.path})
+
+
+@rule("LAYOUT-003", title="the root holds only the known sub-directories", severity="warning",
+      spec="000", section="Dataset Root",
+      clause="The dataset root contains the standard subdirectory structure (data/, "
+             "_versions/, _deletions/, _indices/, _refs/, tree/)", scope="table")
+def known_dirs(ctx):
+    try:
+        files, dirs = ctx.store.list_dir("")
+    except Exception:  # noqa: BLE001
+        return
+    for d in sorted(dirs):
+        if d.rstrip("/") not in KNOWN_DIRS:
+            yield Finding(f"unknown directory {d!r} in the dataset root", {"path": d})
+    for f in sorted(files, key=lambda i: i.key):
+        yield Finding(f"file {f.key!r} directly in the dataset root", {"path": f.key})
+
+
+@rule("LAYOUT-005", title="paths from metadata stay inside their directory",
+      severity="error", spec="000", section="Dataset Portability",
+      clause="All file paths within Lance files are stored relative to their containing "
+             "directory")
+def no_escape(ctx):
+    m = ctx.manifest
+    for frag in m.fragments:
+        for df in frag.files:
+            try:
+                check_key(df.path)
+            except FormatError as exc:
+                yield Finding(f"data file path: {exc.message}",
+                              {"fragment": int(frag.id), "path": df.path})
+    if m.transaction_file:
+        try:
+            check_key(m.transaction_file)
+            if "/" in m.transaction_file:
+                raise FormatError("transaction_file has a directory part", path=m.transaction_file)
+        except FormatError as exc:
+            yield Finding(f"transaction_file: {exc.message}", {"path": m.transaction_file})
+
+
+@rule("LAYOUT-006", title="transaction file names follow {read_version}-{uuid}.txn",
+      severity="warning", spec="000", section="File Naming Conventions",
+      clause="Pattern: _transactions/{read_version}-{uuid}.txn", scope="table")
+def txn_names(ctx):
+    from .transaction import TXN_NAME
+
+    try:
+        files, _dirs = ctx.store.list_dir("_transactions")
+    except Exception:  # noqa: BLE001
+        return
+    for f in sorted(files, key=lambda i: i.key):
+        name = f.key.rsplit("/", 1)[-1]
+        if not TXN_NAME.match(name):
+            yield Finding(f"{name!r} in _transactions/ is not {{read_version}}-{{uuid}}.txn",
+                          {"path": f"_transactions/{name}"})

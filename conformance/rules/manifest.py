@@ -1,0 +1,160 @@
+"""MANIFEST-*: the manifest file's framing and naming (spec 001 "Manifest", FACTS §A).
+
+Byte layout of ``_versions/*.manifest``::
+
+    [IndexSection  u32-LE len | protobuf]   optional; offset in Manifest.index_section (6)
+    [Transaction   u32-LE len | protobuf]   offset in Manifest field 23 (pylance 14) / 21
+    [Manifest      u32-LE len | protobuf]   at P; must end exactly at filesize - 16
+    u64-LE P | u16-LE major=0 | u16-LE minor=2 | b"LANC"      (16-byte tail)
+
+Names: V1 ``{v}.manifest``, V2 ``{u64::MAX - v:020}.manifest``, detached ``d{v}.manifest``.
+The framing rules (001-005) look at the manifests of the versions being checked; the
+engine reads each manifest once and records why one could not be read.
+"""
+
+from __future__ import annotations
+
+from .registry import Finding, rule
+
+_FRAMING = "Manifest file framing (`_versions/*.manifest`)"
+
+
+def _load_errors(ctx, rule_id: str, default_rule: str | None = None):
+    for entry in ctx.selected_entries():
+        ctx.manifest_file(entry.version)  # make sure it was tried
+        exc = ctx.load_errors.get(entry.key)
+        if exc is None:
+            continue
+        got = getattr(exc, "rule", None)
+        if got is None or not str(got).startswith("MANIFEST-"):
+            got = default_rule
+        if got == rule_id:
+            yield Finding(getattr(exc, "message", str(exc)),
+                          {"version": entry.version, "path": entry.key,
+                           "offset": getattr(exc, "offset", None)})
+
+
+def _problems(ctx, rule_id: str):
+    """Section problems: a reader that refuses the whole file (load error) or one that
+    records the problem on the decoded ``ManifestFile`` (``problems``)."""
+    yield from _load_errors(ctx, rule_id)
+    for entry in ctx.selected_entries():
+        mf = ctx.manifest_file(entry.version)
+        for p in getattr(mf, "problems", None) or ():
+            if getattr(p, "rule", None) == rule_id:
+                yield Finding(p.message, {"version": entry.version, "path": entry.key,
+                                          "offset": p.offset})
+
+
+@rule("MANIFEST-001", title="manifest ends with the 16-byte tail and magic LANC",
+      severity="error", spec="FACTS", section=_FRAMING,
+      clause="u64-LE P | u16-LE major=0 | u16-LE minor=2 | b\"LANC\" (16-byte tail)",
+      scope="table")
+def manifest_tail(ctx):
+    yield from _load_errors(ctx, "MANIFEST-001")
+
+
+@rule("MANIFEST-002", title="manifest length prefix is in bounds and ends at size-16",
+      severity="error", spec="FACTS", section=_FRAMING,
+      clause="[Manifest u32-LE len | protobuf] offset P; must end exactly at filesize-16",
+      scope="table")
+def manifest_length(ctx):
+    yield from _load_errors(ctx, "MANIFEST-002")
+
+
+@rule("MANIFEST-003", title="the Manifest protobuf parses", severity="error", spec="001",
+      section="Dataset Directory",
+      clause="A Manifest file includes the metadata to describe a version of the dataset.",
+      scope="table")
+def manifest_parses(ctx):
+    yield from _load_errors(ctx, "MANIFEST-003", default_rule="MANIFEST-003")
+    for entry in ctx.selected_entries():
+        if entry.key in ctx.load_errors:
+            exc = ctx.load_errors[entry.key]
+            if type(exc).__name__ == "NotFound":
+                yield Finding(f"manifest listed but unreadable: {exc}",
+                              {"version": entry.version, "path": entry.key})
+
+
+@rule("MANIFEST-004", title="the index section is framed and parses", severity="error",
+      spec="FACTS", section=_FRAMING,
+      clause="[IndexSection u32-LE len | protobuf] optional; offset in Manifest.index_section (6)",
+      scope="table")
+def index_section(ctx):
+    yield from _problems(ctx, "MANIFEST-004")
+
+
+@rule("MANIFEST-005", title="the inline transaction section is framed and parses",
+      severity="error", spec="FACTS", section=_FRAMING,
+      clause="[Transaction u32-LE len | protobuf] offset in Manifest field 23",
+      scope="table")
+def transaction_section(ctx):
+    yield from _problems(ctx, "MANIFEST-005")
+
+
+@rule("MANIFEST-006", title="V1 and V2 manifest names are not mixed", severity="error",
+      spec="REFS-NAMESPACE-COMMIT", section="7. Version discovery edge cases",
+      clause="V1 and V2 names for versions in the same directory | Opening fails ... Found "
+             "multiple manifest naming schemes in the same directory",
+      scope="table")
+def names_not_mixed(ctx):
+    schemes = {e.scheme for e in ctx.version_entries if e.scheme in ("v1", "v2")}
+    if len(schemes) > 1:
+        v1 = sorted(e.key for e in ctx.version_entries if e.scheme == "v1")
+        v2 = sorted(e.key for e in ctx.version_entries if e.scheme == "v2")
+        yield Finding(f"_versions/ mixes V1 names ({v1[0]}, ...) and V2 names ({v2[0]}, ...)",
+                      {"path": "_versions"})
+
+
+@rule("MANIFEST-007", title="the version in the manifest's name equals Manifest.version",
+      severity="error", spec="FACTS", section=_FRAMING,
+      clause="Names: V1 `_versions/{v}.manifest`; V2 `_versions/{u64::MAX - v:020}.manifest`")
+def name_matches_version(ctx):
+    if int(ctx.manifest.version) != int(ctx.version):
+        yield Finding(f"{ctx.manifest_key} is named for version {ctx.version} but holds "
+                      f"Manifest.version {ctx.manifest.version}", {"path": ctx.manifest_key})
+
+
+@rule("MANIFEST-008", title="the manifest tail says version 0.2", severity="error",
+      spec="FACTS", section=_FRAMING,
+      clause="u64-LE P | u16-LE major=0 | u16-LE minor=2 | b\"LANC\"")
+def tail_version(ctx):
+    tv = getattr(ctx.mf, "tail_version", None)
+    if tv is None and hasattr(ctx.mf, "tail_major"):
+        tv = (ctx.mf.tail_major, ctx.mf.tail_minor)
+    if tv is not None and tuple(tv) != (0, 2):
+        yield Finding(f"manifest tail version is {tv[0]}.{tv[1]}, expected 0.2",
+                      {"path": ctx.manifest_key})
+
+
+@rule("MANIFEST-009", title="the inline transaction offset is recorded in field 23",
+      severity="warning", spec="FACTS", section=_FRAMING,
+      clause="pylance 14 writes the transaction offset in field 23; the Nov-2025 proto names "
+             "field 21 transaction_section and 14.0.2 never writes 21.",
+      pylance="pylance 14.0.2 writes field 23 on every commit and ignores field 21",
+      enforces="pylance")
+def transaction_field(ctx):
+    m = ctx.manifest
+    has21, has23 = m.HasField("transaction_section_spec"), m.HasField("transaction_section")
+    if has21 and not has23:
+        yield Finding("the transaction offset is only in field 21 (spec proto name); pylance "
+                      "14.0.2 reads field 23", {"path": ctx.manifest_key})
+    elif not has21 and not has23 and m.transaction_file:
+        yield Finding("no inline transaction section although transaction_file is set",
+                      {"path": ctx.manifest_key})
+
+
+@rule("MANIFEST-010", title="detached names hold detached versions", severity="error",
+      spec="REFS-NAMESPACE-COMMIT", section="6. Detached versions",
+      clause="a random u64 with bit 63 set as the version ... The manifest is "
+             "_versions/d{version in decimal}.manifest")
+def detached_names(ctx):
+    entry = ctx.table.entry(ctx.version)
+    detached_name = entry is not None and entry.scheme == "detached"
+    bit63 = bool(int(ctx.manifest.version) >> 63)
+    if detached_name and not bit63:
+        yield Finding(f"{ctx.manifest_key} is a detached name but version "
+                      f"{ctx.manifest.version} lacks bit 63", {"path": ctx.manifest_key})
+    if not detached_name and bit63:
+        yield Finding(f"version {ctx.manifest.version} has bit 63 set (detached) but is "
+                      f"stored under an attached name", {"path": ctx.manifest_key})

@@ -1,0 +1,267 @@
+"""ROWID rules: move-stable row ids and row version sequences (spec 001 "Feature:
+Move-Stable Row IDs", "Assigning row ids", "Row ID sequences"; spec 004 ``DataFragment``
+fields 5-10 and ``Manifest.next_row_id``).
+
+Sequences are decoded once per version by :func:`_load` (cached in ``ctx.cache``) with
+the fragment's ``physical_rows`` as the bound, so a sequence claiming more values than the
+fragment has rows is reported (ROWID-002) instead of materialised.
+
+Row ids of deleted rows stay in a fragment's sequence (its length is ``physical_rows``);
+an update deletes the old row and gives the new one a fresh id or, in pylance 14.0.2,
+the same id in another fragment. Uniqueness (ROWID-003) is therefore checked over live
+rows only, using the DELETION module's decoded offsets.
+
+Feature flag 2 itself (reader/writer flags agree, the flag is known) belongs to the FLAGS
+rules; ROWID-008 only checks that fragments carry sequences exactly when it is set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from reference_impl.errors import FormatError, NotFound
+from reference_impl.table import rowids as R
+
+from .deletion import deleted_offsets
+from .registry import Finding, rule
+
+FLAG_STABLE_ROW_IDS = 2
+_CACHE = "rowid.sequences"
+_SECTION = "Feature: Move-Stable Row IDs"
+
+
+def _where(ctx, frag, **more) -> dict:
+    loc = {"version": ctx.version, "fragment_id": frag.id}
+    loc.update(more)
+    return loc
+
+
+def _bytes(ctx, frag, group: str):
+    """Inline bytes or the ExternalFile's bytes of oneof ``group``; None when unset."""
+    kind = frag.WhichOneof(group)
+    if kind is None:
+        return None
+    value = getattr(frag, kind)
+    if kind.startswith("inline"):
+        return value
+    if not value.path:
+        raise FormatError("external sequence has an empty path", rule="ROWID-009")
+    try:
+        # ExternalFile paths are relative to the root of the table
+        return R.read_external(ctx.store, value)
+    except NotFound as exc:
+        raise FormatError(f"external sequence file missing: {exc}", rule="ROWID-009",
+                          path=value.path) from None
+
+
+def _load(ctx, frag) -> dict:
+    cache = ctx.cache.setdefault(_CACHE, {})
+    if frag.id in cache:
+        return cache[frag.id]
+    out: dict = {"row_ids": None, "created": None, "last_updated": None, "errors": {}}
+    cache[frag.id] = out
+    for name, group, decode in (
+        ("row_ids", "row_id_sequence", R.decode_row_id_sequence),
+        ("created", "created_at_version_sequence", R.decode_version_sequence),
+        ("last_updated", "last_updated_at_version_sequence", R.decode_version_sequence),
+    ):
+        try:
+            data = _bytes(ctx, frag, group)
+            if data is not None:
+                out[name] = decode(data, physical_rows=frag.physical_rows,
+                                   path=f"fragment {frag.id} {group}")
+        except FormatError as exc:
+            out["errors"][name] = exc
+    return out
+
+
+def _stable(ctx) -> bool:
+    return bool(ctx.manifest.reader_feature_flags & FLAG_STABLE_ROW_IDS)
+
+
+@rule(
+    "ROWID-001", title="Row id sequences decode",
+    severity="error", spec="001", section="Row ID sequences",
+    clause="The row id values for a fragment are stored in a RowIdSequence protobuf message.",
+)
+def row_ids_decode(ctx) -> Iterator[Finding]:
+    for frag in ctx.manifest.fragments:
+        err = _load(ctx, frag)["errors"].get("row_ids")
+        if err is not None and err.rule == "ROWID-001":
+            yield Finding(f"fragment {frag.id}: {err.message}", _where(ctx, frag))
+
+
+@rule(
+    "ROWID-002", title="A row id sequence holds physical_rows ids",
+    severity="error", spec="004", section="DataFragment",
+    clause="These are the row ids for the fragment, in order of the rows as they appear.",
+)
+def row_ids_length(ctx) -> Iterator[Finding]:
+    for frag in ctx.manifest.fragments:
+        loaded = _load(ctx, frag)
+        err = loaded["errors"].get("row_ids")
+        if err is not None and err.rule == "ROWID-002":
+            yield Finding(f"fragment {frag.id}: {err.message}", _where(ctx, frag))
+        elif loaded["row_ids"] is not None and loaded["row_ids"].size != frag.physical_rows:
+            yield Finding(f"fragment {frag.id}: row id sequence holds {loaded['row_ids'].size} "
+                          f"ids, physical_rows is {frag.physical_rows}", _where(ctx, frag))
+
+
+@rule(
+    "ROWID-003", title="Live rows have distinct row ids across the table",
+    severity="error", spec="001", section=_SECTION,
+    clause="The row ids features assigns a unique u64 id to each row in the table.",
+)
+def row_ids_unique(ctx) -> Iterator[Finding]:
+    parts, owners = [], []
+    for frag in ctx.manifest.fragments:
+        ids = _load(ctx, frag)["row_ids"]
+        if ids is None or ids.size != frag.physical_rows:
+            continue
+        deleted = deleted_offsets(ctx, frag)
+        if deleted is None:
+            continue  # the DELETION rules report the unreadable file
+        if deleted.size:
+            keep = np.ones(ids.size, dtype=bool)
+            keep[deleted[deleted < ids.size].astype(np.int64)] = False
+            ids = ids[keep]
+        parts.append(ids)
+        owners.append(np.full(ids.size, frag.id, dtype=np.uint64))
+    if not parts:
+        return
+    ids = np.concatenate(parts)
+    owner = np.concatenate(owners)
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    dup = np.flatnonzero(sorted_ids[1:] == sorted_ids[:-1])
+    if dup.size:
+        first = int(sorted_ids[dup[0]])
+        frags = sorted({int(owner[order[i]]) for i in (dup[0], dup[0] + 1)})
+        yield Finding(f"{dup.size} live row(s) share a row id with another row (first: row id "
+                      f"{first} in fragments {frags})", {"version": ctx.version, "row_id": first})
+
+
+@rule(
+    "ROWID-004", title="Every row id is below next_row_id",
+    severity="error", spec="001", section="Assigning row ids",
+    clause="The next row id is stored in the manifest as the field next_row_id. [...] the writer "
+           "uses that field to assign row ids to new fragments.",
+)
+def row_ids_below_next(ctx) -> Iterator[Finding]:
+    nxt = ctx.manifest.next_row_id
+    for frag in ctx.manifest.fragments:
+        ids = _load(ctx, frag)["row_ids"]
+        if ids is not None and ids.size and int(ids.max()) >= nxt:
+            yield Finding(f"fragment {frag.id}: row id {int(ids.max())} is not below next_row_id "
+                          f"{nxt}", _where(ctx, frag))
+
+
+@rule(
+    "ROWID-005", title="Row version sequences decode and hold physical_rows entries",
+    severity="error", spec="004", section="DataFragment",
+    clause="If small (< 200KB), the row created at versions are stored inline. / the row latest "
+           "updated versions are stored inline.",
+)
+def version_sequences_length(ctx) -> Iterator[Finding]:
+    for frag in ctx.manifest.fragments:
+        loaded = _load(ctx, frag)
+        for which in ("created", "last_updated"):
+            err = loaded["errors"].get(which)
+            if err is not None and err.rule in ("ROWID-001", "ROWID-002"):
+                yield Finding(f"fragment {frag.id} {which} versions: {err.message}",
+                              _where(ctx, frag, sequence=which))
+            elif loaded[which] is not None and loaded[which].size != frag.physical_rows:
+                yield Finding(f"fragment {frag.id}: {which} version sequence holds "
+                              f"{loaded[which].size} entries, physical_rows is "
+                              f"{frag.physical_rows}", _where(ctx, frag, sequence=which))
+
+
+@rule(
+    "ROWID-006", title="No row version is above the manifest version",
+    severity="error", spec="004", section="DataFragment",
+    clause="oneof created_at_version_sequence / oneof last_updated_at_version_sequence",
+    pylance="pylance 14.0.2 records the dataset version that wrote or last updated each row; "
+            "a later version cannot have been seen by this manifest.",
+    enforces="pylance",
+)
+def versions_not_in_future(ctx) -> Iterator[Finding]:
+    version = ctx.manifest.version
+    for frag in ctx.manifest.fragments:
+        loaded = _load(ctx, frag)
+        for which in ("created", "last_updated"):
+            seq = loaded[which]
+            if seq is not None and seq.size and int(seq.max()) > version:
+                yield Finding(f"fragment {frag.id}: {which} version {int(seq.max())} is above the "
+                              f"manifest version {version}", _where(ctx, frag, sequence=which))
+
+
+@rule(
+    "ROWID-007", title="A row is not last updated before it was created",
+    severity="warning", spec="004", section="DataFragment",
+    clause="oneof created_at_version_sequence / oneof last_updated_at_version_sequence",
+    pylance="pylance 14.0.2 keeps created <= last_updated for every row.",
+    enforces="pylance",
+)
+def created_not_after_updated(ctx) -> Iterator[Finding]:
+    for frag in ctx.manifest.fragments:
+        loaded = _load(ctx, frag)
+        c, u = loaded["created"], loaded["last_updated"]
+        if c is None or u is None or c.size != u.size:
+            continue
+        bad = np.flatnonzero(c > u)
+        if bad.size:
+            i = int(bad[0])
+            yield Finding(f"fragment {frag.id}: {bad.size} row(s) last updated before created "
+                          f"(offset {i}: created {int(c[i])}, updated {int(u[i])})",
+                          _where(ctx, frag, offset=i))
+
+
+@rule(
+    "ROWID-008", title="Fragments carry row id sequences exactly when stable row ids are on",
+    severity="error", spec="004", section="Manifest",
+    clause="* 2: row ids are stable and stored as part of the fragment metadata.",
+)
+def sequences_match_flag(ctx) -> Iterator[Finding]:
+    stable = _stable(ctx)
+    for frag in ctx.manifest.fragments:
+        has = frag.WhichOneof("row_id_sequence") is not None
+        if stable and not has:
+            yield Finding(f"fragment {frag.id} has no row id sequence although feature flag 2 "
+                          f"(stable row ids) is set", _where(ctx, frag))
+        elif not stable and has:
+            yield Finding(f"fragment {frag.id} has a row id sequence but feature flag 2 (stable "
+                          f"row ids) is not set", _where(ctx, frag))
+
+
+@rule(
+    "ROWID-009", title="External sequences fit their file",
+    severity="error", spec="004", section="ExternalFile",
+    clause="Path to the file, relative to the root of the table. / The byte offset in the file "
+           "where the data starts. / The size of the data in the file, in bytes.",
+)
+def external_sequences_fit(ctx) -> Iterator[Finding]:
+    for frag in ctx.manifest.fragments:
+        for which, err in _load(ctx, frag)["errors"].items():
+            if err.rule in ("ROWID-009", "LAYOUT-005") or err.rule is None:
+                yield Finding(f"fragment {frag.id} {which}: {err.message}",
+                              _where(ctx, frag, sequence=which, path=err.path))
+
+
+@rule(
+    "ROWID-010", title="Row version sequences only with row id sequences",
+    severity="warning", spec="001", section=_SECTION,
+    clause="The respective parts of these indices are stored in the respective fragment's "
+           "metadata.",
+    pylance="pylance 14.0.2 writes both version sequences on every fragment of a stable-row-id "
+            "table and none elsewhere.",
+    enforces="pylance",
+)
+def versions_with_row_ids(ctx) -> Iterator[Finding]:
+    for frag in ctx.manifest.fragments:
+        has_ids = frag.WhichOneof("row_id_sequence") is not None
+        for group in ("created_at_version_sequence", "last_updated_at_version_sequence"):
+            if frag.WhichOneof(group) is not None and not has_ids:
+                yield Finding(f"fragment {frag.id} has {group} but no row id sequence",
+                              _where(ctx, frag, sequence=group))

@@ -1,0 +1,528 @@
+"""The Lance file writer (spec 003; FILE-ENCODINGS.md; FACTS.md §A "Lance data files v2.x").
+
+Every file written by ``reference_impl.file.writer`` as 2.0, 2.1 and 2.2 must be read
+back by pylance 14.0.2's ``lance.file.LanceFileReader`` equal to the input
+(``pa.Table.equals``, nulls included). The one normalisation: Arrow ``dictionary``
+columns are written decoded, so the expected table has them cast to their value type.
+Beyond the round trip, the tests pin the container bytes (footer version, 64-byte
+alignment with 0x48 filler, global buffer 0), the ``DataFile`` bookkeeping
+(fields / column indices) and the encodings chosen for canonical inputs.
+"""
+
+from __future__ import annotations
+
+import decimal
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from google.protobuf import any_pb2
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from reference_impl.errors import InvalidInput, UnsupportedFeature
+from reference_impl.file.encode.v2_1.bitpacking import FL_ORDER, fastlanes_pack
+from reference_impl.file.writer import LanceFileWriter, normalise_schema, write_lance_file
+from reference_impl.io.local import LocalStore
+from reference_impl.io.memory import MemoryStore
+from reference_impl.proto import encodings_v2_0_pb2, encodings_v2_1_pb2, file2_pb2, file_pb2
+
+VERSIONS = ["2.0", "2.1", "2.2"]
+
+# ----------------------------------------------------------------------------- data generation
+
+PRIMITIVES = [
+    pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(),
+    pa.uint64(), pa.float16(), pa.float32(), pa.float64(), pa.decimal128(12, 3), pa.date32(), pa.date64(),
+    pa.time32("s"), pa.time32("ms"), pa.time64("us"), pa.time64("ns"), pa.timestamp("s"), pa.timestamp("ms"),
+    pa.timestamp("us", tz="UTC"), pa.timestamp("ns", tz="America/New_York"), pa.duration("s"),
+    pa.duration("us"), pa.binary(), pa.large_binary(), pa.string(), pa.large_string(), pa.binary(5),
+    pa.dictionary(pa.int32(), pa.string()),
+]
+FSL_ITEMS = [pa.int8(), pa.int32(), pa.int64(), pa.float32(), pa.float64()]
+
+
+def types(depth: int = 2):
+    leaf = st.sampled_from(PRIMITIVES)
+    fsl = st.builds(lambda t, n: pa.list_(t, n), st.sampled_from(FSL_ITEMS), st.integers(1, 6))
+    if depth == 0:
+        return st.one_of(leaf, fsl)
+    inner = types(depth - 1)
+    return st.one_of(
+        leaf,
+        leaf,
+        fsl,
+        inner.map(pa.list_),
+        inner.map(pa.large_list),
+        st.lists(inner, min_size=1, max_size=3).map(lambda ts: pa.struct([(f"f{i}", t) for i, t in enumerate(ts)])),
+    )
+
+
+def gen_array(t: pa.DataType, n: int, rng: np.random.Generator, null_p: float, struct_nulls: bool) -> pa.Array:
+    """``n`` pseudo-random values of type ``t`` with roughly ``null_p`` nulls at every level."""
+    mask = rng.random(n) < null_p
+    m = mask if mask.any() else None
+    if pa.types.is_dictionary(t):
+        return gen_array(t.value_type, n, rng, null_p, struct_nulls).dictionary_encode()
+    if pa.types.is_boolean(t):
+        return pa.array(rng.random(n) < 0.5, t, mask=m)
+    if pa.types.is_integer(t):
+        dt = np.dtype(t.to_pandas_dtype())
+        info = np.iinfo(dt)
+        if rng.random() < 0.5:  # small values (bit-packing) or the full range
+            v = rng.integers(0, min(int(info.max), 100), n, endpoint=True).astype(dt)
+        else:
+            v = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+        return pa.array(v, t, mask=m)
+    if pa.types.is_floating(t):
+        dt = np.float16 if t == pa.float16() else np.float32 if t == pa.float32() else np.float64
+        return pa.array(rng.normal(0, 100, n).astype(dt), t, mask=m)
+    if pa.types.is_decimal(t):
+        ints = rng.integers(-10**9, 10**9, n)
+        return pa.array([None if mask[i] else decimal.Decimal(int(ints[i])).scaleb(-t.scale) for i in range(n)], t)
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        hi = 86_399 if (pa.types.is_time32(t) and t.unit == "s") else 86_399_999 if pa.types.is_time32(t) else 80_000
+        return pa.array(rng.integers(0, hi, n).astype(np.int32), pa.int32(), mask=m).cast(t)
+    if pa.types.is_date64(t):
+        return pa.array(rng.integers(0, 80_000, n).astype(np.int64) * 86_400_000, pa.int64(), mask=m).cast(t)
+    if pa.types.is_time64(t):
+        hi = 86_400 * (10**6 if t.unit == "us" else 10**9)
+        return pa.array(rng.integers(0, hi, n).astype(np.int64), pa.int64(), mask=m).cast(t)
+    if pa.types.is_timestamp(t) or pa.types.is_duration(t):
+        return pa.array(rng.integers(-(2**40), 2**40, n).astype(np.int64), pa.int64(), mask=m).cast(t)
+    if pa.types.is_fixed_size_binary(t):
+        return pa.array([None if mask[i] else rng.bytes(t.byte_width) for i in range(n)], t)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if rng.random() < 0.5:
+            pool = ["", "a", "bb", "héllo", "zzz", "x" * 40]
+            vals = [pool[k] for k in rng.integers(0, len(pool), n)]
+        else:
+            vals = ["s%d" % k for k in rng.integers(0, 1 << 30, n)]
+        return pa.array([None if mask[i] else vals[i] for i in range(n)], t)
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return pa.array([None if mask[i] else rng.bytes(int(rng.integers(0, 12))) for i in range(n)], t)
+    if pa.types.is_fixed_size_list(t):
+        items = gen_array(t.value_type, n * t.list_size, rng, null_p / 2, struct_nulls)
+        return pa.FixedSizeListArray.from_arrays(items, type=t, mask=pa.array(mask) if m is not None else None)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        lengths = rng.integers(0, 4, n)
+        lengths[mask] = 0
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        items = gen_array(t.value_type, int(offsets[-1]), rng, null_p, struct_nulls)
+        cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+        otype = pa.int64() if pa.types.is_large_list(t) else pa.int32()
+        return cls.from_arrays(pa.array(offsets, otype), items, type=t, mask=pa.array(mask) if m is not None else None)
+    if pa.types.is_struct(t):
+        children = [gen_array(f.type, n, rng, null_p, struct_nulls) for f in t]
+        smask = pa.array(mask) if (struct_nulls and m is not None) else None
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=smask)
+    raise AssertionError(f"no generator for {t}")
+
+
+@st.composite
+def tables(draw, max_rows: int = 300):
+    n_cols = draw(st.integers(1, 4))
+    col_types = [draw(types()) for _ in range(n_cols)]
+    n = draw(st.sampled_from([0, 1, 3, 17, 100, max_rows]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    null_p = draw(st.sampled_from([0.0, 0.2, 0.5, 1.0]))
+    struct_nulls = draw(st.booleans())
+    rng = np.random.default_rng(seed)
+    cols = {f"c{i}": gen_array(t, n, rng, null_p, struct_nulls) for i, t in enumerate(col_types)}
+    return pa.table(cols)
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def expected(table: pa.Table) -> pa.Table:
+    """The documented normalisation: dictionary columns come back decoded."""
+    return table.cast(normalise_schema(table.schema))
+
+
+def has_null_struct(arr) -> bool:
+    t = arr.type
+    if isinstance(arr, pa.ChunkedArray):
+        return any(has_null_struct(c) for c in arr.chunks)
+    if pa.types.is_struct(t):
+        return arr.null_count > 0 or any(has_null_struct(arr.field(i)) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        return has_null_struct(arr.flatten())
+    return False
+
+
+def write_and_read(lance, tmp_path, table, version, name="t.lance", **kwargs):
+    store = LocalStore(tmp_path)
+    written = write_lance_file(store, name, table, version=version, **kwargs)
+    return written, pylance_read(lance, tmp_path / name)
+
+
+def pylance_read(lance, path) -> pa.Table:
+    """Read with pylance; a Rust panic (a BaseException) becomes an AssertionError so
+    hypothesis can shrink the example."""
+    try:
+        return lance.file.LanceFileReader(str(path)).read_all().to_table()
+    except Exception:
+        raise
+    except BaseException as exc:  # pyo3_runtime.PanicException
+        if type(exc).__name__ != "PanicException":
+            raise
+        raise AssertionError(f"pylance panicked reading {path}: {exc}") from None
+
+
+def assert_round_trip(lance, tmp_path, table, version, **kwargs):
+    written, got = write_and_read(lance, tmp_path, table, version, **kwargs)
+    exp = expected(table)
+    if not got.equals(exp):
+        bad = [c for c in exp.column_names if not got[c].equals(exp[c])]
+        raise AssertionError(f"{version}: columns {bad} differ\n got {got.select(bad)}\n exp {exp.select(bad)}")
+    assert written.num_rows == table.num_rows
+    return written
+
+
+def parse_file(data: bytes):
+    """(footer tuple, FileDescriptor, [ColumnMetadata]) with plain struct/protobuf parsing."""
+    assert data[-4:] == b"LANC"
+    footer = struct.unpack("<QQQIIHH", data[-40:-4])
+    cm0, cmo, gbo, ngb, ncol, major, minor = footer
+    gpos, gsize = struct.unpack_from("<QQ", data, gbo)
+    fd = file_pb2.FileDescriptor()
+    fd.ParseFromString(data[gpos : gpos + gsize])
+    metas = []
+    for c in range(ncol):
+        pos, size = struct.unpack_from("<QQ", data, cmo + 16 * c)
+        cm = file2_pb2.ColumnMetadata()
+        cm.ParseFromString(data[pos : pos + size])
+        metas.append(cm)
+    return footer, (gpos, gsize), fd, metas
+
+
+def page_message(page, version):
+    wrapper = any_pb2.Any()
+    wrapper.ParseFromString(page.encoding.direct.encoding)
+    msg = encodings_v2_0_pb2.ArrayEncoding() if version == "2.0" else encodings_v2_1_pb2.PageLayout()
+    assert wrapper.type_url == "/" + msg.DESCRIPTOR.full_name
+    msg.ParseFromString(wrapper.value)
+    return msg
+
+
+def written_pages(table, version, **kwargs):
+    store = MemoryStore()
+    write_lance_file(store, "f.lance", table, version=version, **kwargs)
+    _, _, _, metas = parse_file(store.get("f.lance"))
+    return [[page_message(p, version) for p in cm.pages] for cm in metas]
+
+
+# ----------------------------------------------------------------------------- round trips
+
+
+@settings(max_examples=25)
+@given(table=tables())
+def test_random_tables_read_back_by_pylance(pylance, tmp_path_factory, table):
+    for version in VERSIONS:
+        tmp = tmp_path_factory.mktemp("w")
+        if version == "2.0" and any(has_null_struct(c) for c in table.columns):
+            with pytest.raises(UnsupportedFeature):
+                write_lance_file(LocalStore(tmp), "t.lance", table, version=version)
+            continue
+        assert_round_trip(pylance, tmp, table, version)
+
+
+@pytest.mark.slow
+@settings(max_examples=400)
+@given(table=tables(max_rows=3000))
+def test_random_tables_read_back_by_pylance_long(pylance, tmp_path_factory, table):
+    test_random_tables_read_back_by_pylance.hypothesis.inner_test(pylance, tmp_path_factory, table)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("null_p", [0.0, 0.3, 1.0])
+def test_every_primitive_type(pylance, tmp_path, version, null_p):
+    rng = np.random.default_rng(7)
+    table = pa.table({f"c{i}": gen_array(t, 257, rng, null_p, False) for i, t in enumerate(PRIMITIVES)})
+    assert_round_trip(pylance, tmp_path, table, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_nested_with_nulls_at_every_level(pylance, tmp_path, version):
+    rng = np.random.default_rng(3)
+    t = pa.struct([
+        ("l", pa.list_(pa.list_(pa.int32()))),
+        ("s", pa.list_(pa.struct([("x", pa.string()), ("f", pa.list_(pa.float32(), 3))]))),
+        ("b", pa.large_list(pa.bool_())),
+    ])
+    struct_nulls = version != "2.0"
+    table = pa.table({"st": gen_array(t, 600, rng, 0.25, struct_nulls), "i": gen_array(pa.int64(), 600, rng, 0.1, False)})
+    assert_round_trip(pylance, tmp_path, table, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_empty_table(pylance, tmp_path, version):
+    table = pa.table({"a": pa.array([], pa.int32()), "s": pa.array([], pa.string()),
+                      "l": pa.array([], pa.list_(pa.struct([("x", pa.int8())])))})
+    written = assert_round_trip(pylance, tmp_path, table, version)
+    _, _, _, metas = parse_file((tmp_path / "t.lance").read_bytes())
+    assert all(len(cm.pages) == 0 for cm in metas)
+    assert written.num_rows == 0
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_all_null_columns(pylance, tmp_path, version):
+    n = 300
+    table = pa.table({
+        "i": pa.nulls(n, pa.int32()), "s": pa.nulls(n, pa.string()), "b": pa.nulls(n, pa.bool_()),
+        "l": pa.array([None, []] * (n // 2), pa.list_(pa.int16())),
+        "le": pa.array([[]] * n, pa.list_(pa.string())),
+        "f": pa.nulls(n, pa.list_(pa.float32(), 4)),
+    })
+    assert_round_trip(pylance, tmp_path, table, version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_many_pages_and_streamed_batches(pylance, tmp_path, version):
+    rng = np.random.default_rng(11)
+    schema = pa.schema([("i", pa.int64()), ("s", pa.string()), ("l", pa.list_(pa.int32())),
+                        ("st", pa.struct([("a", pa.float64()), ("b", pa.large_string())]))])
+    batches = [pa.record_batch([gen_array(f.type, 137, rng, 0.2, False) for f in schema], schema=schema)
+               for _ in range(9)]
+    store = LocalStore(tmp_path)
+    writer = LanceFileWriter(store, "m.lance", schema, version=version, max_rows_per_page=50, max_page_bytes=4096)
+    for b in batches:
+        writer.write_batch(b)
+    written = writer.finish()
+    got = pylance.file.LanceFileReader(str(tmp_path / "m.lance")).read_all().to_table()
+    assert got.equals(pa.Table.from_batches(batches))
+    _, _, _, metas = parse_file((tmp_path / "m.lance").read_bytes())
+    assert len(metas[0].pages) >= 9 * 137 // 50
+    if version != "2.0":  # 2.1+: priority is the page's first row; pages are contiguous
+        prios = [p.priority for p in metas[0].pages]
+        lengths = [p.length for p in metas[0].pages]
+        assert prios == list(np.cumsum([0] + lengths[:-1]))
+    assert written.num_rows == 9 * 137
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_wide_values_long_lists_and_level_page_splits(pylance, tmp_path, version):
+    rng = np.random.default_rng(5)
+    table = pa.table({
+        "wide": pa.array([("x" * int(k)) if k % 5 else None for k in rng.integers(0, 700, 200)]),
+        "huge": pa.array(["y" * 40_000 if k == 3 else "z" for k in range(200)], pa.large_string()),
+        "fsl": gen_array(pa.list_(pa.float32(), 96), 200, rng, 0.2, False),
+        "long": pa.array([list(range(9000)) if k == 7 else [k] for k in range(200)], pa.list_(pa.int64())),
+        "many": pa.array([[k, None] if k % 3 else ([] if k % 2 else None) for k in range(200)] * 1, pa.list_(pa.int16())),
+    })
+    table = pa.concat_tables([table] * 25)  # 5,000 rows, > MAX_LEVELS_PER_PAGE levels
+    assert_round_trip(pylance, tmp_path, table, version)
+
+
+# ----------------------------------------------------------------------------- container bytes
+
+
+@pytest.mark.parametrize("version,major,minor", [("2.0", 0, 3), ("2.1", 2, 1), ("2.2", 2, 2)])
+def test_container_layout(version, major, minor):
+    table = pa.table({"a": pa.array([1, None, 3], pa.int32()), "s": pa.array(["x", "yy", None]),
+                      "l": pa.array([[1.5], None, []], pa.list_(pa.float64()))})
+    store = MemoryStore()
+    written = write_lance_file(store, "f.lance", table, version=version)
+    data = store.get("f.lance")
+    footer, (gpos, gsize), fd, metas = parse_file(data)
+    cm0, cmo, gbo, ngb, ncol, fmajor, fminor = footer
+    assert (fmajor, fminor) == (major, minor) == (written.major, written.minor)
+    assert ngb == 1 and written.size == len(data)
+    assert gpos % 64 == 0 and cm0 == gpos + gsize  # column metadata straight after global buffer 0
+    assert fd.length == 3 and [f.name for f in fd.schema.fields] == ["a", "s", "l", "item"]
+    assert [f.parent_id for f in fd.schema.fields] == [-1, -1, -1, 2]
+    assert gbo == cmo + 16 * ncol and len(data) == gbo + 16 + 40
+    end = 0
+    for cm in metas:
+        enc = any_pb2.Any()
+        enc.ParseFromString(cm.encoding.direct.encoding)
+        assert enc.type_url == "/lance.encodings.ColumnEncoding"
+        col_enc = encodings_v2_0_pb2.ColumnEncoding()
+        col_enc.ParseFromString(enc.value)
+        assert col_enc.WhichOneof("column_encoding") == "values"
+        for page in cm.pages:
+            for off, size in zip(page.buffer_offsets, page.buffer_sizes):
+                if size:
+                    assert off % 64 == 0, "page buffers must be 64-byte aligned"
+                    assert set(data[end:off]) <= {0x48}, "filler between buffers is 0x48"
+                    end = off + size
+    if version == "2.0":
+        assert written.fields == [0, 1, 2, 3] and written.column_indices == [0, 1, 2, 3]
+    else:
+        assert written.fields == [0, 1, 3] and written.column_indices == [0, 1, 2]
+
+
+def test_schema_metadata_and_field_ids(pylance, tmp_path):
+    schema = pa.schema([pa.field("a", pa.int8(), metadata={"k": "v"}),
+                        pa.field("st", pa.struct([("x", pa.list_(pa.string())), ("y", pa.float32())]))],
+                       metadata={"m": "1"})
+    table = pa.table({"a": [1, 2], "st": [{"x": ["p"], "y": 1.0}, {"x": None, "y": None}]}, schema=schema)
+    store = MemoryStore()
+    written = write_lance_file(store, "f.lance", table, version="2.1")
+    _, _, fd, _ = parse_file(store.get("f.lance"))
+    assert [(f.name, f.id, f.parent_id, f.logical_type) for f in fd.schema.fields] == [
+        ("a", 0, -1, "int8"), ("st", 1, -1, "struct"), ("x", 2, 1, "list"), ("item", 3, 2, "string"),
+        ("y", 4, 1, "float")]
+    assert fd.schema.metadata["m"] == b"1" and fd.schema.fields[0].metadata["k"] == b"v"
+    assert written.fields == [0, 3, 4]
+    got = pylance.file.LanceFileReader(_local_copy(store, tmp_path)).read_all().to_table()
+    assert got.equals(table)
+
+
+def _local_copy(store, tmp_path, key="f.lance"):
+    path = tmp_path / key
+    path.write_bytes(store.get(key))
+    return str(path)
+
+
+def test_null_struct_refused_in_2_0():
+    table = pa.table({"st": pa.array([{"a": 1}, None])})
+    with pytest.raises(UnsupportedFeature):
+        write_lance_file(MemoryStore(), "f.lance", table, version="2.0")
+    nested = pa.table({"l": pa.array([[{"a": 1}, None]], pa.list_(pa.struct([("a", pa.int64())])))})
+    with pytest.raises(UnsupportedFeature):
+        write_lance_file(MemoryStore(), "f.lance", nested, version="2.0")
+
+
+def test_invalid_arguments():
+    table = pa.table({"a": [1]})
+    with pytest.raises(InvalidInput):
+        write_lance_file(MemoryStore(), "f.lance", table, version="2.3")
+    with pytest.raises(InvalidInput):
+        write_lance_file(MemoryStore(), "f.lance", iter([]))
+    writer = LanceFileWriter(MemoryStore(), "f.lance", table.schema)
+    with pytest.raises(InvalidInput):
+        writer.write_batch(pa.record_batch({"b": [1]}))
+
+
+# ----------------------------------------------------------------------------- encodings chosen
+
+
+def _mb(layout):
+    assert layout.WhichOneof("layout") == "mini_block_layout", layout
+    return layout.mini_block_layout
+
+
+def test_low_cardinality_strings_use_dictionary():
+    table = pa.table({"s": pa.array([f"colour{i % 5}" for i in range(1000)])})
+    (page,), = written_pages(table, "2.0")
+    assert page.WhichOneof("array_encoding") == "dictionary"
+    assert page.dictionary.num_dictionary_items == 5
+    for version in ("2.1", "2.2"):
+        (layout,), = written_pages(table, version)
+        mb = _mb(layout)
+        assert mb.num_dictionary_items == 5
+        assert mb.value_compression.WhichOneof("compression") == "inline_bitpacking"
+        dict_kind = mb.dictionary.WhichOneof("compression")
+        assert dict_kind == ("variable" if version == "2.1" else "general")
+
+
+def test_high_cardinality_strings_use_binary_and_variable():
+    table = pa.table({"s": pa.array([f"value-{i:012d}" for i in range(1000)])})
+    (page,), = written_pages(table, "2.0")
+    assert page.WhichOneof("array_encoding") == "binary"
+    (layout,), = written_pages(table, "2.1")
+    assert _mb(layout).value_compression.WhichOneof("compression") == "variable"
+    assert not _mb(layout).HasField("dictionary")
+
+
+def test_small_ints_are_bitpacked_in_2_1_and_flat_in_2_0():
+    table = pa.table({"i": pa.array(np.arange(5000) % 100, pa.int64())})
+    (page,), = written_pages(table, "2.0")
+    assert page.nullable.no_nulls.values.flat.bits_per_value == 64
+    for version in ("2.1", "2.2"):
+        (layout,), = written_pages(table, version)
+        mb = _mb(layout)
+        assert mb.value_compression.inline_bitpacking.uncompressed_bits_per_value == 64
+        assert mb.has_large_chunk == (version == "2.2")
+        assert list(mb.layers) == [encodings_v2_1_pb2.REPDEF_ALL_VALID_ITEM]
+
+
+def test_full_range_ints_stay_flat():
+    rng = np.random.default_rng(1)
+    table = pa.table({"i": pa.array(rng.integers(-(2**63), 2**63 - 1, 3000, dtype=np.int64))})
+    (layout,), = written_pages(table, "2.1")
+    assert _mb(layout).value_compression.flat.bits_per_value == 64
+
+
+def test_wide_values_use_full_zip():
+    table = pa.table({"s": pa.array(["w" * 300, None, "v" * 256]),
+                      "f": pa.array([[1.0] * 64] * 3, pa.list_(pa.float32(), 64))})
+    (s_layout,), (f_layout,) = written_pages(table, "2.1")
+    fz = s_layout.full_zip_layout
+    assert s_layout.WhichOneof("layout") == "full_zip_layout" and fz.bits_per_offset == 32
+    assert fz.num_visible_items == 3 and fz.bits_def == 1
+    assert f_layout.full_zip_layout.bits_per_value == 64 * 32
+
+
+def test_huge_values_use_per_value_zstd():
+    table = pa.table({"s": pa.array(["q" * 50_000, "r"])})
+    (layout,), = written_pages(table, "2.2")
+    general = layout.full_zip_layout.value_compression.general
+    assert general.compression.scheme == encodings_v2_1_pb2.COMPRESSION_ALGORITHM_ZSTD
+
+
+def test_all_null_pages_use_constant_layout():
+    table = pa.table({"i": pa.nulls(10, pa.int32()), "l": pa.array([None, []] * 5, pa.list_(pa.int8()))})
+    (i_layout,), (l_layout,) = written_pages(table, "2.1")
+    assert i_layout.WhichOneof("layout") == "constant_layout"
+    assert list(i_layout.constant_layout.layers) == [encodings_v2_1_pb2.REPDEF_NULLABLE_ITEM]
+    assert list(l_layout.constant_layout.layers) == [
+        encodings_v2_1_pb2.REPDEF_ALL_VALID_ITEM, encodings_v2_1_pb2.REPDEF_NULL_AND_EMPTY_LIST]
+    (page,), = written_pages(table.select(["i"]), "2.0")
+    assert page.nullable.WhichOneof("nullability") == "all_nulls"
+
+
+def test_list_layers_and_repetition_index():
+    table = pa.table({"l": pa.array([[1, None], None, [], [4]] * 300, pa.list_(pa.int32()))})
+    (layout,), = written_pages(table, "2.1")
+    mb = _mb(layout)
+    assert list(mb.layers) == [encodings_v2_1_pb2.REPDEF_NULLABLE_ITEM, encodings_v2_1_pb2.REPDEF_NULL_AND_EMPTY_LIST]
+    assert mb.repetition_index_depth == 1 and mb.num_items == 900
+
+
+def test_2_0_list_and_fixed_size_list_trees():
+    table = pa.table({"l": pa.array([[1, 2], None, []], pa.list_(pa.int8())),
+                      "f": pa.array([[1, None], None, [3, 4]], pa.list_(pa.int16(), 2))})
+    (offsets,), (items,), (fsl,) = written_pages(table, "2.0")
+    assert offsets.list.null_offset_adjustment == 3 and offsets.list.num_items == 2
+    assert items.nullable.no_nulls.values.flat.bits_per_value == 8
+    some = fsl.nullable.some_nulls
+    assert some.validity.flat.buffer.buffer_index == 0
+    assert some.values.fixed_size_list.dimension == 2
+    assert some.values.fixed_size_list.items.nullable.some_nulls.values.flat.buffer.buffer_index == 2
+
+
+# ----------------------------------------------------------------------------- bit packing
+
+
+def _fastlanes_unpack(words: np.ndarray, T: int, W: int) -> np.ndarray:
+    """Straight transcription of the FILE-ENCODINGS §4.3 decode loop, one value at a time."""
+    lanes = 1024 // T
+    out = np.zeros(1024, dtype=object)
+    P = words.reshape(W, lanes) if W else None
+    for row in range(T):
+        for lane in range(lanes):
+            idx = FL_ORDER[row // 8] * 16 + (row % 8) * 128 + lane
+            if W == 0:
+                out[idx] = 0
+                continue
+            bit = row * W
+            w, s = divmod(bit, T)
+            v = int(P[w][lane]) >> s
+            if s + W > T:
+                v |= int(P[w + 1][lane]) << (T - s)
+            out[idx] = v & ((1 << W) - 1)
+    return out
+
+
+@pytest.mark.parametrize("T,W", [(8, 3), (16, 16), (32, 0), (32, 17), (64, 1), (64, 62)])
+def test_fastlanes_pack_inverts_the_spec_decoder(T, W):
+    rng = np.random.default_rng(T * 100 + W)
+    dt = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[T]
+    values = rng.integers(0, 2**W if W < 64 else 2**63, 1024, dtype=np.uint64).astype(dt) if W else np.zeros(1024, dt)
+    packed = fastlanes_pack(values.reshape(1, 1024), T, W)
+    assert packed.shape == (1, W * 1024 // T)
+    assert list(_fastlanes_unpack(packed[0], T, W)) == [int(v) for v in values]

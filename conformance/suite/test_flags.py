@@ -1,0 +1,88 @@
+"""Feature flags (spec 001 "Feature Flags"; FACTS §A "Feature flags observed")."""
+
+from __future__ import annotations
+
+import pytest
+
+from reference_impl import open_dataset
+from reference_impl.errors import UnsupportedFeature
+from reference_impl.io.uri import open_store
+from reference_impl.proto import table_pb2
+from reference_impl.table import flags, versions
+from reference_impl.table.manifest import encode_manifest_file, read_manifest_file
+
+
+def test_flag_values_and_names():
+    assert (flags.DELETION_FILES, flags.STABLE_ROW_IDS, flags.USE_V2_FORMAT_DEPRECATED,
+            flags.TABLE_CONFIG, flags.BASE_PATHS, flags.TRANSACTION_FILES_DISABLED) == (
+        1, 2, 4, 8, 16, 32)
+    assert flags.flag_names(0) == []
+    assert flags.flag_names(17) == ["DELETION_FILES", "BASE_PATHS"]
+    assert flags.flag_names(64 | 1) == ["DELETION_FILES", "UNKNOWN(64)"]
+
+
+def test_reader_accepts_every_flag_below_64():
+    m = table_pb2.Manifest(reader_feature_flags=63, writer_feature_flags=63)
+    flags.check_reader_flags(m)
+    flags.check_writer_flags(m)
+
+
+@pytest.mark.parametrize("bit", [64, 128, 1 << 40, 1 << 63])
+def test_unknown_flags_refused_by_name(bit):
+    m = table_pb2.Manifest(reader_feature_flags=bit | 1, writer_feature_flags=bit)
+    with pytest.raises(UnsupportedFeature, match=f"UNKNOWN\\({bit}\\)"):
+        flags.check_reader_flags(m, path="x")
+    with pytest.raises(UnsupportedFeature, match=f"UNKNOWN\\({bit}\\)"):
+        flags.check_writer_flags(m)
+
+
+def test_open_refuses_unknown_reader_flag(pylance, tmp_path):
+    import pyarrow as pa
+
+    uri = str(tmp_path / "ds")
+    pylance.write_dataset(pa.table({"a": [1]}), uri)
+    store = open_store(uri)
+    entry = versions.latest_entry(store)
+    mf = read_manifest_file(store, entry.key)
+    mf.manifest.reader_feature_flags = 128
+    store.put(entry.key, encode_manifest_file(mf.manifest, transaction=mf.transaction_bytes))
+    with pytest.raises(UnsupportedFeature, match="UNKNOWN\\(128\\)"):
+        open_dataset(uri)
+    # an unknown *writer* flag does not stop a reader
+    mf.manifest.reader_feature_flags = 0
+    mf.manifest.writer_feature_flags = 128
+    store.put(entry.key, encode_manifest_file(mf.manifest, transaction=mf.transaction_bytes))
+    assert open_dataset(uri).count_rows() == 1
+
+
+EXPECTED_FLAG_SCENARIOS = ["append", "delete_few", "delete_many", "stable_row_ids",
+                           "config_metadata", "shallow_clone", "branches", "scalar_index",
+                           "update", "compaction", "merge"]
+
+
+@pytest.mark.parametrize("scenario", EXPECTED_FLAG_SCENARIOS)
+def test_expected_flags_match_pylance(pylance_scenarios, scenario):
+    """The flags pylance wrote equal those computed from each manifest's contents."""
+    path = pylance_scenarios[scenario]
+    info = pylance_scenarios.info(scenario)
+    roots = [path] + [t["path"] for t in info["branch_versions"].values()]
+    if info.get("clone"):
+        roots.append(info["clone"]["path"])
+    for root in roots:
+        store = open_store(root)
+        for e in versions.list_versions(store):
+            m = read_manifest_file(store, e.key).manifest
+            assert flags.expected_flags(m) == (m.reader_feature_flags, m.writer_feature_flags), (
+                root, e.version)
+
+
+def test_expected_flags_from_contents():
+    m = table_pb2.Manifest()
+    assert flags.expected_flags(m) == (0, 0)
+    frag = m.fragments.add(id=0, physical_rows=3)
+    frag.deletion_file.num_deleted_rows = 1
+    m.config["k"] = "v"
+    m.base_paths.add(id=0, path="/x", is_dataset_root=True)
+    assert flags.expected_flags(m) == (1 | 16, 1 | 8 | 16)
+    m2 = table_pb2.Manifest(next_row_id=3)
+    assert flags.expected_flags(m2) == (2, 2)

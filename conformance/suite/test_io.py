@@ -1,0 +1,339 @@
+"""The object-store contract (``reference_impl.io``) on every store, and S3 interop.
+
+Every store -- local file system, memory, S3 on moto, S3 on SeaweedFS -- must behave
+the same for everything the commit protocols use (REFS-NAMESPACE-COMMIT.md section 8):
+whole and ranged reads (bounded, out-of-range reads are ``FormatError``), recursive
+listing, plain writes, one atomic create-if-absent with exactly one winner, copy,
+idempotent delete, and keys that cannot escape the store's root.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conformance.servers import free_port
+from reference_impl.errors import (
+    AlreadyExists,
+    FormatError,
+    InvalidInput,
+    NotFound,
+    PathEscape,
+    StoreError,
+)
+from reference_impl.io.base import ObjectInfo
+from reference_impl.io.s3 import S3Store
+from reference_impl.io.uri import open_store
+
+PAYLOAD = bytes(range(256)) * 4 + b"tail"  # 1028 bytes, every byte value
+
+
+def _listing(store, prefix=""):
+    return {info.key: info.size for info in store.list(prefix)}
+
+
+# -- reads and writes ----------------------------------------------------------------
+
+def test_put_get_size_exists(any_store):
+    any_store.put("a/b/c.bin", PAYLOAD)
+    assert any_store.get("a/b/c.bin") == PAYLOAD
+    assert any_store.size("a/b/c.bin") == len(PAYLOAD)
+    assert any_store.exists("a/b/c.bin")
+    assert not any_store.exists("a/b/missing.bin")
+
+
+def test_put_overwrites(any_store):
+    any_store.put("k", b"first")
+    any_store.put("k", b"second, longer")
+    assert any_store.get("k") == b"second, longer"
+
+
+def test_empty_object(any_store):
+    any_store.put("empty", b"")
+    assert any_store.get("empty") == b""
+    assert any_store.size("empty") == 0
+    assert any_store.get_range("empty", 0, 0) == b""
+
+
+def test_missing_object_is_not_found(any_store):
+    with pytest.raises(NotFound):
+        any_store.get("nope/x")
+    with pytest.raises(NotFound):
+        any_store.size("nope/x")
+    with pytest.raises(NotFound):
+        any_store.get_range("nope/x", 0, 1)
+
+
+@pytest.mark.parametrize(("start", "length"), [(0, 1028), (0, 1), (1027, 1), (100, 500), (1028, 0), (5, 0)])
+def test_get_range_inside(any_store, start, length):
+    any_store.put("obj", PAYLOAD)
+    assert any_store.get_range("obj", start, length) == PAYLOAD[start:start + length]
+
+
+@pytest.mark.parametrize(("start", "length"), [(1028, 1), (1000, 100), (0, 1029), (5000, 10), (-1, 4), (0, -1), (1029, 0)])
+def test_get_range_out_of_bounds_is_format_error(any_store, start, length):
+    any_store.put("obj", PAYLOAD)
+    with pytest.raises(FormatError) as info:
+        any_store.get_range("obj", start, length)
+    assert info.value.path == "obj"
+
+
+def test_bounded_get(any_store):
+    any_store.put("big", PAYLOAD)
+    assert any_store.get("big", max_size=len(PAYLOAD)) == PAYLOAD
+    with pytest.raises(FormatError) as info:
+        any_store.get("big", max_size=len(PAYLOAD) - 1)
+    assert info.value.path == "big"
+
+
+def test_list_is_recursive_with_sizes(any_store):
+    objects = {"_versions/1.manifest": b"m1", "_versions/2.manifest": b"m22",
+               "data/x.lance": b"xxxx", "data/sub/y.lance": b"y", "top": b"t"}
+    for key, data in objects.items():
+        any_store.put(key, data)
+    assert _listing(any_store) == {k: len(v) for k, v in objects.items()}
+    assert _listing(any_store, "data/") == {"data/x.lance": 4, "data/sub/y.lance": 1}
+    assert _listing(any_store, "_versions/2") == {"_versions/2.manifest": 3}
+    assert _listing(any_store, "nothing/") == {}
+    files, dirs = any_store.list_dir("data")
+    assert files == [ObjectInfo("data/x.lance", 4)] and dirs == ["sub"]
+
+
+def test_list_after_delete(any_store):
+    any_store.put("d/1", b"1")
+    any_store.put("d/2", b"2")
+    any_store.delete("d/1")
+    assert _listing(any_store, "d/") == {"d/2": 1}
+
+
+def test_delete_is_idempotent(any_store):
+    any_store.put("gone", b"x")
+    any_store.delete("gone")
+    any_store.delete("gone")
+    assert not any_store.exists("gone")
+
+
+def test_copy(any_store):
+    any_store.put("src/a", PAYLOAD)
+    any_store.copy("src/a", "dst/b")
+    assert any_store.get("dst/b") == PAYLOAD
+    assert any_store.get("src/a") == PAYLOAD
+    with pytest.raises(NotFound):
+        any_store.copy("src/missing", "dst/c")
+
+
+def test_child_shares_objects(any_store):
+    child = any_store.child("ds")
+    child.put("_versions/1.manifest", b"abc")
+    assert any_store.get("ds/_versions/1.manifest") == b"abc"
+    assert _listing(child) == {"_versions/1.manifest": 3}
+    assert child.child("_versions").get("1.manifest") == b"abc"
+    assert child.uri.rstrip("/").endswith("/ds")
+
+
+def test_rename_if_not_exists(any_store):
+    any_store.put("staging", b"s")
+    any_store.rename_if_not_exists("staging", "final")
+    assert any_store.get("final") == b"s" and not any_store.exists("staging")
+    any_store.put("staging2", b"t")
+    with pytest.raises(AlreadyExists):
+        any_store.rename_if_not_exists("staging2", "final")
+    assert any_store.get("final") == b"s"
+
+
+# -- the commit point ------------------------------------------------------------------
+
+def test_put_if_not_exists_creates_then_refuses(any_store):
+    any_store.put_if_not_exists("_versions/1.manifest", b"winner")
+    with pytest.raises(AlreadyExists):
+        any_store.put_if_not_exists("_versions/1.manifest", b"loser")
+    assert any_store.get("_versions/1.manifest") == b"winner"
+
+
+def race(store, key: str, writers: int) -> tuple[list[int], list[BaseException]]:
+    """``writers`` threads call ``put_if_not_exists(key)`` at once; returns winners and errors."""
+    barrier = threading.Barrier(writers)
+    winners: list[int] = []
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def attempt(i: int) -> None:
+        barrier.wait(timeout=30)
+        try:
+            store.put_if_not_exists(key, f"writer-{i}".encode())
+        except AlreadyExists:
+            return
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            with lock:
+                errors.append(exc)
+            return
+        with lock:
+            winners.append(i)
+
+    with ThreadPoolExecutor(writers) as pool:
+        list(pool.map(attempt, range(writers)))
+    return winners, errors
+
+
+def test_put_if_not_exists_race_has_one_winner(any_store):
+    writers = 8
+    for round_no in range(3):
+        key = f"_versions/{round_no}.manifest"
+        winners, errors = race(any_store, key, writers)
+        assert errors == []
+        assert len(winners) == 1, f"round {round_no}: winners {winners}"
+        assert any_store.get(key) == f"writer-{winners[0]}".encode()
+
+
+def test_concurrent_puts_of_distinct_keys(any_store):
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: any_store.put(f"data/{i}.lance", bytes([i]) * (i + 1)), range(32)))
+    assert _listing(any_store, "data/") == {f"data/{i}.lance": i + 1 for i in range(32)}
+
+
+# -- keys cannot escape the root ------------------------------------------------------
+
+BAD_KEYS = ["../outside", "a/../../b", "/etc/passwd", "a\x00b", "", "a//b", "./a", "a\\b"]
+
+
+@pytest.mark.parametrize("key", BAD_KEYS, ids=lambda k: repr(k))
+def test_path_escape_on_every_operation(any_store, key):
+    any_store.put("ok", b"x")
+    operations = [
+        lambda: any_store.get(key),
+        lambda: any_store.get_range(key, 0, 1),
+        lambda: any_store.size(key),
+        lambda: any_store.put(key, b"x"),
+        lambda: any_store.put_if_not_exists(key, b"x"),
+        lambda: any_store.copy("ok", key),
+        lambda: any_store.copy(key, "ok2"),
+        lambda: any_store.delete(key),
+        lambda: any_store.child(key),
+    ]
+    for op in operations:
+        with pytest.raises(PathEscape):
+            op()
+    assert _listing(any_store) == {"ok": 1}
+
+
+def test_local_store_writes_nothing_outside_its_root(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    store = open_store(str(root))
+    with pytest.raises(PathEscape):
+        store.put("../escaped", b"x")
+    assert not (tmp_path / "escaped").exists()
+
+
+# -- S3 specifics ----------------------------------------------------------------------
+
+def test_s3_store_uri_and_open_store(s3_bucket):
+    store = open_store(f"s3://{s3_bucket.name}/deep/ds/", s3_bucket.storage_options)
+    assert isinstance(store, S3Store)
+    assert store.uri == f"s3://{s3_bucket.name}/deep/ds"
+    store.put("x", b"1")
+    assert _listing(s3_bucket.store()) == {"deep/ds/x": 1}
+    assert S3Store(s3_bucket.name, "", s3_bucket.storage_options).uri == f"s3://{s3_bucket.name}"
+
+
+def test_s3_unreachable_endpoint_is_a_fast_store_error():
+    port = free_port()  # nothing listens there
+    options = {"aws_endpoint": f"http://127.0.0.1:{port}", "aws_access_key_id": "a",
+               "aws_secret_access_key": "b", "allow_http": "true"}
+    store = S3Store("bucket", "ds", options)
+    for op in (lambda: store.get("x"), lambda: store.put_if_not_exists("x", b"1"),
+               lambda: list(store.list()), lambda: store.size("x")):
+        started = time.monotonic()
+        with pytest.raises(StoreError):
+            op()
+        assert time.monotonic() - started < 10
+
+
+def test_s3_http_endpoint_needs_allow_http(moto_server):
+    options = dict(moto_server.storage_options())
+    options.pop("allow_http")
+    with pytest.raises(InvalidInput, match="allow_http"):
+        S3Store("bucket", "", options)
+
+
+@pytest.mark.parametrize("bucket", ["", "UPPER", "a", "has/slash", "x" * 300])
+def test_s3_bad_bucket_name(bucket):
+    with pytest.raises(InvalidInput):
+        S3Store(bucket, "", {"aws_endpoint": "http://127.0.0.1:1", "allow_http": "true"})
+
+
+def test_s3_missing_bucket_is_store_error(moto_server):
+    store = S3Store("lc-no-such-bucket", "", moto_server.storage_options())
+    with pytest.raises(StoreError, match="does not exist"):
+        list(store.list())
+    with pytest.raises(StoreError):
+        store.put("x", b"1")
+
+
+def test_s3_options_fall_back_to_environment(moto_server, monkeypatch):
+    bucket = moto_server.create_bucket("lc-env-fallback")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto_server.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", moto_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto_server.secret_key)
+    monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
+    store = open_store(f"s3://{bucket}/p")
+    store.put("k", b"v")
+    assert store.get("k") == b"v"
+    # the endpoint alias "endpoint" is accepted too
+    aliased = S3Store(bucket, "p", {"endpoint": moto_server.endpoint, "allow_http": "true"})
+    assert aliased.get("k") == b"v"
+
+
+def test_s3_wrong_credentials_on_seaweedfs_are_store_errors(seaweedfs_server):
+    bucket = seaweedfs_server.create_bucket("lc-creds")
+    options = {**seaweedfs_server.storage_options(), "aws_secret_access_key": "wrong"}
+    store = S3Store(bucket, "", options)
+    with pytest.raises(StoreError):
+        store.put("k", b"v")
+
+
+def test_moto_dynamodb_table_for_external_manifest_store(moto_server):
+    name = moto_server.create_dynamodb_table(f"lc-ddb-{os.getpid()}-{time.monotonic_ns()}")
+    table = moto_server.client("dynamodb").describe_table(TableName=name)["Table"]
+    assert {(k["AttributeName"], k["KeyType"]) for k in table["KeySchema"]} == {
+        ("base_uri", "HASH"), ("version", "RANGE")}
+    assert {(a["AttributeName"], a["AttributeType"]) for a in table["AttributeDefinitions"]} == {
+        ("base_uri", "S"), ("version", "N")}
+    assert moto_server.storage_options()["dynamodb_endpoint"] == moto_server.endpoint
+
+
+# -- interop: pylance writes to S3, we read -------------------------------------------
+
+@pytest.mark.interop
+@pytest.mark.s3
+@pytest.mark.parametrize("s3_bucket", ["moto", "seaweedfs"], indirect=True)
+def test_pylance_dataset_on_s3_is_listed_and_read(pylance, s3_bucket):
+    import pyarrow as pa
+
+    uri = f"{s3_bucket.uri}/ds"
+    table = pa.table({"id": pa.array(range(100), pa.int64()), "name": [f"n{i}" for i in range(100)]})
+    pylance.write_dataset(table, uri, storage_options=s3_bucket.storage_options)
+    pylance.write_dataset(table.slice(0, 10), uri, mode="append", storage_options=s3_bucket.storage_options)
+
+    store = open_store(uri, s3_bucket.storage_options)
+    listing = _listing(store)
+    manifests = {k: v for k, v in listing.items() if k.startswith("_versions/") and k.endswith(".manifest")}
+    data_files = {k: v for k, v in listing.items() if k.startswith("data/") and k.endswith(".lance")}
+    assert len(manifests) == 2
+    assert len(data_files) == 2
+    for key, size in {**manifests, **data_files}.items():
+        assert size > 0
+        assert store.size(key) == size
+    for key, size in manifests.items():
+        data = store.get(key)
+        assert len(data) == size
+        # a manifest ends with the Lance magic, and its last 16 bytes hold the metadata position
+        assert data[-4:] == b"LANC"
+        assert store.get_range(key, size - 4, 4) == b"LANC"
+    # the oracle reads back what it wrote through the same options
+    ds = pylance.dataset(uri, storage_options=s3_bucket.storage_options)
+    assert ds.count_rows() == 110 and ds.version == 2

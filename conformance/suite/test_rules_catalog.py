@@ -1,0 +1,86 @@
+"""The rule catalog: ids, spec references, negative cases and the generated docs."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from conformance.cli import main
+from conformance.invalid import CORRUPTIONS
+from conformance.rules import all_rules
+from conformance.rules.registry import SPEC_FILES
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC_DIR = Path("/work/shared/spec")
+MINE = {"LAYOUT", "MANIFEST", "FLAGS", "SCHEMA", "FRAG", "DATAFILE", "TXN", "COMMIT",
+        "BASEPATH", "REFS", "ENGINE"}
+# rules whose negative test is not a fixture dataset (see test_validate.py)
+NOT_A_DATASET = {"COMMIT-005", "ENGINE-001", "ENGINE-002"}
+
+
+def mine():
+    return [r for r in all_rules() if r.id.split("-")[0] in MINE and
+            not (r.id.startswith("SCHEMA-") and int(r.id[-3:]) >= 50)]
+
+
+def test_owned_ids_in_range():
+    for r in mine():
+        n = int(r.id.split("-")[1])
+        assert 1 <= n <= (49 if r.id.startswith("SCHEMA") else 99), r.id
+
+
+def test_fixed_ids_defined():
+    ids = {r.id for r in all_rules()}
+    for rid in ("LAYOUT-005", "MANIFEST-001", "MANIFEST-002", "MANIFEST-003", "MANIFEST-004",
+                "MANIFEST-005", "MANIFEST-006", "BASEPATH-002"):
+        assert rid in ids
+
+
+def test_every_rule_of_mine_has_a_negative_case():
+    missing = [r.id for r in mine() if r.id not in CORRUPTIONS and r.id not in NOT_A_DATASET]
+    assert not missing
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower())
+
+
+def test_sections_and_clauses_are_in_the_spec():
+    if not SPEC_DIR.exists():
+        import pytest
+        pytest.skip("spec texts not present")
+    for r in mine():
+        if r.id.startswith("ENGINE"):
+            continue
+        text = _norm((SPEC_DIR / SPEC_FILES[r.spec]).read_text())
+        assert _norm(r.section).strip() in text, (r.id, r.section)
+        # the clause may elide with "..."; every part must be quoted from the spec
+        for part in r.clause.split("..."):
+            part = _norm(part).strip()
+            if len(part) > 12:
+                assert part in text, (r.id, part)
+
+
+def test_rules_command_json(capsys):
+    assert main(["rules", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    ids = [d["id"] for d in doc]
+    assert ids == sorted(ids, key=lambda i: (i.split("-")[0], i))
+    one = next(d for d in doc if d["id"] == "FLAGS-005")
+    assert one["spec"]["section"] and one["enforces"] == "pylance" and one["pylance"]
+
+
+def test_rules_command_text_and_md(capsys):
+    assert main(["rules"]) == 0
+    assert "MANIFEST-001" in capsys.readouterr().out
+    assert main(["rules", "--format", "md"]) == 0
+    assert "## REFS-007" in capsys.readouterr().out
+
+
+def test_rules_doc_up_to_date():
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_rules_doc.py"), "--check"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,798 @@
+"""The mutating operations of a dataset, each one transaction (FACTS §A "Transactions
+observed"), as functions taking a :class:`reference_impl.dataset.Dataset`:
+
+==========================  =============================================================
+``delete(ds, predicate)``   Delete (101): a new deletion file per touched fragment holding
+                            the union of old and new deleted offsets; a fragment left with
+                            no row goes to ``deleted_fragment_ids``
+``update(ds, values, where)``  Update (108): the matching rows are deleted from their
+                            fragments and written again, changed, as new fragments
+``add_columns(ds, data)``   Merge (105): one new data file per fragment with the new
+                            columns only (new field ids); ``data`` is a table aligned to
+                            the visible rows, or a schema (all-null columns)
+``merge(ds, table, on)``    Merge (105): the new columns of ``table`` joined on ``on``
+``drop_columns(ds, cols)``  Project (109)
+``alter_columns(ds, ...)``  Project (109): renames keep the field id
+``compact_files(ds, n)``    ReserveFragments (107) then Rewrite (104)
+``restore(ds, version)``    Restore (106)
+``update_config`` / ``update_metadata`` / ``update_schema_metadata``  UpdateConfig (110)
+``create_tag`` / ``update_tag`` / ``delete_tag``  ``_refs/tags/{name}.json`` (no commit)
+``create_branch(ds, name)`` Clone (113) into ``tree/{name}``, then the branch file
+``shallow_clone(ds, target, ref)``  Clone (113) at a new root with ``base_paths``
+==========================  =============================================================
+
+Every function takes ``commit_message=`` (stored under ``__lance_commit_message``) and
+returns the dataset opened at the committed version. A predicate is a
+``pyarrow.compute.Expression`` or a small SQL subset (:func:`parse_predicate`); a
+predicate naming a missing column raises ``InvalidInput`` before anything is written.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+import uuid as uuid_mod
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .errors import AlreadyExists, InvalidInput, NotFound
+from .proto import rowids_pb2, table_pb2
+
+DELETION_ARROW_MAX = 5000  # at most this many deleted rows go to an Arrow file, more to Roaring
+
+
+# -- a small SQL subset ------------------------------------------------------------------
+_TOKEN = re.compile(r"""\s*(?:
+    (?P<num>-?\d+\.\d*(?:[eE][-+]?\d+)?|-?\d+(?:[eE][-+]?\d+)?)
+  | (?P<str>'(?:[^']|'')*')
+  | (?P<qid>"(?:[^"]|"")*"|`[^`]*`)
+  | (?P<op><=|>=|!=|<>|==|=|<|>|\(|\)|,|\+|-|\*|/)
+  | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
+)""", re.VERBOSE)
+
+
+def _tokenize(text: str) -> list[tuple[str, str]]:
+    pos, out = 0, []
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            raise InvalidInput(f"cannot parse predicate {text!r} at position {pos}")
+        kind = m.lastgroup
+        out.append((kind, m.group(kind)))
+        pos = m.end()
+    return out
+
+
+class _Parser:
+    """Recursive descent over::
+
+        expr   := and ("OR" and)*          and := not ("AND" not)*
+        not    := "NOT" not | cmp          cmp := value (op value | [NOT] IN (...) | IS [NOT] NULL)
+        value  := term (("+"|"-") term)*   term := atom (("*"|"/") atom)*
+        atom   := number | 'string' | TRUE | FALSE | NULL | column | "(" expr ")"
+    """
+
+    def __init__(self, text: str, columns: set[str] | None) -> None:
+        self.toks = _tokenize(text)
+        self.i = 0
+        self.text = text
+        self.columns = columns
+
+    def peek(self, *words) -> bool:
+        if self.i >= len(self.toks):
+            return False
+        kind, val = self.toks[self.i]
+        return (val.upper() if kind == "id" else val) in words
+
+    def take(self, *words) -> str:
+        if not self.peek(*words):
+            got = self.toks[self.i][1] if self.i < len(self.toks) else "end of input"
+            raise InvalidInput(f"predicate {self.text!r}: expected {'/'.join(words)}, got {got!r}")
+        self.i += 1
+        return self.toks[self.i - 1][1]
+
+    def parse(self):
+        e = self.expr()
+        if self.i != len(self.toks):
+            raise InvalidInput(f"predicate {self.text!r}: unexpected {self.toks[self.i][1]!r}")
+        return e
+
+    def expr(self):
+        e = self.and_()
+        while self.peek("OR"):
+            self.take("OR")
+            e = e | self.and_()
+        return e
+
+    def and_(self):
+        e = self.not_()
+        while self.peek("AND"):
+            self.take("AND")
+            e = e & self.not_()
+        return e
+
+    def not_(self):
+        if self.peek("NOT"):
+            self.take("NOT")
+            return ~self.not_()
+        return self.cmp()
+
+    def cmp(self):
+        left = self.value()
+        if self.peek("IS"):
+            self.take("IS")
+            neg = self.peek("NOT") and self.take("NOT")
+            self.take("NULL")
+            e = pc.is_null(left)
+            return ~e if neg else e
+        neg = False
+        if self.peek("NOT"):
+            self.take("NOT")
+            neg = True
+        if self.peek("IN"):
+            self.take("IN")
+            self.take("(")
+            items = [self.literal_value()]
+            while self.peek(","):
+                self.take(",")
+                items.append(self.literal_value())
+            self.take(")")
+            e = pc.is_in(left, value_set=pa.array(items))
+            return ~e if neg else e
+        for op in ("=", "==", "!=", "<>", "<", ">", "<=", ">="):
+            if self.peek(op):
+                self.take(op)
+                right = self.value()
+                return {"=": left == right, "==": left == right, "!=": left != right,
+                        "<>": left != right, "<": left < right, ">": left > right,
+                        "<=": left <= right, ">=": left >= right}[op]
+        return left
+
+    def value(self):
+        e = self.term()
+        while self.peek("+", "-"):
+            op = self.take("+", "-")
+            r = self.term()
+            e = pc.add(e, r) if op == "+" else pc.subtract(e, r)
+        return e
+
+    def term(self):
+        e = self.atom()
+        while self.peek("*", "/"):
+            op = self.take("*", "/")
+            r = self.atom()
+            e = pc.multiply(e, r) if op == "*" else pc.divide(e, r)
+        return e
+
+    def literal_value(self):
+        kind, val = self.toks[self.i]
+        self.i += 1
+        if kind == "num":
+            return float(val) if any(c in val for c in ".eE") else int(val)
+        if kind == "str":
+            return val[1:-1].replace("''", "'")
+        if kind == "id" and val.upper() in ("TRUE", "FALSE"):
+            return val.upper() == "TRUE"
+        raise InvalidInput(f"predicate {self.text!r}: {val!r} is not a literal")
+
+    def atom(self):
+        if self.i >= len(self.toks):
+            raise InvalidInput(f"predicate {self.text!r} ends early")
+        kind, val = self.toks[self.i]
+        if val == "(":
+            self.i += 1
+            e = self.expr()
+            self.take(")")
+            return e
+        if kind in ("num", "str") or (kind == "id" and val.upper() in ("TRUE", "FALSE")):
+            return pc.scalar(self.literal_value())
+        if kind == "id" and val.upper() == "NULL":
+            self.i += 1
+            return pc.scalar(None)
+        if kind in ("id", "qid"):
+            self.i += 1
+            name = val if kind == "id" else val[1:-1].replace('""', '"')
+            if self.columns is not None and name not in self.columns:
+                raise InvalidInput(f"predicate {self.text!r} names column {name!r}, which the "
+                                   f"dataset does not have (columns: {sorted(self.columns)})")
+            return pc.field(name)
+        raise InvalidInput(f"predicate {self.text!r}: unexpected {val!r}")
+
+
+def parse_predicate(text: str, columns=None) -> pc.Expression:
+    """A ``pyarrow.compute.Expression`` for a SQL-subset predicate or value expression."""
+    return _Parser(text, set(columns) if columns is not None else None).parse()
+
+
+def _expression(pred, schema: pa.Schema) -> tuple[pc.Expression, str]:
+    columns = schema.names
+    if isinstance(pred, pc.Expression):
+        problem = _missing_fields(pred, schema)
+        if problem:
+            raise InvalidInput(f"predicate {pred} cannot be evaluated on this dataset: {problem[0]}")
+        return pred, str(pred)
+    if not isinstance(pred, str) or not pred.strip():
+        raise InvalidInput("a predicate must be a non-empty string or a pyarrow Expression")
+    return parse_predicate(pred, columns), pred
+
+
+def _missing_fields(expr: pc.Expression, schema: pa.Schema) -> list[str]:
+    """Evaluate ``expr`` on an empty table of ``schema``: a missing column fails there."""
+    try:
+        schema.empty_table().filter(expr)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, KeyError) as exc:
+        return [str(exc).splitlines()[0]]
+    return []
+
+
+# -- helpers ------------------------------------------------------------------------------
+def _reopen(ds, version: int):
+    from .dataset import open_dataset
+
+    return open_dataset(ds.uri, version=version, branch=ds.branch, storage_options=ds.storage_options)
+
+
+def _commit(ds, txn, **kw):
+    from .table.commit import commit_transaction
+
+    result = commit_transaction(ds.store, txn, data_format=(ds.manifest.data_format.file_format or "lance",
+                                                           ds.manifest.data_format.version or "2.2"), **kw)
+    return _reopen(ds, result.version)
+
+
+def _file_version(ds) -> str:
+    v = ds.manifest.data_format.version or "2.2"
+    if v not in ("2.0", "2.1", "2.2"):
+        raise InvalidInput(f"this writer cannot write data storage version {v!r}")
+    return v
+
+
+def _check_writable(ds) -> None:
+    from .table.flags import check_writer_flags
+
+    check_writer_flags(ds.manifest, path=ds.manifest_file.key)
+
+
+def _stable(ds) -> bool:
+    return bool(ds.manifest.reader_feature_flags & 2)
+
+
+def _rows_with_addresses(ds, columns=None) -> pa.Table:
+    t = ds.to_table(columns=columns, with_row_address=True)
+    return t
+
+
+def _encode_u64_sequence(values: np.ndarray) -> bytes:
+    """A RowIdSequence: one range when contiguous, else a plain u64 array (the row-id
+    module's compact segments when it is present)."""
+    try:
+        from .table.rowids import encode_row_id_sequence
+        return encode_row_id_sequence(np.asarray(values, dtype=np.uint64))
+    except ImportError:
+        pass
+    seq = rowids_pb2.RowIdSequence()
+    seg = seq.segments.add()
+    v = np.asarray(values, dtype=np.uint64)
+    if len(v) and np.all(np.diff(v.astype(np.int64)) == 1):
+        seg.range.start = int(v[0])
+        seg.range.end = int(v[-1]) + 1
+    elif len(v) == 0:
+        seg.range.start = 0
+        seg.range.end = 0
+    else:
+        seg.array.u64_array.values = v.astype("<u8").tobytes()
+    return seq.SerializeToString()
+
+
+def _write_deletion(ds, fragment_id: int, offsets: np.ndarray) -> table_pb2.DeletionFile:
+    """A deletion file for ``offsets`` (sorted, unique): Arrow up to DELETION_ARROW_MAX rows,
+    Roaring above; ``_deletions/{fragment_id}-{read_version}-{id}.{arrow|bin}``."""
+    from .table.layout import deletion_file_name
+
+    read_version = ds.version
+    file_id = secrets.randbits(63)
+    offsets = np.asarray(offsets, dtype=np.uint32)
+    try:
+        from .table.deletion import write_deletion_file
+        return write_deletion_file(ds.store, fragment_id, read_version, offsets)
+    except ImportError:
+        pass
+    if len(offsets) <= DELETION_ARROW_MAX:
+        kind = 0
+        table = pa.table({"row_id": pa.array(offsets, pa.uint32())},
+                         schema=pa.schema([pa.field("row_id", pa.uint32(), nullable=False)]))
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_file(sink, table.schema,
+                             options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+            w.write_table(table)
+        data = sink.getvalue().to_pybytes()
+    else:
+        from pyroaring import BitMap
+        kind = 1
+        data = BitMap(offsets.tolist()).serialize()
+    name = deletion_file_name(fragment_id, read_version, file_id, kind)
+    ds.store.put(f"_deletions/{name}", data)
+    return table_pb2.DeletionFile(file_type=kind, read_version=read_version, id=file_id,
+                                  num_deleted_rows=len(offsets))
+
+
+def _with_deletions(ds, frag, deleted: np.ndarray) -> table_pb2.DataFragment:
+    out = table_pb2.DataFragment()
+    out.CopyFrom(frag)
+    out.deletion_file.CopyFrom(_write_deletion(ds, frag.id, deleted))
+    return out
+
+
+def _deleted_after(frag, alive: np.ndarray, removed: np.ndarray) -> np.ndarray:
+    """Offsets deleted once ``removed`` goes: everything not alive now, plus ``removed``."""
+    mask = np.ones(frag.physical_rows, dtype=bool)
+    mask[alive] = False
+    mask[removed] = True
+    return np.flatnonzero(mask).astype(np.uint32)
+
+
+def _split_addresses(addr) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(addr, dtype=np.uint64)
+    return (a >> np.uint64(32)).astype(np.int64), (a & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+
+# -- delete / update ----------------------------------------------------------------------
+def delete(ds, predicate, *, commit_message: str | None = None):
+    """Delete the rows matching ``predicate``; returns the dataset at the new version."""
+    from .table import operations
+
+    _check_writable(ds)
+    expr, text = _expression(predicate, ds.schema)
+    t = _rows_with_addresses(ds)
+    hit = t.filter(expr)
+    frag_of, off_of = _split_addresses(t["_rowaddr"].to_numpy())
+    hfrag, hoff = _split_addresses(hit["_rowaddr"].to_numpy())
+    updated, gone = [], []
+    for frag in ds.manifest.fragments:
+        removed = hoff[hfrag == frag.id]
+        if len(removed) == 0:
+            continue
+        alive = off_of[frag_of == frag.id]
+        deleted = _deleted_after(frag, alive, removed)
+        if len(deleted) == frag.physical_rows:
+            gone.append(frag.id)
+        else:
+            updated.append(_with_deletions(ds, frag, deleted))
+    txn = operations.delete(ds.version, updated, gone, text, commit_message=commit_message)
+    return _commit(ds, txn)
+
+
+def _value_expr(v, columns):
+    if isinstance(v, pc.Expression):
+        return v
+    if isinstance(v, str):
+        return parse_predicate(v, columns)
+    return pc.scalar(v)
+
+
+def update(ds, values: dict, where=None, *, commit_message: str | None = None):
+    """Set ``values`` (column -> literal or SQL-subset expression) on the rows matching
+    ``where`` (all rows when None): Update (108) with the rows rewritten as new fragments."""
+    from .table import operations
+    from .write import write_fragments
+
+    _check_writable(ds)
+    names = ds.schema.names
+    if not values:
+        raise InvalidInput("update needs at least one column to set")
+    for col in values:
+        if col not in names:
+            raise InvalidInput(f"update sets column {col!r}, which the dataset does not have")
+    exprs = {c: _value_expr(v, names) for c, v in values.items()}
+    expr, _text = _expression(where, ds.schema) if where is not None else (None, "")
+    t = _rows_with_addresses(ds)
+    hit = t.filter(expr) if expr is not None else t
+    if hit.num_rows == 0:
+        txn = operations.update(ds.version, commit_message=commit_message)
+        return _commit(ds, txn)
+    import pyarrow.dataset as pads
+
+    schema = ds.schema
+    current = hit.select(names)
+    projection = {n: exprs.get(n, pc.field(n)) for n in names}
+    computed = pads.dataset(current).to_table(columns=projection)
+    new_cols = [pc.cast(computed.column(n), schema.field(n).type) for n in names]
+    changed = pa.table(new_cols, schema=schema)
+    frag_of, off_of = _split_addresses(t["_rowaddr"].to_numpy())
+    hfrag, hoff = _split_addresses(hit["_rowaddr"].to_numpy())
+    updated, removed_ids = [], []
+    for frag in ds.manifest.fragments:
+        removed = hoff[hfrag == frag.id]
+        if len(removed) == 0:
+            continue
+        alive = off_of[frag_of == frag.id]
+        deleted = _deleted_after(frag, alive, removed)
+        if len(deleted) == frag.physical_rows:
+            removed_ids.append(frag.id)
+        else:
+            updated.append(_with_deletions(ds, frag, deleted))
+    new = write_fragments(ds.store, changed, list(ds.manifest.fields), file_version=_file_version(ds))
+    field_ids = [f.id for f in ds.manifest.fields if f.name in values and f.parent_id == -1]
+    txn = operations.update(ds.version, removed_ids=removed_ids, updated=updated, new=new,
+                            fields_modified=field_ids, commit_message=commit_message)
+    return _commit(ds, txn)
+
+
+# -- schema evolution ---------------------------------------------------------------------
+def add_columns(ds, data, *, commit_message: str | None = None):
+    """Add columns: ``data`` is a pyarrow Table with one row per visible row (in scan
+    order), or a pyarrow Schema whose columns are added all-null. Merge (105)."""
+    from .table import operations
+    from .table.schema import arrow_to_fields, max_field_id
+    from .file.writer import write_lance_file
+    from .write import new_data_file_name
+
+    _check_writable(ds)
+    if isinstance(data, pa.Schema):
+        schema = data
+        data = None
+    elif isinstance(data, (pa.Table, pa.RecordBatch)):
+        data = pa.table(data) if isinstance(data, pa.RecordBatch) else data
+        schema = data.schema
+    else:
+        raise InvalidInput("add_columns takes a pyarrow Table or Schema")
+    clash = [n for n in schema.names if n in ds.schema.names]
+    if clash:
+        raise InvalidInput(f"columns {clash} already exist")
+    new_fields = arrow_to_fields(schema, start_id=max_field_id(ds.manifest.fields) + 1)
+    t = _rows_with_addresses(ds, columns=[]) if data is not None else None
+    if data is not None and data.num_rows != t.num_rows:
+        raise InvalidInput(f"add_columns data has {data.num_rows} rows, the dataset {t.num_rows}")
+    if t is not None:
+        frag_of, off_of = _split_addresses(t["_rowaddr"].to_numpy())
+    fragments = []
+    for frag in ds.manifest.fragments:
+        if data is None:
+            part = pa.table({f.name: pa.nulls(frag.physical_rows, f.type) for f in schema}, schema=schema)
+        else:
+            sel = np.flatnonzero(frag_of == frag.id)
+            # place the values at their physical offsets; deleted rows get nulls
+            positions = np.full(frag.physical_rows, -1, dtype=np.int64)
+            positions[off_of[sel]] = sel
+            idx = pa.array(positions, mask=positions < 0)
+            part = data.take(idx)
+        name = new_data_file_name()
+        wf = write_lance_file(ds.store, f"data/{name}", part, version=_file_version(ds),
+                              schema_fields=new_fields)
+        nf = table_pb2.DataFragment()
+        nf.CopyFrom(frag)
+        nf.files.add(path=name, fields=wf.fields, column_indices=wf.column_indices,
+                     file_major_version=wf.major, file_minor_version=wf.minor, file_size_bytes=wf.size)
+        fragments.append(nf)
+    fields = list(ds.manifest.fields) + list(new_fields)
+    txn = operations.merge(ds.version, fragments, fields, dict(ds.manifest.schema_metadata),
+                           commit_message=commit_message)
+    return _commit(ds, txn)
+
+
+def merge(ds, table: pa.Table, on: str, *, commit_message: str | None = None):
+    """Add the columns of ``table`` matched to the dataset's rows on column ``on``
+    (left join: unmatched rows get nulls). Merge (105)."""
+    if on not in ds.schema.names or on not in table.column_names:
+        raise InvalidInput(f"join column {on!r} must exist in both the dataset and the table")
+    keys = ds.to_table(columns=[on])
+    left = keys.append_column("__pos", pa.array(np.arange(keys.num_rows)))
+    joined = left.join(table, on, join_type="left outer").sort_by("__pos")
+    new = joined.drop_columns([on, "__pos"])
+    return add_columns(ds, new, commit_message=commit_message)
+
+
+def _descendants(fields, ids: set[int]) -> set[int]:
+    out = set(ids)
+    changed = True
+    while changed:
+        changed = False
+        for f in fields:
+            if f.parent_id in out and f.id not in out:
+                out.add(f.id)
+                changed = True
+    return out
+
+
+def drop_columns(ds, columns: list[str], *, commit_message: str | None = None):
+    """Remove top-level columns (their field ids are not reused). Project (109)."""
+    from .table import operations
+
+    _check_writable(ds)
+    top = {f.name: f.id for f in ds.manifest.fields if f.parent_id == -1}
+    missing = [c for c in columns if c not in top]
+    if missing:
+        raise InvalidInput(f"cannot drop missing columns {missing}")
+    gone = _descendants(ds.manifest.fields, {top[c] for c in columns})
+    keep = [f for f in ds.manifest.fields if f.id not in gone]
+    if not [f for f in keep if f.parent_id == -1]:
+        raise InvalidInput("cannot drop every column")
+    return _commit(ds, operations.project(ds.version, keep, commit_message=commit_message))
+
+
+def alter_columns(ds, *alterations, commit_message: str | None = None):
+    """Rename columns: each alteration is ``{"path": old, "name": new}`` (pylance's form)
+    or a mapping ``{old: new}``. The field keeps its id. Project (109)."""
+    from .table import operations
+
+    _check_writable(ds)
+    renames: dict[str, str] = {}
+    for alt in alterations:
+        if "path" in alt:
+            renames[alt["path"]] = alt.get("name", alt["path"])
+        else:
+            renames.update(alt)
+    from .proto import file_pb2
+
+    fields = [file_pb2.Field.FromString(f.SerializeToString()) for f in ds.manifest.fields]
+    top = {f.name: f for f in fields if f.parent_id == -1}
+    for old, new in renames.items():
+        if old not in top:
+            raise InvalidInput(f"cannot rename missing column {old!r}")
+        if new in top and new != old:
+            raise InvalidInput(f"column {new!r} already exists")
+        top[old].name = new
+    return _commit(ds, operations.project(ds.version, fields, commit_message=commit_message))
+
+
+# -- compaction ---------------------------------------------------------------------------
+def compact_files(ds, target_rows_per_fragment: int = 1024 * 1024, *, commit_message: str | None = None):
+    """Rewrite small fragments (fewer rows than the target) and fragments with deletions
+    into as few fragments as the target allows: ReserveFragments (107) for the new ids, then
+    Rewrite (104). Row ids move with their rows under stable row ids."""
+    from .table import operations
+    from .write import write_fragments
+
+    _check_writable(ds)
+    frags = list(ds.manifest.fragments)
+    chosen = [f for f in frags if f.physical_rows < target_rows_per_fragment or f.HasField("deletion_file")]
+    if len(chosen) < 2 and not any(f.HasField("deletion_file") for f in chosen):
+        return ds
+    ids = {f.id for f in chosen}
+    t = ds.to_table(with_row_address=True, with_row_id=_stable(ds))
+    frag_of, _ = _split_addresses(t["_rowaddr"].to_numpy())
+    rows = t.filter(pa.array(np.isin(frag_of, list(ids))))
+    data = rows.select(ds.schema.names)
+    new = write_fragments(ds.store, data, list(ds.manifest.fields), file_version=_file_version(ds),
+                          max_rows_per_file=target_rows_per_fragment) if data.num_rows else []
+    if _stable(ds):
+        row_ids = rows["_rowid"].to_numpy()
+        start = 0
+        for f in new:
+            f.inline_row_ids = _encode_u64_sequence(row_ids[start:start + f.physical_rows])
+            start += f.physical_rows
+    reserved = _commit(ds, operations.reserve_fragments(ds.version, len(new)))
+    first = reserved.manifest.max_fragment_id - len(new) + 1
+    for i, f in enumerate(new):
+        f.id = first + i
+    txn = operations.rewrite(reserved.version, [(chosen, new)], commit_message=commit_message)
+    return _commit(reserved, txn)
+
+
+# -- restore, config ----------------------------------------------------------------------
+def restore(ds, version: int | None = None, *, commit_message: str | None = None):
+    """Make ``version`` (default: the one ``ds`` is at) the latest again. Restore (106)."""
+    from .table import operations
+    from .table.commit import latest_version_or_zero
+
+    target = ds.version if version is None else version
+    latest = latest_version_or_zero(ds.store)
+    _reopen(ds, target)  # NotFound when it does not exist
+    return _commit(_reopen(ds, latest), operations.restore(latest, target, commit_message=commit_message))
+
+
+def _latest(ds):
+    from .table.commit import latest_version_or_zero
+
+    v = latest_version_or_zero(ds.store)
+    return ds if v == ds.version else _reopen(ds, v)
+
+
+def update_config(ds, values: dict, *, commit_message: str | None = None):
+    """Upsert (value) or delete (None) keys of ``Manifest.config``. UpdateConfig (110)."""
+    from .table import operations
+
+    ds = _latest(ds)
+    _check_writable(ds)
+    return _commit(ds, operations.update_config(ds.version, config=values, commit_message=commit_message))
+
+
+def update_metadata(ds, values: dict, *, replace: bool = False, commit_message: str | None = None):
+    """Edit ``Manifest.table_metadata``. UpdateConfig (110)."""
+    from .table import operations
+
+    ds = _latest(ds)
+    _check_writable(ds)
+    return _commit(ds, operations.update_config(ds.version, table_metadata=values, replace=replace,
+                                                commit_message=commit_message))
+
+
+def update_schema_metadata(ds, values: dict, *, replace: bool = False, commit_message: str | None = None):
+    """Edit ``Manifest.schema_metadata``. UpdateConfig (110)."""
+    from .table import operations
+
+    ds = _latest(ds)
+    _check_writable(ds)
+    return _commit(ds, operations.update_config(ds.version, schema_metadata=values, replace=replace,
+                                                commit_message=commit_message))
+
+
+# -- tags ---------------------------------------------------------------------------------
+def _manifest_size(store, version: int) -> int:
+    from .table.versions import manifest_key_for
+
+    return store.size(manifest_key_for(store, version))
+
+
+def create_tag(ds, name: str, version: int | None = None):
+    """``_refs/tags/{name}.json`` for ``version`` (default latest), create-if-absent."""
+    from .table import layout, refs
+    from .table.commit import latest_version_or_zero
+
+    layout.validate_tag_name(name)
+    v = latest_version_or_zero(ds.store) if version is None else int(version)
+    size = _manifest_size(ds.store, v)
+    now = time.time_ns()
+    data = refs.tag_json(version=v, manifest_size=size, branch=ds.branch, created_at=now, updated_at=now)
+    try:
+        ds.root_store.put_if_not_exists(layout.tag_key(name), data)
+    except AlreadyExists:
+        raise AlreadyExists(f"Ref conflict error: tag {name} already exists", path=layout.tag_key(name)) from None
+
+
+def update_tag(ds, name: str, version: int):
+    from .table import layout, refs
+
+    key = layout.tag_key(name)
+    old = refs.resolve_tag(ds.root_store, name)
+    created = getattr(old, "created_at", None)
+    data = refs.tag_json(version=int(version), manifest_size=_manifest_size(ds.store, int(version)),
+                         branch=ds.branch, created_at=created, updated_at=time.time_ns(),
+                         metadata=getattr(old, "metadata", None))
+    ds.root_store.put(key, data)
+
+
+def delete_tag(ds, name: str):
+    from .table import layout
+
+    key = layout.tag_key(name)
+    if not ds.root_store.exists(key):
+        raise NotFound(f"Ref not found error: tag {name} does not exist", path=key)
+    ds.root_store.delete(key)
+
+
+# -- clones and branches ------------------------------------------------------------------
+def _clone_manifest(src_manifest, src_indices, version: int, src_path: str,
+                    branch_name: str | None, source_branch: str | None):
+    """The first manifest of a shallow clone: the source's, with the source root added to
+    ``base_paths`` and every inherited file given an explicit ``base_id``."""
+    m = table_pb2.Manifest()
+    m.CopyFrom(src_manifest)
+    m.ClearField("transaction_section")
+    m.ClearField("transaction_section_spec")
+    m.ClearField("index_section")
+    new_id = max((b.id for b in m.base_paths), default=-1) + 1
+    bp = m.base_paths.add(id=new_id, is_dataset_root=True, path=src_path)
+    if source_branch:
+        bp.name = source_branch
+    for frag in m.fragments:
+        for df in frag.files:
+            if not df.HasField("base_id"):
+                df.base_id = new_id
+        if frag.HasField("deletion_file") and not frag.deletion_file.HasField("base_id"):
+            frag.deletion_file.base_id = new_id
+    indices = []
+    for idx in src_indices:
+        i = type(idx)()
+        i.CopyFrom(idx)
+        if not i.HasField("base_id"):
+            i.base_id = new_id
+        indices.append(i)
+    if branch_name:
+        m.branch = branch_name
+    else:
+        m.ClearField("branch")
+    m.reader_feature_flags |= 16
+    m.writer_feature_flags |= 16
+    m.version = version
+    ts = time.time_ns()
+    m.timestamp.seconds, m.timestamp.nanos = divmod(ts, 1_000_000_000)
+    return m, indices
+
+
+def _local_path(store) -> str:
+    uri = store.uri
+    return uri[len("file://"):] if uri.startswith("file://") else uri
+
+
+def shallow_clone(ds, target: str, ref=None, *, storage_options=None, commit_message: str | None = None):
+    """A new dataset at ``target`` whose first version (numbered as the source version)
+    references the source's files through ``base_paths``. ``ref``: int, tag name or None."""
+    from .io.uri import open_store
+    from .table import operations
+    from .table.commit import commit_transaction
+
+    src = ds if ref is None else _reopen(ds, ref) if isinstance(ref, int) else _by_tag(ds, ref)
+    dst = open_store(target, storage_options)
+    from .table.commit import latest_version_or_zero
+    if latest_version_or_zero(dst) > 0:
+        raise AlreadyExists(f"Clone operation should not enter build_manifest: {target} exists")
+    v = src.version
+    src_path = _local_path(src.store)
+    txn = operations.clone(v, ref_path=src_path, ref_version=v, ref_name=src.branch,
+                           commit_message=commit_message)
+    prepared = lambda version: _clone_manifest(src.manifest, src.list_indices, v, src_path, None, src.branch)  # noqa: E731
+    commit_at(dst, txn, v, prepared)
+    from .dataset import open_dataset
+    return open_dataset(target, version=v, storage_options=storage_options)
+
+
+def commit_at(store, txn, version: int, prepared) -> None:
+    """Commit a Clone's first manifest under ``version`` (not latest+1)."""
+    from .table import layout
+    from .table.manifest import encode_manifest_file
+
+    txn_bytes = txn.SerializeToString()
+    name = layout.transaction_file_name(txn.read_version, txn.uuid)
+    store.put(f"{layout.TRANSACTIONS_DIR}/{name}", txn_bytes)
+    manifest, indices = prepared(version)
+    manifest.transaction_file = name
+    index_section = table_pb2.IndexSection(indices=indices) if indices else None
+    data = encode_manifest_file(manifest, transaction=txn_bytes, index_section=index_section)
+    try:
+        store.put_if_not_exists(layout.manifest_key(version, layout.SCHEME_V2), data)
+    except AlreadyExists:
+        raise AlreadyExists("Clone operation should not enter build_manifest: version exists") from None
+    if store.uri.startswith("file://"):
+        from .table.commit import write_version_hint
+        write_version_hint(store, version)
+
+
+def _by_tag(ds, name: str):
+    from .table import refs
+
+    tag = refs.resolve_tag(ds.root_store, name)
+    from .dataset import open_dataset
+    return open_dataset(ds.uri if not ds.branch else _local_path(ds.root_store), version=tag.version,
+                        branch=tag.branch, storage_options=ds.storage_options)
+
+
+def create_branch(ds, name: str, ref=None, *, commit_message: str | None = None):
+    """Branch ``name`` from ``ref`` (default: the version ``ds`` is at): a Clone commit into
+    ``tree/{name}`` numbered as the parent version, then ``_refs/branches/{name}.json``."""
+    from .table import layout, operations, refs
+
+    layout.validate_branch_name(name)
+    src = ds if ref is None else _reopen(ds, ref)
+    root = ds.root_store
+    bstore = root.child(layout.branch_prefix(name))
+    v = src.version
+    root_path = _local_path(root)
+    txn = operations.clone(v, ref_path=_local_path(src.store), ref_version=v, ref_name=src.branch,
+                           branch_name=name, commit_message=commit_message)
+
+    def prepared(version):
+        m, idx = _clone_manifest(src.manifest, src.list_indices, v, root_path, name, None)
+        if src.branch:  # the parent branch's own files resolve against its directory
+            parent_id = max(b.id for b in m.base_paths)
+            m.base_paths[-1].is_dataset_root = True
+            m.base_paths[-1].path = f"{root_path}/{layout.branch_prefix(src.branch)}"
+            m.base_paths[-1].name = src.branch
+            del parent_id
+        return m, idx
+
+    commit_at(bstore, txn, v, prepared)
+    parent_mapping = []
+    if src.branch:
+        parent_mapping = list(refs.get_branch(root, src.branch).identifier or [])
+    identifier = parent_mapping + [[v, uuid_mod.uuid4().hex]]
+    data = refs.branch_json(parent_version=v, manifest_size=_manifest_size(src.store, v),
+                            create_at=int(time.time()), parent_branch=src.branch, identifier=identifier)
+    root.put_if_not_exists(layout.branch_key(name), data)
+    from .dataset import open_dataset
+    return open_dataset(_local_path(root) if root.uri.startswith("file://") else root.uri,
+                        branch=name, storage_options=ds.storage_options)

@@ -1,0 +1,84 @@
+"""Getting the raw bytes out of Arrow arrays, vectorised and slice-aware.
+
+Every encoder starts from the same few views of an Arrow array: its validity as a
+boolean mask, the packed bytes of a fixed-width array (booleans as an LSB-first
+bitmap, everything else as ``width`` little-endian bytes per slot), and the
+``(offsets, data)`` pair of a variable-width array rebased to start at 0. Slots under
+nulls keep whatever bytes Arrow holds there; Lance treats them as placeholders.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import UnsupportedFeature
+
+
+def is_variable_width(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+
+
+def is_large_variable(t: pa.DataType) -> bool:
+    return pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+
+
+def fixed_bits(t: pa.DataType) -> int:
+    """Bits per value of a fixed-width Arrow type (1 for booleans)."""
+    if pa.types.is_boolean(t):
+        return 1
+    if pa.types.is_fixed_size_binary(t):
+        return t.byte_width * 8
+    if pa.types.is_fixed_size_list(t):
+        return fixed_bits(t.value_type) * t.list_size
+    try:
+        return t.bit_width
+    except ValueError:
+        raise UnsupportedFeature(f"{t} is not a fixed-width type") from None
+
+
+def valid_mask(arr: pa.Array) -> np.ndarray | None:
+    """Boolean validity per slot, or None when the array has no nulls."""
+    if arr.null_count == 0:
+        return None
+    return arr.is_valid().to_numpy(zero_copy_only=False)
+
+
+def bitmap(mask: np.ndarray) -> bytes:
+    """LSB-first bitmap of a boolean mask (1 = set), ``ceil(n/8)`` bytes."""
+    return np.packbits(mask.astype(np.bool_, copy=False), bitorder="little").tobytes()
+
+
+def fixed_values(arr: pa.Array) -> np.ndarray:
+    """The slot bytes of a fixed-width array as a uint8 array (booleans bit-packed)."""
+    t = arr.type
+    n = len(arr)
+    if pa.types.is_boolean(t):
+        bits = arr.fill_null(False).to_numpy(zero_copy_only=False) if arr.null_count else arr.to_numpy(zero_copy_only=False)
+        return np.packbits(bits, bitorder="little")
+    if pa.types.is_fixed_size_list(t):
+        return fixed_values(arr.flatten()) if n else np.zeros(0, np.uint8)
+    width = fixed_bits(t) // 8
+    buf = arr.buffers()[1]
+    if buf is None or n == 0:
+        return np.zeros(n * width, np.uint8)
+    raw = np.frombuffer(buf, dtype=np.uint8)
+    return raw[arr.offset * width : (arr.offset + n) * width]
+
+
+def variable_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """``(offsets, data)`` of a string/binary array: n+1 int64 offsets starting at 0, uint8 data."""
+    n = len(arr)
+    bufs = arr.buffers()
+    dtype = np.int64 if is_large_variable(arr.type) else np.int32
+    if n == 0 or bufs[1] is None:
+        return np.zeros(n + 1, np.int64), np.zeros(0, np.uint8)
+    offsets = np.frombuffer(bufs[1], dtype=dtype)[arr.offset : arr.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    data = data[offsets[0] : offsets[-1]]
+    return offsets - offsets[0], data
+
+
+def list_offsets(arr: pa.Array) -> np.ndarray:
+    """n+1 int64 offsets of a (large) list array into ``arr.values`` (not rebased)."""
+    return arr.offsets.to_numpy().astype(np.int64)

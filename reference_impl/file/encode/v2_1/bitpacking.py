@@ -1,0 +1,114 @@
+"""``InlineBitpacking{uncompressed_bits_per_value: T}`` with the FastLanes layout (FILE-ENCODINGS §4.2, §4.3).
+
+A mini-block chunk holds one 1024-value block: word 0 (T bits, LE) is the packed width
+W of the block, then ``W * 1024 / T`` T-bit words of FastLanes-packed values. Fewer
+than 1024 values are zero-padded to 1024. Values are packed as their raw unsigned bits
+(no zig-zag, no frame of reference).
+
+FastLanes order: with ``LANES = 1024 / T`` the packed words form a ``W x LANES`` matrix.
+For row r in 0..T-1 and each lane, the value at index
+``FL_ORDER[r // 8] * 16 + (r % 8) * 128 + lane`` (``FL_ORDER = 0 4 2 6 1 5 3 7``)
+occupies bits ``r*W .. r*W+W-1`` of that lane's column, straddling two words when
+needed. Packing is vectorised over lanes and over all blocks that share a width.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ....proto import encodings_v2_1_pb2 as pb
+from ..arrow_data import fixed_bits, fixed_values
+
+BLOCK = 1024
+FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
+UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _row_index(T: int, row: int) -> np.ndarray:
+    lanes = BLOCK // T
+    return FL_ORDER[row // 8] * 16 + (row % 8) * 128 + np.arange(lanes)
+
+
+def fastlanes_pack(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
+    """Pack ``blocks`` (shape (B, 1024), dtype uint T) at width W: returns (B, W * LANES) words."""
+    dt = UINT[T]
+    lanes = BLOCK // T
+    out = np.zeros((blocks.shape[0], W, lanes), dtype=dt)
+    if W == 0:
+        return out.reshape(blocks.shape[0], 0)
+    mask = dt(-1) if W == T else dt((1 << W) - 1)
+    for row in range(T):
+        v = blocks[:, _row_index(T, row)] & mask
+        bit = row * W
+        w, s = divmod(bit, T)
+        out[:, w, :] |= v << dt(s)
+        if s + W > T:
+            out[:, w + 1, :] |= v >> dt(T - s)
+    return out.reshape(blocks.shape[0], W * lanes)
+
+
+def bit_widths(blocks: np.ndarray) -> np.ndarray:
+    """Bits needed for the largest value of every block (rows of ``blocks``)."""
+    ors = np.bitwise_or.reduce(blocks, axis=1).astype(np.uint64)
+    widths = np.zeros(len(ors), np.int64)
+    x = ors.copy()
+    while np.any(x):
+        nz = x != 0
+        widths[nz] += 1
+        x >>= np.uint64(1)
+    return widths
+
+
+def inline_bitpacking_encoding(T: int) -> pb.CompressiveEncoding:
+    enc = pb.CompressiveEncoding()
+    enc.inline_bitpacking.uncompressed_bits_per_value = T
+    return enc
+
+
+class InlineBitpackedValues:
+    """Mini-block values as one inline bit-packed 1024-value block per chunk."""
+
+    num_buffers = 1
+    max_chunk_values = BLOCK
+
+    def __init__(self, values: pa.Array) -> None:
+        self.T = fixed_bits(values.type)
+        dt = UINT[self.T]
+        raw = fixed_values(values).view(dt) if len(values) else np.zeros(0, dt)
+        self.n = len(raw)
+        nblocks = (self.n + BLOCK - 1) // BLOCK
+        padded = np.zeros(nblocks * BLOCK, dt)
+        padded[: self.n] = raw
+        self.blocks = padded.reshape(nblocks, BLOCK)
+        self.widths = bit_widths(self.blocks)
+
+    @staticmethod
+    def applicable(values: pa.Array) -> bool:
+        t = values.type
+        if pa.types.is_boolean(t) or pa.types.is_fixed_size_list(t) or pa.types.is_fixed_size_binary(t):
+            return False
+        try:
+            return fixed_bits(t) in UINT
+        except Exception:  # noqa: BLE001
+            return False
+
+    def saves_space(self) -> bool:
+        return bool(len(self.widths)) and int(self.widths.max()) < self.T
+
+    def encoding(self) -> pb.CompressiveEncoding:
+        return inline_bitpacking_encoding(self.T)
+
+    def cost(self, start: int, count: int) -> int:
+        return (1 + BLOCK) * self.T // 8
+
+    def chunk(self, start: int, count: int) -> list[bytes]:
+        dt = UINT[self.T]
+        if start % BLOCK == 0 and count == min(BLOCK, self.n - start):
+            block = self.blocks[start // BLOCK : start // BLOCK + 1]
+        else:
+            block = np.zeros((1, BLOCK), dt)
+            block[0, :count] = self.blocks.reshape(-1)[start : start + count]
+        W = int(bit_widths(block)[0])
+        packed = fastlanes_pack(block, self.T, W)
+        return [np.concatenate([np.array([W], dt), packed[0]]).astype(np.dtype(dt).newbyteorder("<")).tobytes()]

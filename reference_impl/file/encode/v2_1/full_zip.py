@@ -1,0 +1,110 @@
+"""Full-zip layout (FILE-ENCODINGS §3.3) for values of 256 bytes and more.
+
+Buffer 0 is every level slot in order, each an optional control word followed by the
+slot's value bytes:
+
+* control word: absent when the page has neither rep nor def; else
+  ``(rep << bits_def) | def`` in 1, 2 or 4 LE bytes (``bits_rep + bits_def`` <= 8, <= 16,
+  else 4), ``bits_rep``/``bits_def`` being the bit lengths of the largest levels;
+* fixed width (``bits_per_value``): every visible slot carries its bytes, null items too;
+* variable width (``bits_per_offset`` 32, or 64 for large_utf8/large_binary): a slot
+  with def 0 carries a u32 (u64) length then the (possibly compressed) bytes; any
+  other slot carries nothing.
+
+Buffer 1, the repetition index, is present for variable-width pages and for pages with
+repetition: ``rows + 1`` u32 (u64 when the data reaches 4 GiB) byte offsets of each
+row's first slot in buffer 0, the last one being buffer 0's length.
+
+``num_items`` = level slots when rep exists, else values; ``num_visible_items`` =
+visible slots.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from ....proto import encodings_v2_1_pb2 as pb
+from ..arrow_data import fixed_bits, fixed_values, is_large_variable, is_variable_width, variable_parts
+from .fixed_size_list import FixedSizeListValues
+from .general import ZSTD, compress, general_encoding
+from .repdef import Shredded, row_starts
+from .variable import variable_encoding
+from ... import selection
+
+
+def _bits_for(maximum: int) -> int:
+    return int(maximum).bit_length()
+
+
+def encode_full_zip(sh: Shredded) -> tuple[list[bytes], pb.PageLayout]:
+    values = sh.values
+    t = values.type
+    n_levels = sh.num_levels
+    max_rep = int(sh.rep.max()) if sh.rep is not None and len(sh.rep) else 0
+    max_def = int(sh.deff.max()) if sh.deff is not None and len(sh.deff) else 0
+    bits_rep, bits_def = _bits_for(max_rep), _bits_for(max_def)
+    cw_bits = bits_rep + bits_def
+    cw_bytes = 0 if cw_bits == 0 else 1 if cw_bits <= 8 else 2 if cw_bits <= 16 else 4
+
+    # per visible value: its bytes
+    variable = is_variable_width(t)
+    vis_slots = np.flatnonzero(sh.visible)
+    layout = pb.PageLayout()
+    fz = layout.full_zip_layout
+    if variable:
+        offset_bits = 64 if is_large_variable(t) else 32
+        offsets, data = variable_parts(values)
+        lengths = np.diff(offsets)
+        deff = sh.deff[vis_slots] if sh.deff is not None else np.zeros(len(vis_slots), np.uint16)
+        has_value = deff == 0
+        pieces = [data[offsets[i] : offsets[i + 1]].tobytes() for i in range(len(values))]
+        compressed = bool(len(lengths)) and int(lengths.max()) > selection.GENERAL_MIN_VALUE_BYTES
+        if compressed:
+            pieces = [compress(p, ZSTD) if h else p for p, h in zip(pieces, has_value)]
+        slot_value = [b""] * n_levels
+        for j, s in enumerate(vis_slots):
+            if has_value[j]:
+                p = pieces[j]
+                slot_value[s] = len(p).to_bytes(offset_bits // 8, "little") + p
+        fz.bits_per_offset = offset_bits
+        inner = variable_encoding(offset_bits)
+        fz.value_compression.CopyFrom(general_encoding(ZSTD, inner) if compressed else inner)
+    else:
+        if pa.types.is_fixed_size_list(t):
+            fsl = FixedSizeListValues(values)
+            rows = fsl.per_value_bytes()
+            fz.bits_per_value = fsl.per_value_bits()
+            fz.value_compression.CopyFrom(fsl.encoding())
+        else:
+            bits = fixed_bits(t)
+            rows = fixed_values(values).reshape(len(values), bits // 8)
+            fz.bits_per_value = bits
+            fz.value_compression.flat.bits_per_value = bits
+        slot_value = [b""] * n_levels
+        for j, s in enumerate(vis_slots):
+            slot_value[s] = rows[j].tobytes()
+
+    if cw_bytes:
+        rep = sh.rep.astype(np.uint32) if sh.rep is not None else np.zeros(n_levels, np.uint32)
+        deff = sh.deff.astype(np.uint32) if sh.deff is not None else np.zeros(n_levels, np.uint32)
+        words = (rep << bits_def) | deff
+        cws = [int(w).to_bytes(cw_bytes, "little") for w in words]
+        slots = [c + v for c, v in zip(cws, slot_value)]
+    else:
+        slots = slot_value
+    sizes = np.fromiter((len(s) for s in slots), np.int64, count=n_levels)
+    slot_offsets = np.concatenate([[0], np.cumsum(sizes)])
+    zipped = b"".join(slots)
+    buffers = [zipped]
+    if variable or sh.rep is not None:
+        starts = row_starts(sh)
+        index = np.append(slot_offsets[starts], len(zipped))
+        dtype = "<u4" if len(zipped) < 2**32 else "<u8"
+        buffers.append(index.astype(dtype).tobytes())
+    fz.bits_rep = bits_rep
+    fz.bits_def = bits_def
+    fz.num_items = n_levels if sh.rep is not None else len(values)
+    fz.num_visible_items = len(vis_slots)
+    fz.layers.extend(sh.layers)
+    return buffers, layout

@@ -1,0 +1,160 @@
+"""Mini-block layout (FILE-ENCODINGS §3.2): small values in independently decodable chunks.
+
+Page buffers: ``[0]`` chunk metadata, ``[1]`` chunk data, ``[2]`` dictionary (only with
+``dictionary``), ``[last]`` repetition index (only when ``repetition_index_depth > 0``).
+
+Chunk metadata: one word per chunk, u16 in 2.1 and u32 in 2.2 (``has_large_chunk``)::
+
+    word = ((chunk_bytes / 8 - 1) << 4) | log2(values_in_chunk)
+
+Every chunk but the last holds a power-of-two number (>= 2) of values; the last holds
+the rest (its log nibble is written as 0). Chunks sit back to back in buffer 1, each a
+multiple of 8 bytes::
+
+    u16 num_levels        (0 when the page has neither rep nor def)
+    u16 rep_size          (only with rep_compression)
+    u16 def_size          (only with def_compression)
+    u16|u32 size[k]       per value buffer (u32 in 2.2), then 0xFE pad to 8
+    rep bytes, pad to 8;  def bytes, pad to 8;  each value buffer, pad to 8
+
+Levels are stored raw (``flat 16``). A chunk takes the levels from the end of the
+previous chunk up to (not including) the slot of the next chunk's first value; the
+last chunk takes the rest. Repetition index (depth 1): per chunk two u64, the rows
+whose last level lies in the chunk and the number of trailing levels that belong to a
+row finished in a later chunk.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from ....errors import UnsupportedFeature
+from ....proto import encodings_v2_1_pb2 as pb
+from .flat import flat_encoding
+from .repdef import Shredded, row_starts
+
+PAD = 0xFE
+MAX_CHUNK_BYTES = 32 * 1024  # 12-bit word count in the 2.1 metadata word
+CHUNK_BYTE_BUDGET = 24 * 1024
+MAX_CHUNK_LEVELS = 0xFFFF
+
+
+def _pad8(b: bytes) -> bytes:
+    return b + bytes([PAD]) * ((-len(b)) % 8)
+
+
+def _log2_exact(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def plan_chunks(values, nvis: int, level_end_of: callable, level_bytes: int) -> list[int]:
+    """Chunk value counts: powers of two (>= 2) except the last, within the byte budget."""
+    counts: list[int] = []
+    start = 0
+    level_start = 0
+    while start < nvis:
+        n = values.max_chunk_values
+        while True:
+            last = start + n >= nvis
+            count = nvis - start if last else n
+            lend = level_end_of(start + count)
+            levels = lend - level_start
+            size = values.cost(start, count) + levels * level_bytes + 32
+            if (size <= CHUNK_BYTE_BUDGET and levels <= MAX_CHUNK_LEVELS) or n <= 2:
+                break
+            n //= 2
+        if size > MAX_CHUNK_BYTES - 64 or levels > MAX_CHUNK_LEVELS:
+            raise UnsupportedFeature("a mini-block chunk would exceed 32 KiB (too many levels between two values)")
+        counts.append(count)
+        start += count
+        level_start = lend
+    return counts
+
+
+def encode_mini_block(sh: Shredded, values, version: str, dictionary: tuple[bytes, pb.CompressiveEncoding, int] | None = None):
+    """``(buffers, PageLayout)`` for one page. ``values`` is a mini-block value encoder."""
+    large = version != "2.1"
+    nvis = len(sh.values)
+    has_levels = sh.rep is not None or sh.deff is not None
+    vis_pos = np.flatnonzero(sh.visible)
+    total_levels = sh.num_levels
+
+    def level_end_of(value_end: int) -> int:
+        return int(vis_pos[value_end]) if value_end < nvis else total_levels
+
+    level_bytes = 2 * ((sh.rep is not None) + (sh.deff is not None))
+    counts = plan_chunks(values, nvis, level_end_of, level_bytes)
+
+    words = []
+    chunks = []
+    rep_index = []
+    starts = row_starts(sh) if sh.rep is not None else None
+    row_end_levels = None
+    if starts is not None:
+        row_end_levels = np.append(starts[1:], total_levels) - 1  # last level of each row
+    start = 0
+    level_start = 0
+    for i, count in enumerate(counts):
+        lend = level_end_of(start + count)
+        bufs = values.chunk(start, count)
+        size_fmt = "<I" if large else "<H"
+        head = struct.pack("<H", (lend - level_start) if has_levels else 0)
+        rep = sh.rep[level_start:lend].astype("<u2").tobytes() if sh.rep is not None else None
+        deff = sh.deff[level_start:lend].astype("<u2").tobytes() if sh.deff is not None else None
+        if rep is not None:
+            head += struct.pack("<H", len(rep))
+        if deff is not None:
+            head += struct.pack("<H", len(deff))
+        for b in bufs:
+            head += struct.pack(size_fmt, len(b))
+        body = _pad8(head)
+        if rep is not None:
+            body += _pad8(rep)
+        if deff is not None:
+            body += _pad8(deff)
+        for b in bufs:
+            body += _pad8(b)
+        if len(body) > (MAX_CHUNK_BYTES if not large else 1 << 31):
+            raise UnsupportedFeature(f"mini-block chunk of {len(body)} bytes is too large")
+        last = i == len(counts) - 1
+        log = 0 if last else _log2_exact(count)
+        words.append(((len(body) // 8 - 1) << 4) | log)
+        chunks.append(body)
+        if starts is not None:
+            ended = int(np.count_nonzero((row_end_levels >= level_start) & (row_end_levels < lend)))
+            if lend < total_levels and lend > level_start:
+                # the row holding level lend-1 continues into a later chunk?
+                row = int(np.searchsorted(starts, lend - 1, side="right")) - 1
+                open_levels = 0 if row_end_levels[row] < lend else lend - max(int(starts[row]), level_start)
+            else:
+                open_levels = 0
+            rep_index.append((ended, open_levels))
+        start += count
+        level_start = lend
+
+    meta = np.array(words, "<u4" if large else "<u2").tobytes()
+    layout = pb.PageLayout()
+    mb = layout.mini_block_layout
+    mb.SetInParent()
+    if sh.rep is not None:
+        mb.rep_compression.CopyFrom(flat_encoding(16))
+    if sh.deff is not None:
+        mb.def_compression.CopyFrom(flat_encoding(16))
+    mb.value_compression.CopyFrom(values.encoding())
+    mb.layers.extend(sh.layers)
+    mb.num_buffers = values.num_buffers
+    mb.num_items = nvis
+    if large:
+        mb.has_large_chunk = True
+    buffers = [meta, b"".join(chunks)]
+    if dictionary is not None:
+        block, enc, n_items = dictionary
+        mb.dictionary.CopyFrom(enc)
+        mb.num_dictionary_items = n_items
+        buffers.append(block)
+    if starts is not None:
+        mb.repetition_index_depth = 1
+        buffers.append(np.array(rep_index, "<u8").reshape(-1).tobytes())
+    return buffers, layout

@@ -1,0 +1,181 @@
+"""Repetition and definition levels ("rep/def", FILE-ENCODINGS §3.1) for one leaf column.
+
+A leaf's page is a sequence of *level slots*. Each slot has a u16 definition level
+(present when anything on the path can be null or empty) and a u16 repetition level
+(present when a list is on the path).
+
+* ``layers`` lists the path innermost first: the leaf item, then the enclosing struct
+  (item) layers and list layers going outward. Layers describe the page's data:
+  ``ALL_VALID_ITEM`` for a layer without nulls, ``NULLABLE_ITEM``; for lists
+  ``ALL_VALID_LIST``, ``NULLABLE_LIST``, ``EMPTYABLE_LIST`` or ``NULL_AND_EMPTY_LIST``.
+* Def numbering: 0 = valid at every layer; walking the layers innermost first with a
+  counter from 1, nullable items, nullable lists and emptyable lists take one level
+  each, a null-and-empty list takes two (null the lower, empty the higher), all-valid
+  layers none. A slot gets the level of the *outermost* layer that is null or empty.
+* Rep numbering: ``max_rep`` = number of list layers, innermost 1; a slot with rep r
+  starts the lists of layers 1..r; ``rep == max_rep`` starts a top-level row. An empty
+  or null list occupies one slot.
+* Visibility: a slot owns a position in the value stream iff it is not below a null
+  or empty list (nor below a null ancestor of a list); null items and null structs
+  below the innermost list keep a placeholder value.
+
+:func:`shred` computes all of this with numpy, one list layer at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ....proto import encodings_v2_1_pb2 as pb
+from ..arrow_data import list_offsets, valid_mask
+
+ITEM = "item"
+LIST = "list"
+
+
+@dataclass
+class Shredded:
+    """A leaf's levels and visible values for a run of top-level rows."""
+
+    rep: np.ndarray | None  # uint16 per slot, or None
+    deff: np.ndarray | None  # uint16 per slot, or None
+    layers: list[int]  # RepDefLayer values, innermost first
+    values: pa.Array  # visible values, placeholders under null items
+    visible: np.ndarray  # bool per slot
+    num_rows: int
+    max_rep: int
+    max_visible_def: int
+
+    @property
+    def num_levels(self) -> int:
+        return len(self.visible)
+
+
+def leaf_paths(t: pa.DataType, path=()) -> list[tuple]:
+    """Every leaf under ``t`` as a tuple of steps ``(ITEM, child_index | None)`` / ``(LIST,)``.
+
+    Struct layers are item layers whose ``child_index`` selects the child; the last step
+    of every path is the leaf's own item layer (``child_index`` None).
+    """
+    if pa.types.is_struct(t):
+        out = []
+        for i in range(t.num_fields):
+            out.extend(leaf_paths(t.field(i).type, path + ((ITEM, i),)))
+        return out
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return leaf_paths(t.value_type, path + ((LIST,),))
+    return [path + ((ITEM, None),)]
+
+
+def shred(arr: pa.Array, path: tuple) -> Shredded:
+    n = len(arr)
+    max_rep = sum(1 for s in path if s[0] == LIST)
+    rep = np.full(n, max_rep, np.uint16) if max_rep else None
+    code = np.zeros(n, np.int32)  # 0 valid, 2p+1 null at step p, 2p+2 empty at step p
+    idx = np.arange(n, dtype=np.int64)
+    cur = arr
+    depth = max_rep
+    seen_null = [False] * len(path)
+    seen_empty = [False] * len(path)
+    for p, step in enumerate(path):
+        live = code == 0
+        safe = np.where(idx >= 0, idx, 0)
+        if step[0] == ITEM:
+            valid = valid_mask(cur)
+            if valid is not None and len(idx):
+                nul = live & ~valid[safe] & (idx >= 0)
+                if nul.any():
+                    seen_null[p] = True
+                    code[nul] = 2 * p + 1
+            if step[1] is not None:
+                cur = cur.field(step[1])
+            continue
+        # list layer
+        offs = list_offsets(cur)
+        lens = offs[1:] - offs[:-1]
+        valid = valid_mask(cur)
+        slot_len = lens[safe] if len(lens) else np.zeros(len(idx), np.int64)
+        nul = live & (idx >= 0)
+        if valid is not None and len(idx):
+            nul &= ~valid[safe]
+        else:
+            nul &= False
+        empty = live & (idx >= 0) & ~nul & (slot_len == 0)
+        if nul.any():
+            seen_null[p] = True
+            code[nul] = 2 * p + 1
+        if empty.any():
+            seen_empty[p] = True
+            code[empty] = 2 * p + 2
+        expand = live & (idx >= 0) & ~nul & ~empty
+        counts = np.where(expand, slot_len, 1)
+        owner = np.repeat(np.arange(len(idx)), counts)
+        firsts = np.cumsum(counts) - counts
+        within = np.arange(len(owner), dtype=np.int64) - firsts[owner]
+        exp_o = expand[owner]
+        new_idx = np.where(exp_o, offs[:-1][safe][owner] + within if len(offs) > 1 else 0, -1)
+        rep = np.where(within == 0, rep[owner], depth - 1).astype(np.uint16)
+        code = code[owner]
+        idx = new_idx
+        depth -= 1
+        cur = cur.values
+
+    # layers (innermost first) and the code -> def level table
+    layers: list[int] = []
+    table = np.zeros(2 * len(path) + 3, np.uint16)
+    level = 1
+    max_visible = 0
+    last_list = max((p for p, s in enumerate(path) if s[0] == LIST), default=-1)
+    for p in reversed(range(len(path))):
+        if path[p][0] == ITEM:
+            if seen_null[p]:
+                layers.append(pb.REPDEF_NULLABLE_ITEM)
+                table[2 * p + 1] = level
+                level += 1
+                if p > last_list:
+                    max_visible += 1
+            else:
+                layers.append(pb.REPDEF_ALL_VALID_ITEM)
+        else:
+            if seen_null[p] and seen_empty[p]:
+                layers.append(pb.REPDEF_NULL_AND_EMPTY_LIST)
+                table[2 * p + 1] = level
+                table[2 * p + 2] = level + 1
+                level += 2
+            elif seen_null[p]:
+                layers.append(pb.REPDEF_NULLABLE_LIST)
+                table[2 * p + 1] = level
+                level += 1
+            elif seen_empty[p]:
+                layers.append(pb.REPDEF_EMPTYABLE_LIST)
+                table[2 * p + 2] = level
+                level += 1
+            else:
+                layers.append(pb.REPDEF_ALL_VALID_LIST)
+    deff = table[code] if level > 1 else None
+    visible = idx >= 0
+    take = idx[visible]
+    values = cur.take(pa.array(take, pa.int64())) if len(take) != len(cur) or cur.offset or not np.array_equal(take, np.arange(len(cur))) else cur
+    return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
+
+
+def row_starts(sh: Shredded) -> np.ndarray:
+    """Level index at which each top-level row starts."""
+    if sh.rep is None:
+        return np.arange(sh.num_levels, dtype=np.int64)
+    return np.flatnonzero(sh.rep == sh.max_rep).astype(np.int64)
+
+
+def slice_levels(sh: Shredded, lo: int, hi: int, row_lo: int, row_hi: int) -> Shredded:
+    """The slots ``[lo, hi)`` covering rows ``[row_lo, row_hi)`` as their own Shredded."""
+    vis_before = int(np.count_nonzero(sh.visible[:lo]))
+    vis = sh.visible[lo:hi]
+    nvis = int(np.count_nonzero(vis))
+    return Shredded(
+        None if sh.rep is None else sh.rep[lo:hi],
+        None if sh.deff is None else sh.deff[lo:hi],
+        sh.layers, sh.values.slice(vis_before, nvis), vis, row_hi - row_lo, sh.max_rep, sh.max_visible_def,
+    )

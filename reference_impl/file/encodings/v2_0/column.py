@@ -1,0 +1,283 @@
+"""Assembling 2.0 fields from their columns (FILE-ENCODINGS §1.1, §1.2, §2).
+
+In 2.0 every field takes columns in the schema's pre-order walk:
+
+* a primitive, string/binary, decimal, fixed_size_binary or ``fixed_size_list<primitive>``
+  field takes **one** column, each page holding ``Page.length`` values of it;
+* a ``struct`` takes a **header column** (one page, ``struct {}``, ``length`` = rows)
+  followed by its children's columns;
+* a ``list``/``large_list`` takes an **offsets column** (``List`` pages, ``length`` = lists)
+  followed by the item field's columns, whose pages are cut independently;
+* a blob field (``ColumnEncoding.blob``) takes one column of ``packed_struct``
+  (u64 position, u64 size) descriptors pointing at absolute file ranges.
+
+``Page.priority`` is always 0 in 2.0; a page's first value is the running sum of the
+previous pages' lengths. Pages of length 0 carry no data and are skipped.
+"""
+
+from __future__ import annotations
+
+import struct as _struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from reference_impl.errors import FormatError
+from reference_impl.proto import encodings_v2_0_pb2 as enc_pb
+from reference_impl.proto import file2_pb2
+
+from . import packed_struct as packed_node
+from ._common import RULE_BUFFER, RULE_NODE, RULE_OFFSETS, PageContext, decode as decode_node
+from .list import decode_list_page
+
+ARRAY_ENCODING_URL = "/lance.encodings.ArrayEncoding"
+COLUMN_ENCODING_URL = "/lance.encodings.ColumnEncoding"
+
+
+@dataclass
+class Page:
+    """One 2.0 page: its value count, its decoded encoding tree and where its buffers are."""
+
+    length: int
+    encoding: enc_pb.ArrayEncoding
+    ctx: PageContext
+
+
+@dataclass
+class Column:
+    """One column: its pages in row order and whether it is a blob column."""
+
+    pages: list[Page]
+    is_blob: bool = False
+
+
+def unpack_any(raw: bytes, expected_url: str, message, *, path=None, offset=None, rule="FILE-050"):
+    """Parse a serialized ``google.protobuf.Any`` holding ``message`` at ``expected_url``."""
+    from google.protobuf import any_pb2
+    from google.protobuf.message import DecodeError
+
+    wrapper = any_pb2.Any()
+    try:
+        wrapper.ParseFromString(raw)
+        if wrapper.type_url != expected_url:
+            raise FormatError(f"encoding type {wrapper.type_url!r}, expected {expected_url!r}", rule=rule, path=path, offset=offset)
+        message.ParseFromString(wrapper.value)
+    except DecodeError as exc:
+        raise FormatError(f"encoding protobuf does not parse: {exc}", rule=rule, path=path, offset=offset) from None
+    return message
+
+
+def column_from_metadata(meta: file2_pb2.ColumnMetadata, read_range: Callable[[int, int], bytes], *, path: str | None = None, file_buffers: Sequence = ()) -> Column:
+    """Build a :class:`Column` from a parsed ``ColumnMetadata`` and a ranged reader."""
+    is_blob = False
+    if meta.encoding.WhichOneof("location") == "direct" and meta.encoding.direct.encoding:
+        col_enc = unpack_any(meta.encoding.direct.encoding, COLUMN_ENCODING_URL, enc_pb.ColumnEncoding(), path=path)
+        is_blob = col_enc.WhichOneof("column_encoding") == "blob"
+    column_buffers = [read_range(o, s) for o, s in zip(meta.buffer_offsets, meta.buffer_sizes)]
+    pages = []
+    for page in meta.pages:
+        if len(page.buffer_offsets) != len(page.buffer_sizes):
+            raise FormatError("page buffer_offsets and buffer_sizes differ in length", rule=RULE_BUFFER, path=path)
+        first = page.buffer_offsets[0] if page.buffer_offsets else None
+        if page.encoding.WhichOneof("location") != "direct":
+            raise FormatError("2.0 page encodings must be direct", rule="FILE-050", path=path, offset=first)
+        array = unpack_any(page.encoding.direct.encoding, ARRAY_ENCODING_URL, enc_pb.ArrayEncoding(), path=path, offset=first)
+        buffers = [memoryview(read_range(o, s)) if s else memoryview(b"") for o, s in zip(page.buffer_offsets, page.buffer_sizes)]
+        ctx = PageContext(buffers, column_buffers, file_buffers, path=path, offset=first, read_range=read_range)
+        pages.append(Page(int(page.length), array, ctx))
+    return Column(pages, is_blob)
+
+
+def decode_field(field: pa.Field, columns: Sequence[Column], index: int = 0) -> tuple[pa.Array, int]:
+    """Decode ``field`` starting at ``columns[index]``; return the array and the next index."""
+    if index >= len(columns):
+        raise FormatError(f"field {field.name!r} has no column {index}", rule="FILE-051")
+    t = field.type
+    column = columns[index]
+    if pa.types.is_struct(t):
+        rows = sum(p.length for p in column.pages)
+        for p in column.pages:
+            if p.length and p.encoding.WhichOneof("array_encoding") != "struct":
+                # a packed struct is a single leaf column
+                return _leaf(field, column), index + 1
+        nxt, children = index + 1, []
+        for child in t:
+            arr, nxt = decode_field(child, columns, nxt)
+            if len(arr) != rows:
+                raise FormatError(f"struct child {child.name!r} has {len(arr)} rows, header says {rows}", rule="FILE-051")
+            children.append(arr)
+        return pa.StructArray.from_arrays(children, fields=list(t)), nxt
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _list(field, columns, index)
+    return _leaf(field, column), index + 1
+
+
+def _leaf(field: pa.Field, column: Column) -> pa.Array:
+    parts = []
+    for page in column.pages:
+        if page.length == 0:
+            continue
+        if column.is_blob:
+            parts.append(_blob_page(page, field.type))
+        else:
+            parts.append(decode_node(page.encoding, page.ctx, page.length, field.type))
+    if not parts:
+        return pa.array([], field.type)
+    return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+
+
+def _blob_page(page: Page, data_type: pa.DataType) -> pa.Array:
+    """A blob page: (u64 position, u64 size) rows pointing at absolute file ranges."""
+    node = page.encoding
+    if node.WhichOneof("array_encoding") != "packed_struct":
+        raise page.ctx.error("blob pages must be packed_struct descriptors", RULE_NODE)
+    mat, widths = packed_node.rows_matrix(node.packed_struct, page.ctx, page.length)
+    if widths != [8, 8]:
+        raise page.ctx.error("blob descriptors must be (u64 position, u64 size)", RULE_NODE)
+    desc = np.ascontiguousarray(mat).view("<u8").reshape(page.length, 2)
+    pieces, ends = [], [0]
+    for pos, size in desc:
+        if size:
+            data = page.ctx.read_range(int(pos), int(size))
+            pieces.append(data)
+        ends.append(ends[-1] + int(size))
+    offsets = np.array(ends, np.int64)
+    arr = pa.Array.from_buffers(pa.large_binary(), page.length, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(pieces))])
+    return arr.cast(data_type)
+
+
+def _list(field: pa.Field, columns: Sequence[Column], index: int) -> tuple[pa.Array, int]:
+    t = field.type
+    list_pages = []
+    for page in columns[index].pages:
+        if page.length == 0:
+            continue
+        if page.encoding.WhichOneof("array_encoding") != "list":
+            raise page.ctx.error("a list field's first column must hold List pages", RULE_NODE)
+        list_pages.append(decode_list_page(page.encoding.list, page.ctx, page.length))
+    items, nxt = decode_field(t.value_field, columns, index + 1)
+    ends, nulls, base = [np.zeros(1, np.int64)], [], 0
+    for lp in list_pages:
+        ends.append(lp.ends.astype(np.int64) + base)
+        nulls.append(lp.is_null)
+        base += lp.num_items
+    if base != len(items):
+        raise FormatError(f"list offsets reference {base} items, item column holds {len(items)}", rule=RULE_OFFSETS)
+    offsets = np.concatenate(ends)
+    is_null = np.concatenate(nulls) if nulls else np.zeros(0, bool)
+    large = pa.types.is_large_list(t)
+    if not large and base >= 2**31:
+        raise FormatError("list items exceed 32-bit offsets", rule=RULE_OFFSETS)
+    offsets_arr = pa.array(offsets, pa.int64() if large else pa.int32())
+    cls = pa.LargeListArray if large else pa.ListArray
+    mask = pa.array(is_null) if is_null.any() else None
+    return cls.from_arrays(offsets_arr, items, type=t, mask=mask), nxt
+
+
+def decode_columns(schema: pa.Schema, columns: Sequence[Column]) -> pa.Table:
+    """Decode every field of ``schema`` from ``columns`` (pre-order) into a table."""
+    arrays, index = [], 0
+    try:
+        for field in schema:
+            arr, index = decode_field(field, columns, index)
+            arrays.append(arr)
+    except (pa.ArrowException, ValueError, OverflowError) as exc:
+        if isinstance(exc, FormatError):
+            raise
+        raise FormatError(f"pages do not form valid Arrow data: {exc}", rule=RULE_NODE) from None
+    if index != len(columns):
+        raise FormatError(f"schema uses {index} columns, file has {len(columns)}", rule="FILE-051")
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+# -- a minimal footer walk, used when the shared container reader is not available -----------
+
+FOOTER = _struct.Struct("<QQQIIHH4s")
+
+
+def read_columns(data: bytes | memoryview, *, path: str | None = None) -> tuple[list[Column], int, int]:
+    """Parse a 2.x file's footer and column metadata from its bytes.
+
+    Returns the columns and the footer's (major, minor) version.
+    """
+    data = memoryview(data)
+    size = len(data)
+    if size < FOOTER.size:
+        raise FormatError("file shorter than the 40-byte footer", rule="FILE-052", path=path, offset=0)
+    cm0, cmo, gbo, n_global, n_cols, major, minor, magic = FOOTER.unpack_from(data, size - FOOTER.size)
+    if magic != b"LANC":
+        raise FormatError("footer magic is not LANC", rule="FILE-052", path=path, offset=size - 4)
+    if cmo + 16 * n_cols > size - FOOTER.size or gbo + 16 * n_global > size - FOOTER.size:
+        raise FormatError("offset tables run past the footer", rule="FILE-052", path=path, offset=size - FOOTER.size)
+
+    def read_range(pos: int, length: int) -> bytes:
+        if pos + length > size:
+            raise FormatError(f"range {pos}+{length} past end of file ({size})", rule=RULE_BUFFER, path=path, offset=pos)
+        return bytes(data[pos : pos + length])
+
+    gbufs = []
+    for i in range(n_global):
+        pos, length = _struct.unpack_from("<QQ", data, gbo + 16 * i)
+        gbufs.append(memoryview(read_range(pos, length)))
+    columns = []
+    for i in range(n_cols):
+        pos, length = _struct.unpack_from("<QQ", data, cmo + 16 * i)
+        meta = file2_pb2.ColumnMetadata()
+        try:
+            meta.ParseFromString(read_range(pos, length))
+        except Exception as exc:
+            raise FormatError(f"column metadata {i} does not parse: {exc}", rule="FILE-052", path=path, offset=pos) from None
+        columns.append(column_from_metadata(meta, read_range, path=path, file_buffers=gbufs))
+    return columns, major, minor
+
+
+def read_file_v2_0(data: bytes | memoryview, schema: pa.Schema, *, path: str | None = None) -> pa.Table:
+    """Read a whole 2.0 file (footer 0.3 or 2.0) given its bytes and Arrow schema."""
+    columns, major, minor = read_columns(data, path=path)
+    if (major, minor) not in ((0, 3), (2, 0)):
+        raise FormatError(f"file version {major}.{minor} is not 2.0", rule="FILE-052", path=path)
+    return decode_columns(schema, columns)
+
+
+def file_schema(data: bytes | memoryview, *, path: str | None = None) -> pa.Schema:
+    """The Arrow schema of a 2.x file, from the ``FileDescriptor`` in global buffer 0."""
+    from reference_impl.proto import file_pb2
+    from reference_impl.table.schema import fields_to_arrow
+
+    data = memoryview(data)
+    size = len(data)
+    if size < FOOTER.size:
+        raise FormatError("file shorter than the 40-byte footer", rule="FILE-052", path=path, offset=0)
+    _, _, gbo, n_global, _, _, _, magic = FOOTER.unpack_from(data, size - FOOTER.size)
+    if magic != b"LANC" or n_global < 1 or gbo + 16 > size:
+        raise FormatError("no global buffer 0 (FileDescriptor)", rule="FILE-052", path=path, offset=size - FOOTER.size)
+    pos, length = _struct.unpack_from("<QQ", data, gbo)
+    if pos + length > size:
+        raise FormatError("global buffer 0 runs past the file", rule="FILE-052", path=path, offset=gbo)
+    desc = file_pb2.FileDescriptor()
+    try:
+        desc.ParseFromString(bytes(data[pos : pos + length]))
+    except Exception as exc:
+        raise FormatError(f"FileDescriptor does not parse: {exc}", rule="FILE-052", path=path, offset=pos) from None
+    return fields_to_arrow(list(desc.schema.fields))
+
+
+def strip_field_ids(schema: pa.Schema) -> pa.Schema:
+    """``schema`` without the ``lance:field_id`` field metadata (as pylance returns it)."""
+
+    def clean(f: pa.Field) -> pa.Field:
+        t = f.type
+        if pa.types.is_struct(t):
+            t = pa.struct([clean(c) for c in t])
+        elif pa.types.is_list(t):
+            t = pa.list_(clean(t.value_field))
+        elif pa.types.is_large_list(t):
+            t = pa.large_list(clean(t.value_field))
+        elif pa.types.is_fixed_size_list(t):
+            t = pa.list_(clean(t.value_field), t.list_size)
+        meta = {k: v for k, v in (f.metadata or {}).items() if k != b"lance:field_id"}
+        return pa.field(f.name, t, f.nullable, metadata=meta or None)
+
+    return pa.schema([clean(f) for f in schema], metadata=schema.metadata)

@@ -1,0 +1,123 @@
+"""Bit-packing in the FastLanes transposed layout (FILE-ENCODINGS §4.2-§4.4).
+
+A block packs 1024 values of ``T`` bits (8, 16, 32, 64) into ``1024*W/T`` words of ``T`` bits,
+``W`` being the packed width. Viewing the words as ``P[W][LANES]`` with ``LANES = 1024/T``,
+for each row ``r`` in ``0..T-1`` and lane ``l``::
+
+    out[FL_ORDER[r // 8] * 16 + (r % 8) * 128 + l] = bits [r*W, r*W + W) of lane l's words
+    FL_ORDER = [0, 4, 2, 6, 1, 5, 3, 7]
+
+so value 0 is lane 0 row 0 and value 1 lane 1 row 0: not a sequential bit stream.
+
+* ``InlineBitpacking{T}``: one block per buffer, prefixed by one ``T``-bit word holding ``W``;
+  fewer than 1024 values are zero padded. Size = ``(1 + 1024*W/T) * T/8`` bytes.
+* ``OutOfLineBitpacking{T, values: flat W}``: one width for the whole buffer, ``n // 1024``
+  blocks without header, then a tail of ``n % 1024`` values that is either one more padded
+  block or the raw ``T``-bit values (raw iff the buffer has exactly ``full*1024*W/T + r`` words).
+
+Signed integers and floats are packed as their raw unsigned bits.
+Decoding is vectorised over blocks: one numpy step per row, ``T`` steps in all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reference_impl.errors import FormatError
+
+FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
+UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+RULE = "ENC-010"
+
+
+def _out_rows(T: int) -> np.ndarray:
+    return np.array([FL_ORDER[r // 8] * 16 + (r % 8) * 128 for r in range(T)], np.int64)
+
+
+def unpack_blocks(words: np.ndarray, T: int, W: int) -> np.ndarray:
+    """Unpack ``k`` blocks given as a ``(k, W*LANES)`` array of ``T``-bit words -> ``(k, 1024)``."""
+    dt = UINT[T]
+    k = words.shape[0]
+    lanes = 1024 // T
+    out = np.zeros((k, 1024), dt)
+    if W == 0 or k == 0:
+        return out
+    P = words.reshape(k, W, lanes)
+    mask = dt((1 << W) - 1) if W < T else dt(np.iinfo(dt).max)
+    rows = _out_rows(T)
+    view = out.reshape(k, 1024)
+    for r in range(T):
+        bit = r * W
+        w, s = divmod(bit, T)
+        v = P[:, w, :] >> dt(s)
+        if s + W > T:
+            v = v | (P[:, w + 1, :] << dt(T - s))
+        base = rows[r]
+        view[:, base:base + lanes] = v & mask
+    return out
+
+
+def check_width(T: int) -> None:
+    if T not in UINT:
+        raise FormatError(f"bit-packing of {T}-bit values is not defined", rule=RULE)
+
+
+def decode_inline(buffers: list, counts: list, T: int) -> np.ndarray:
+    """Decode inline-bitpacked chunks (one block each) into one ``uint{T}`` array."""
+    check_width(T)
+    dt = UINT[T]
+    B = T // 8
+    by_width: dict[int, list[int]] = {}
+    widths = []
+    for i, buf in enumerate(buffers):
+        if len(buf) < B:
+            raise FormatError("inline bit-packed buffer has no width word", rule=RULE)
+        W = int(np.frombuffer(buf, dt, 1)[0])
+        if W > T:
+            raise FormatError(f"packed width {W} exceeds {T} bits", rule=RULE)
+        if len(buf) < (1 + 1024 * W // T) * B:
+            raise FormatError(f"inline bit-packed block of width {W} needs "
+                              f"{(1 + 1024 * W // T) * B} bytes, has {len(buf)}", rule=RULE)
+        if counts[i] > 1024:
+            raise FormatError(f"an inline bit-packed block holds at most 1024 values, not {counts[i]}",
+                              rule=RULE)
+        widths.append(W)
+        by_width.setdefault(W, []).append(i)
+    blocks = np.zeros((len(buffers), 1024), dt)
+    for W, idx in by_width.items():
+        nw = 1024 * W // T
+        words = np.stack([np.frombuffer(buffers[i], dt, nw, B) for i in idx]) if nw else np.zeros((len(idx), 0), dt)
+        blocks[idx] = unpack_blocks(words, T, W)
+    if all(c == 1024 for c in counts):
+        return blocks.reshape(-1)
+    sel = np.concatenate([np.arange(c) + 1024 * i for i, c in enumerate(counts)]) if counts else np.zeros(0, np.int64)
+    return blocks.reshape(-1)[sel]
+
+
+def decode_out_of_line(buf, n: int, T: int, W: int) -> np.ndarray:
+    """Decode an out-of-line bit-packed buffer of ``n`` values."""
+    check_width(T)
+    if W > T:
+        raise FormatError(f"packed width {W} exceeds {T} bits", rule=RULE)
+    dt = UINT[T]
+    B = T // 8
+    if len(buf) % B:
+        raise FormatError("out-of-line bit-packed buffer is not a whole number of words", rule=RULE)
+    words = np.frombuffer(buf, dt)
+    full, r = divmod(n, 1024)
+    per = 1024 * W // T
+    need_full = full * per
+    if len(words) < need_full:
+        raise FormatError(f"out-of-line bit-packed buffer holds {len(words)} words, "
+                          f"{need_full} needed for {full} blocks", rule=RULE)
+    out = unpack_blocks(words[:need_full].reshape(full, per), T, W).reshape(-1)
+    if r == 0:
+        return out
+    tail = words[need_full:]
+    if len(tail) == r:
+        return np.concatenate([out, tail.astype(dt)])
+    if len(tail) < per:
+        raise FormatError(f"out-of-line tail of {len(tail)} words is neither raw ({r}) nor a "
+                          f"padded block ({per})", rule=RULE)
+    last = unpack_blocks(tail[:per].reshape(1, per), T, W).reshape(-1)[:r]
+    return np.concatenate([out, last])

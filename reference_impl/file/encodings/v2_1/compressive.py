@@ -1,0 +1,145 @@
+"""Dispatch over the ``CompressiveEncoding`` tree in its three contexts (FILE-ENCODINGS §4).
+
+* :func:`decode_mini_block` -- per mini-block chunk: value buffers of every chunk plus the
+  chunk's visible value count -> one value stream for the page;
+* :func:`decode_block` -- a whole buffer (levels, dictionary, constant-page levels);
+* :func:`decode_per_value` -- the values of a full-zip page, already cut out of the zipped
+  stream (:class:`Fixed` for fixed width, :class:`Var` for variable width).
+
+:func:`mini_block_buffers` tells how many value buffers each chunk carries for a node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reference_impl.errors import FormatError
+
+from . import bitpacking, byte_stream_split, fixed_size_list, flat, fsst, general, packed_struct, rle, variable
+from .values import Fixed, Var
+
+RULE = "ENC-001"
+MB_CAP = 1 << 26
+
+
+def kind(node) -> str:
+    k = node.WhichOneof("compression")
+    if k is None:
+        raise FormatError("compressive encoding is empty", rule=RULE)
+    return k
+
+
+def mini_block_buffers(node) -> int:
+    k = kind(node)
+    if k == "rle":
+        return 2
+    if k == "fixed_size_list":
+        return fixed_size_list.num_buffers(node)
+    return 1
+
+
+def decode_mini_block(node, chunks: list, counts: list):
+    """``chunks`` = list of per-chunk value-buffer lists; ``counts`` = values per chunk."""
+    k = kind(node)
+    if k == "flat":
+        return flat.decode_chunks([c[0] for c in chunks], counts, int(node.flat.bits_per_value))
+    if k == "inline_bitpacking":
+        T = int(node.inline_bitpacking.uncompressed_bits_per_value)
+        arr = bitpacking.decode_inline([c[0] for c in chunks], counts, T)
+        return Fixed(arr.view(np.uint8), T)
+    if k == "variable":
+        return variable.decode_chunks([c[0] for c in chunks], counts, variable.offset_bits(node.variable))
+    if k == "fsst":
+        inner = decode_mini_block(node.fsst.values, chunks, counts)
+        if not isinstance(inner, Var):
+            raise FormatError("FSST values must be variable", rule=fsst.RULE)
+        return fsst.decode(node.fsst.symbol_table, inner)
+    if k == "rle":
+        return rle.decode_chunks([(c[0], c[1]) for c in chunks], counts, rle.widths(node.rle))
+    if k == "byte_stream_split":
+        v = node.byte_stream_split.values
+        if kind(v) != "flat":
+            raise FormatError("byte-stream-split values must be flat", rule=byte_stream_split.RULE)
+        return byte_stream_split.decode_chunks([c[0] for c in chunks], counts, int(v.flat.bits_per_value))
+    if k == "general":
+        scheme = int(node.general.compression.scheme)
+        new = [[general.decompress(scheme, c[0], cap=MB_CAP)] + list(c[1:]) for c in chunks]
+        return decode_mini_block(node.general.values, new, counts)
+    if k == "fixed_size_list":
+        return fixed_size_list.decode_chunks(node, chunks, counts)
+    if k == "packed_struct":
+        _, bits = packed_struct.row_bits(node.packed_struct)
+        return flat.decode_chunks([c[0] for c in chunks], counts, bits)
+    raise FormatError(f"{k} is not a mini-block encoding", rule=RULE)
+
+
+def decode_block(node, buf, n: int):
+    """Decode a whole buffer holding ``n`` values."""
+    k = kind(node)
+    if k == "flat":
+        return flat.decode(buf, n, int(node.flat.bits_per_value))
+    if k == "inline_bitpacking":
+        T = int(node.inline_bitpacking.uncompressed_bits_per_value)
+        if n > 1024:
+            raise FormatError(f"an inline bit-packed block holds at most 1024 values, not {n}", rule=bitpacking.RULE)
+        return Fixed(bitpacking.decode_inline([buf], [n], T).view(np.uint8), T)
+    if k == "out_of_line_bitpacking":
+        o = node.out_of_line_bitpacking
+        if kind(o.values) != "flat":
+            raise FormatError("out-of-line bit-packed values must be flat", rule=bitpacking.RULE)
+        T = int(o.uncompressed_bits_per_value)
+        return Fixed(bitpacking.decode_out_of_line(buf, n, T, int(o.values.flat.bits_per_value)).view(np.uint8), T)
+    if k == "variable":
+        return variable.decode_block(buf, n)
+    if k == "rle":
+        return rle.decode_block(buf, n, rle.widths(node.rle))
+    if k == "general":
+        raw = general.decompress(int(node.general.compression.scheme), buf)
+        return decode_block(node.general.values, raw, n)
+    if k == "constant":
+        v = bytes(node.constant.value)
+        if not v:
+            raise FormatError("constant encoding without a value", rule=RULE)
+        return Fixed(np.tile(np.frombuffer(v, np.uint8), n), 8 * len(v))
+    raise FormatError(f"{k} is not a block encoding", rule=RULE)
+
+
+def decode_per_value(node, raw):
+    """Decode full-zip values (``raw`` is Fixed or Var of the stored per-value bytes)."""
+    from . import variable_packed_struct
+
+    k = kind(node)
+    if k == "flat":
+        bits = int(node.flat.bits_per_value)
+        if not isinstance(raw, Fixed) or raw.bits != bits:
+            raise FormatError("full-zip flat value width disagrees with bits_per_value", rule=RULE)
+        return raw
+    if k == "fixed_size_list":
+        return fixed_size_list.decode_pv(node, raw)
+    if k == "variable":
+        return raw
+    if k == "fsst":
+        inner = decode_per_value(node.fsst.values, raw)
+        return fsst.decode(node.fsst.symbol_table, inner)
+    if k == "general":
+        scheme = int(node.general.compression.scheme)
+        lens, parts = [], []
+        for i in range(raw.n):
+            out = general.decompress(scheme, raw.data[raw.offsets[i]:raw.offsets[i + 1]])
+            parts.append(out)
+            lens.append(len(out))
+        off = np.zeros(raw.n + 1, np.int64)
+        np.cumsum(np.array(lens, np.int64), out=off[1:])
+        data = np.frombuffer(b"".join(parts), np.uint8)
+        return decode_per_value(node.general.values, Var(off, data))
+    if k == "variable_packed_struct":
+        return variable_packed_struct.decode_pv(node.variable_packed_struct, raw)
+    raise FormatError(f"{k} is not a per-value encoding", rule=RULE)
+
+
+def levels(node, buf, n: int) -> np.ndarray:
+    """Block-decode ``n`` rep/def levels as ``uint16``."""
+    v = decode_block(node, buf, n)
+    if not isinstance(v, Fixed) or v.bits != 16:
+        raise FormatError("rep/def levels must decode to 16-bit values", rule="ENC-040")
+    return v.data.view("<u2")[:n] if len(v.data) else np.zeros(0, np.uint16)

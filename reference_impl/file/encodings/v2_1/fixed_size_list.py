@@ -1,0 +1,96 @@
+"""``FixedSizeList{items_per_value, has_validity, values}`` (FILE-ENCODINGS §4.10, §3.3).
+
+Mini-block: the chunk's value buffers are one item-validity bitmap per nested FSL layer with
+``has_validity`` (outermost first, each ``rows * cumulative_dim`` bits, LSB first), then the
+flat items. Full-zip (per value): each value is ``ceil(dim/8)`` validity bytes per such layer
+followed by the item bytes. Row nulls are a def layer, not part of this node.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reference_impl.errors import FormatError
+
+from .values import Fixed, Fsl
+
+RULE = "ENC-014"
+
+
+def layers(node):
+    """Flatten nested FSL nodes: ``(dims, has_validity flags, innermost flat bits)``."""
+    dims, flags = [], []
+    while node.WhichOneof("compression") == "fixed_size_list":
+        f = node.fixed_size_list
+        if f.items_per_value == 0 or f.items_per_value > 1 << 24:
+            raise FormatError(f"fixed-size list of {f.items_per_value} items", rule=RULE)
+        dims.append(int(f.items_per_value))
+        flags.append(bool(f.has_validity))
+        node = f.values
+        if len(dims) > 16:
+            raise FormatError("fixed-size lists nested too deeply", rule=RULE)
+    if node.WhichOneof("compression") != "flat":
+        raise FormatError("fixed-size list items must be flat", rule=RULE)
+    return dims, flags, int(node.flat.bits_per_value)
+
+
+def num_buffers(node) -> int:
+    dims, flags, _ = layers(node)
+    return sum(flags) + 1
+
+
+def decode_chunks(node, bufs: list, counts: list) -> Fsl:
+    from . import flat
+
+    dims, flags, bits = layers(node)
+    flat.check_bits(bits)
+    dim = int(np.prod(dims))
+    cum = np.cumprod(dims)
+    val_parts = [[] for _ in range(sum(flags))]
+    item_bufs, item_counts = [], []
+    for chunk, rows in zip(bufs, counts):
+        k = 0
+        for li, f in enumerate(flags):
+            if f:
+                nbits = rows * int(cum[li])
+                val_parts[k].append(flat.decode(chunk[k], nbits, 1).data)
+                k += 1
+        item_bufs.append(chunk[k])
+        item_counts.append(rows * dim)
+    items = flat.decode_chunks(item_bufs, item_counts, bits)
+    validity = [np.concatenate(p) for p in val_parts]
+    return Fsl(dim, items, _expand(validity, flags, cum, dim), dims)
+
+
+def _expand(validity, flags, cum, dim):
+    """Item-validity per layer, repeated down to one entry per innermost item."""
+    out, k = [], 0
+    for li, f in enumerate(flags):
+        if f:
+            rep = dim // int(cum[li])
+            out.append(np.repeat(validity[k], rep) if rep > 1 else validity[k])
+            k += 1
+    return out
+
+
+def decode_pv(node, raw: Fixed) -> Fsl:
+    """Full-zip values: each ``raw`` value is validity bytes then items."""
+    dims, flags, bits = layers(node)
+    dim = int(np.prod(dims))
+    cum = np.cumprod(dims)
+    W = raw.bits // 8
+    n = raw.n
+    mat = raw.data.reshape(n, W) if n else raw.data.reshape(0, max(W, 1))
+    pos = 0
+    validity = []
+    for li, f in enumerate(flags):
+        if f:
+            nb = (int(cum[li]) + 7) // 8
+            bits_ = np.unpackbits(np.ascontiguousarray(mat[:, pos:pos + nb]), axis=1, bitorder="little")[:, :int(cum[li])]
+            validity.append(bits_.reshape(-1).astype(bool))
+            pos += nb
+    ib = (bits // 8) * dim
+    if pos + ib != W:
+        raise FormatError(f"full-zip FSL value of {W} bytes, expected {pos + ib}", rule=RULE)
+    items = Fixed(np.ascontiguousarray(mat[:, pos:]).reshape(-1), bits)
+    return Fsl(dim, items, _expand(validity, flags, cum, dim), dims)

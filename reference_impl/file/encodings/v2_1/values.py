@@ -1,0 +1,110 @@
+"""Decoded value streams shared by the 2.1/2.2 ``CompressiveEncoding`` decoders.
+
+A decoder turns compressed buffers into one of three plain forms (FILE-ENCODINGS §4):
+
+* :class:`Fixed` -- ``n`` values of ``bits`` bits each. Byte-aligned widths are kept as a flat
+  ``uint8`` array of ``n * bits/8`` bytes (little-endian values back to back); a width of 1
+  (booleans, Flat-1) is kept unpacked as a ``bool`` array of ``n`` entries.
+* :class:`Var` -- ``n`` variable-length values: ``int64`` offsets (``n+1``, starting at 0) into a
+  ``uint8`` data array.
+* :class:`Fsl` -- ``n`` fixed-size-list rows of ``dim`` items: item validity bitmaps (one ``bool``
+  array per nested FSL layer with ``has_validity``, outermost first) and the items as a
+  :class:`Fixed` of ``n * dim`` entries.
+
+Each form can be concatenated (chunks, pages) without Python loops over values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reference_impl.errors import FormatError
+
+
+@dataclass
+class Fixed:
+    data: np.ndarray  # uint8 bytes, or bool when bits == 1
+    bits: int
+
+    @property
+    def n(self) -> int:
+        return len(self.data) if self.bits == 1 else len(self.data) // (self.bits // 8)
+
+    def take(self, idx: np.ndarray) -> "Fixed":
+        if self.bits == 1:
+            return Fixed(self.data[idx], 1)
+        w = self.bits // 8
+        return Fixed(self.data.reshape(-1, w)[idx].reshape(-1), self.bits)
+
+
+@dataclass
+class Var:
+    offsets: np.ndarray  # int64, n+1
+    data: np.ndarray  # uint8
+
+    @property
+    def n(self) -> int:
+        return len(self.offsets) - 1
+
+    def take(self, idx: np.ndarray) -> "Var":
+        starts = self.offsets[:-1][idx]
+        lens = self.offsets[1:][idx] - starts
+        new_off = np.zeros(len(idx) + 1, np.int64)
+        np.cumsum(lens, out=new_off[1:])
+        total = int(new_off[-1])
+        # position of every output byte in the source data
+        src = np.repeat(starts - new_off[:-1], lens) + np.arange(total, dtype=np.int64)
+        return Var(new_off, self.data[src])
+
+
+@dataclass
+class Fsl:
+    dim: int
+    items: Fixed
+    validity: list = field(default_factory=list)  # bool arrays, outermost first
+    dims: list = field(default_factory=list)  # dim of each nested layer, outermost first
+
+    @property
+    def n(self) -> int:
+        return self.items.n // self.dim if self.dim else 0
+
+    def take(self, idx: np.ndarray) -> "Fsl":
+        item_idx = (np.asarray(idx, np.int64)[:, None] * self.dim + np.arange(self.dim)).reshape(-1)
+        val = []
+        for v in self.validity:
+            val.append(v[item_idx] if len(v) == self.items.n else v)
+        return Fsl(self.dim, self.items.take(item_idx), val, self.dims)
+
+
+def concat(parts: list):
+    """Concatenate value streams of one kind."""
+    if not parts:
+        return None
+    first = parts[0]
+    if len(parts) == 1:
+        return first
+    if isinstance(first, Fixed):
+        if any(not isinstance(p, Fixed) or p.bits != first.bits for p in parts):
+            raise FormatError("value streams of different widths cannot be joined", rule="ENC-001")
+        return Fixed(np.concatenate([p.data for p in parts]), first.bits)
+    if isinstance(first, Var):
+        if any(not isinstance(p, Var) for p in parts):
+            raise FormatError("value streams of different kinds cannot be joined", rule="ENC-001")
+        lens = [p.offsets[1:] - p.offsets[:-1] for p in parts]
+        off = np.zeros(sum(len(x) for x in lens) + 1, np.int64)
+        np.cumsum(np.concatenate(lens), out=off[1:])
+        data = np.concatenate([p.data[p.offsets[0]:p.offsets[-1]] for p in parts])
+        return Var(off, data)
+    if isinstance(first, Fsl):
+        items = concat([p.items for p in parts])
+        val = [np.concatenate([p.validity[i] for p in parts]) for i in range(len(first.validity))]
+        return Fsl(first.dim, items, val, first.dims)
+    raise FormatError(f"unknown value stream {type(first).__name__}", rule="ENC-001")
+
+
+def empty_like(kind):
+    if isinstance(kind, Fixed):
+        return Fixed(np.zeros(0, bool if kind.bits == 1 else np.uint8), kind.bits)
+    return Var(np.zeros(1, np.int64), np.zeros(0, np.uint8))

@@ -1,0 +1,80 @@
+"""``Variable{offsets: flat 32|64}``: variable-width values (FILE-ENCODINGS §4.7).
+
+* mini-block chunk: ``(n+1)`` offsets of 4 or 8 bytes measured from the start of the chunk
+  buffer (so the first is ``(n+1)*width``), then the bytes, then padding (0x48) to the width;
+* block (dictionaries): ``u32 32 | u32 data_start | (n+1) u32 offsets from 0 | bytes`` or the
+  same with u64 fields;
+* per value (full-zip): no own buffer, the value bytes come from the zipped stream.
+
+Offsets must be monotonic and stay inside the buffer.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from reference_impl.errors import FormatError
+
+from .values import Var
+
+RULE = "ENC-003"
+DTYPES = {32: np.dtype("<u4"), 64: np.dtype("<u8")}
+
+
+def offset_bits(node) -> int:
+    if node.offsets.WhichOneof("compression") != "flat":
+        raise FormatError("variable offsets must be flat in 2.1/2.2", rule=RULE)
+    bits = int(node.offsets.flat.bits_per_value)
+    if bits not in DTYPES:
+        raise FormatError(f"variable offsets of {bits} bits", rule=RULE)
+    return bits
+
+
+def _check(offs: np.ndarray, lo: int, hi: int, what: str) -> None:
+    if len(offs) and (offs[0] < lo or offs[-1] > hi or np.any(offs[1:] < offs[:-1])):
+        raise FormatError(f"{what} offsets are not monotonic inside [{lo}, {hi}]", rule=RULE)
+
+
+def decode_chunks(bufs: list, counts: list, bits: int) -> Var:
+    dt = DTYPES[bits]
+    w = dt.itemsize
+    lens, datas = [], []
+    for b, n in zip(bufs, counts):
+        if len(b) < (n + 1) * w:
+            raise FormatError(f"variable chunk of {len(b)} bytes cannot hold {n + 1} offsets", rule=RULE)
+        offs = np.frombuffer(b, dt, n + 1).astype(np.int64)
+        _check(offs, (n + 1) * w, len(b), "variable chunk")
+        lens.append(np.diff(offs))
+        datas.append(np.frombuffer(b, np.uint8, int(offs[-1] - offs[0]), int(offs[0])))
+    total = sum(len(x) for x in lens)
+    out = np.zeros(total + 1, np.int64)
+    if lens:
+        np.cumsum(np.concatenate(lens), out=out[1:])
+    return Var(out, np.concatenate(datas) if datas else np.zeros(0, np.uint8))
+
+
+def decode_block(buf, n: int) -> Var:
+    if len(buf) < 8:
+        raise FormatError("variable block shorter than its header", rule=RULE)
+    b0 = bytes(buf[:4])
+    if b0[1:4] != b"\0\0\0":
+        raise FormatError("variable block uses the old header form", rule=RULE)
+    bits = b0[0]
+    if bits == 32:
+        _, start = struct.unpack_from("<II", buf)
+        hdr, dt = 8, DTYPES[32]
+    elif bits == 64:
+        if len(buf) < 16:
+            raise FormatError("variable block shorter than its header", rule=RULE)
+        _, start = struct.unpack_from("<QQ", buf)
+        hdr, dt = 16, DTYPES[64]
+    else:
+        raise FormatError(f"variable block offsets of {bits} bits", rule=RULE)
+    if hdr + (n + 1) * dt.itemsize > len(buf) or start > len(buf):
+        raise FormatError(f"variable block of {len(buf)} bytes cannot hold {n + 1} offsets", rule=RULE)
+    offs = np.frombuffer(buf, dt, n + 1, hdr).astype(np.int64)
+    _check(offs, 0, len(buf) - start, "variable block")
+    data = np.frombuffer(buf, np.uint8, len(buf) - start, start)
+    return Var(offs - offs[0], data[offs[0]:offs[-1]] if n else data[:0])

@@ -1,0 +1,230 @@
+"""Table scans: reading one version of a dataset as pylance's ``to_table`` returns it.
+
+For every fragment, in manifest order (spec 001 "Fragments", "Schema Evolution",
+"Deletion Files", "Feature: Move-Stable Row IDs"):
+
+1. every data file of the fragment holds the fields listed in ``DataFile.fields``
+   (``column_indices`` maps them to columns in 2.0+; -2 marks a tombstoned field);
+   each wanted field is read from the file that holds it, through the base path its
+   ``base_id`` names;
+2. a schema field that no data file of the fragment holds reads as nulls (a column added
+   to the schema after the fragment was written);
+3. columns are assembled in schema order (or in the order of ``columns``), one row per
+   physical row of the fragment;
+4. the deletion file, if any, removes its row offsets;
+5. ``_rowaddr`` = ``(fragment_id << 32) | offset``; ``_rowid`` equals it unless the
+   dataset uses stable row ids, in which case it comes from the fragment's row id
+   sequence. Both are ``uint64`` and appended after the data columns, ``_rowid`` first.
+
+A ``filter`` (a ``pyarrow.compute.Expression``) is applied to the assembled rows before
+the projection, like pylance does.
+
+Data files are read by version: legacy 0.1 by :mod:`reference_impl.file.legacy`, 2.0 by
+:mod:`reference_impl.file.encodings.v2_0`, 2.1+ by :mod:`reference_impl.file.reader`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from reference_impl.errors import FormatError, InvalidInput, UnsupportedFeature
+
+TOMBSTONE = -2
+ROW_ID = "_rowid"
+ROW_ADDR = "_rowaddr"
+#: bound on the bytes read into memory for one 2.0 data file
+MAX_FILE_BYTES = 1 << 40
+
+
+def to_table(dataset, columns: Sequence[str] | None = None, filter=None, with_row_id: bool = False,  # noqa: A002
+             with_row_address: bool = False, **_ignored) -> pa.Table:
+    """Scan ``dataset`` (a :class:`reference_impl.dataset.Dataset`) into one Arrow table."""
+    from reference_impl.file.encodings.v2_0.column import strip_field_ids
+
+    full = dataset.schema
+    wanted = _wanted_fields(full, columns, filter)
+    out_schema = strip_field_ids(pa.schema([full.field(n) for n in wanted], metadata=full.metadata))
+    stable = _stable_row_ids(dataset.manifest)
+    parts = []
+    for frag in dataset.manifest.fragments:
+        parts.append(_fragment_table(dataset, frag, wanted, out_schema, stable, with_row_id or filter is not None,
+                                     with_row_address or filter is not None))
+    extra = []
+    if with_row_id or filter is not None:
+        extra.append(pa.field(ROW_ID, pa.uint64()))
+    if with_row_address or filter is not None:
+        extra.append(pa.field(ROW_ADDR, pa.uint64()))
+    schema = pa.schema(list(out_schema) + extra, metadata=out_schema.metadata)
+    table = pa.concat_tables([p.cast(schema) if p.schema != schema else p for p in parts]) if parts else schema.empty_table()
+    if filter is not None:
+        table = table.filter(filter)
+    names = list(columns) if columns is not None else [f.name for f in full]
+    if with_row_id:
+        names.append(ROW_ID)
+    if with_row_address:
+        names.append(ROW_ADDR)
+    return table.select(names)
+
+
+def take(dataset, indices, columns: Sequence[str] | None = None, **_ignored) -> pa.Table:
+    """Rows at ``indices`` of the scan order (deleted rows excluded), like ``Dataset.take``."""
+    idx = np.asarray(indices, dtype=np.int64)
+    table = to_table(dataset, columns=columns)
+    if len(idx) and (idx.min() < 0 or idx.max() >= table.num_rows):
+        raise InvalidInput(f"take indices must lie in [0, {table.num_rows})")
+    return table.take(pa.array(idx, pa.int64()))
+
+
+# -- one fragment ----------------------------------------------------------------------------
+
+
+def _wanted_fields(schema: pa.Schema, columns, filter) -> list[str]:
+    names = [f.name for f in schema]
+    if columns is None:
+        return names
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise InvalidInput(f"columns {missing} are not in the schema")
+    wanted = list(columns)
+    if filter is not None:  # the filter may name columns outside the projection
+        wanted += [n for n in names if n not in wanted]
+    return wanted
+
+
+def _stable_row_ids(manifest) -> bool:
+    try:
+        from reference_impl.table.flags import uses_stable_row_ids
+
+        return bool(uses_stable_row_ids(manifest))
+    except ImportError:  # pragma: no cover - the flags module ships with the kit
+        return bool(manifest.reader_feature_flags & 2)
+
+
+def _field_id(f: pa.Field) -> int:
+    return int((f.metadata or {})[b"lance:field_id"])
+
+
+def _fragment_table(dataset, frag, wanted: list[str], out_schema: pa.Schema, stable: bool,
+                    with_row_id: bool, with_row_address: bool) -> pa.Table:
+    full = dataset.schema
+    n = int(frag.physical_rows)
+    columns: dict[str, pa.Array] = {}
+    for df in frag.files:
+        ids = [i for i in df.fields]
+        present = [name for name in wanted if _field_id(full.field(name)) in ids]
+        if not present:
+            continue
+        got = _read_data_file(dataset, df, [full.field(nm) for nm in present])
+        for nm, arr in zip(present, got):
+            if len(arr) != n and n:
+                raise FormatError(f"data file {df.path} holds {len(arr)} rows, fragment {frag.id} has {n}",
+                                  rule="FRAG-003", path=df.path)
+            columns.setdefault(nm, arr)
+    if n == 0 and columns:
+        n = len(next(iter(columns.values())))
+    arrays = []
+    for f in out_schema:
+        arr = columns.get(f.name)
+        if arr is None:
+            arr = pa.nulls(n, f.type)  # schema evolution: the fragment predates this field
+        elif arr.type != f.type:
+            arr = arr.cast(f.type)
+        arrays.append(arr)
+    table = pa.Table.from_arrays(arrays, schema=out_schema) if arrays else pa.table({"__n": pa.nulls(n)}).drop(["__n"])
+    offsets = np.arange(n, dtype=np.uint64)
+    keep = _live_offsets(dataset, frag, n)
+    if keep is not None:
+        table = table.take(pa.array(keep, pa.int64()))
+        offsets = offsets[keep]
+    if with_row_id:
+        if stable:
+            from reference_impl.table.rowids import fragment_row_ids
+
+            ids = fragment_row_ids(dataset.store, frag)
+            if ids is None or len(ids) != n:
+                raise FormatError(f"fragment {frag.id} has no row id sequence of {n} rows", rule="ROWID-001")
+            row_ids = np.asarray(ids, np.uint64)[offsets.astype(np.int64)]
+        else:
+            row_ids = (np.uint64(frag.id) << np.uint64(32)) | offsets
+        table = table.append_column(pa.field(ROW_ID, pa.uint64()), pa.array(row_ids, pa.uint64()))
+    if with_row_address:
+        addr = (np.uint64(frag.id) << np.uint64(32)) | offsets
+        table = table.append_column(pa.field(ROW_ADDR, pa.uint64()), pa.array(addr, pa.uint64()))
+    return table
+
+
+def _live_offsets(dataset, frag, n: int) -> np.ndarray | None:
+    """Offsets that survive the deletion file, or None when nothing is deleted."""
+    if not frag.HasField("deletion_file"):
+        return None
+    from reference_impl.table.deletion import read_deletion_file
+
+    loc = dataset.deletion_file_location(frag)
+    if loc is None:
+        return None
+    store, key = loc
+    deleted = read_deletion_file(store, key, frag.deletion_file.file_type, physical_rows=n)
+    mask = np.ones(n, bool)
+    deleted = np.asarray(deleted, np.int64)
+    if len(deleted) and (deleted.max() >= n or deleted.min() < 0):
+        raise FormatError(f"deletion file of fragment {frag.id} names offsets past {n} rows", rule="DELETION-002", path=key)
+    mask[deleted] = False
+    return np.nonzero(mask)[0]
+
+
+# -- one data file ---------------------------------------------------------------------------
+
+
+def _read_data_file(dataset, df, fields: list[pa.Field]) -> list[pa.Array]:
+    """The arrays of the top-level ``fields`` held by data file ``df``."""
+    store, key = dataset.data_file_location(df)
+    major, minor = df.file_major_version, df.file_minor_version
+    if major == 0 and minor < 3:
+        return _read_legacy(dataset, df, store, key, fields)
+    if (major, minor) in ((0, 3), (2, 0)):
+        return _read_v2_0(df, store, key, fields)
+    return _read_v2_x(df, store, key, fields)
+
+
+def _read_legacy(dataset, df, store, key, fields):
+    from reference_impl.file.legacy import open_legacy
+    from reference_impl.table.schema import project
+
+    lf = open_legacy(store=store, key=key)
+    ids = list(df.fields)
+    known = {f.id for f in dataset.manifest.fields}
+    # dropped fields keep their page-table rows but leave the schema
+    lance_fields = project(list(dataset.manifest.fields), [i for i in ids if i in known])
+    table = lf.read(lance_fields, ids, columns=[f.name for f in fields])
+    return [table.column(i).combine_chunks() for i in range(table.num_columns)]
+
+
+def _read_v2_0(df, store, key, fields):
+    from reference_impl.file.encodings.v2_0.column import decode_field, read_columns
+
+    data = store.get(key, max_size=MAX_FILE_BYTES)
+    columns, _, _ = read_columns(data, path=key)
+    ids = list(df.fields)
+    col_idx = list(df.column_indices) or list(range(len(ids)))
+    out = []
+    for f in fields:
+        pos = ids.index(_field_id(f))
+        index = col_idx[pos]
+        if index < 0:
+            raise FormatError(f"field {f.name!r} has no column in {df.path}", rule="DATAFILE-006", path=key)
+        arr, _ = decode_field(f, columns, index)
+        out.append(arr)
+    return out
+
+
+def _read_v2_x(df, store, key, fields):
+    """2.1+ files go through the shared reader (:mod:`reference_impl.file.reader`)."""
+    try:
+        from reference_impl.file import reader as reader_mod
+    except ImportError:
+        raise UnsupportedFeature(f"no reader for file version {df.file_major_version}.{df.file_minor_version} "
+                                 "(reference_impl.file.reader is missing)", path=key) from None
+    return reader_mod.read_fields(store, key, df, fields)

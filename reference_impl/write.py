@@ -1,0 +1,183 @@
+"""``write_dataset``: create, append to or overwrite a dataset, named as pylance names it.
+
+The write of spec 001 "Dataset Update and Schema Evolution": *"Appending is done by
+appending new Fragment to the dataset ... Overwrite a dataset can be done by resetting
+the Fragment list of the Manifest."* Rows are cut into data files of at most
+``max_rows_per_file`` rows, one fragment per file, each written under
+``data/{name}.lance`` (spec 000 naming: 24 binary digits of the first three uuid bytes,
+then 26 hex digits of the other thirteen). Then one transaction is committed:
+``Overwrite`` for ``create``/``overwrite`` (and for ``append`` to a missing dataset, as
+pylance does), ``Append`` otherwise (:mod:`.table.commit`).
+
+Checks made **before** any file is written, so a refused write leaves nothing behind:
+the target's writer feature flags are all known (spec 001, "Feature Flags"), ``create``
+finds no dataset, and an ``append`` brings exactly the existing columns with the same
+types (an incompatible schema is ``InvalidInput``).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid as uuid_mod
+from collections.abc import Iterable
+
+import pyarrow as pa
+
+from .errors import AlreadyExists, InvalidInput
+from .proto import table_pb2
+
+STORAGE_VERSIONS = {"2.0": "2.0", "2.1": "2.1", "2.2": "2.2", "stable": "2.2"}
+DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
+
+
+def _as_table(data) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    if isinstance(data, dict):
+        return pa.table(data)
+    if isinstance(data, Iterable):
+        batches = list(data)
+        if batches and isinstance(batches[0], pa.RecordBatch):
+            return pa.Table.from_batches(batches)
+    raise InvalidInput(f"cannot write data of type {type(data).__name__}")
+
+
+def _types_match(a: pa.DataType, b: pa.DataType) -> bool:
+    if a == b:
+        return True
+    small_big = {(pa.string(), pa.large_string()), (pa.binary(), pa.large_binary())}
+    return (a, b) in small_big or (b, a) in small_big
+
+
+def check_append_schema(existing: pa.Schema, incoming: pa.Schema) -> None:
+    """InvalidInput unless ``incoming`` has exactly the columns of ``existing``, same types."""
+    names_e, names_i = existing.names, incoming.names
+    if sorted(names_e) != sorted(names_i):
+        raise InvalidInput(
+            f"Append with different schema: dataset has columns {names_e}, data has {names_i}")
+    for name in names_e:
+        te, ti = existing.field(name).type, incoming.field(name).type
+        if not _types_match(te, ti):
+            raise InvalidInput(f"Append with different schema: column {name!r} is {te} in the "
+                               f"dataset and {ti} in the data")
+
+
+def new_data_file_name() -> str:
+    """A fresh data file name, spec 000 style."""
+    from .table.layout import data_file_name
+
+    return data_file_name(uuid_mod.uuid4().bytes)
+
+
+def write_fragments(store, table: pa.Table, fields, *, file_version: str,
+                    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE) -> list[table_pb2.DataFragment]:
+    """Write ``table`` as data files of at most ``max_rows_per_file`` rows; one
+    ``DataFragment`` (id 0, assigned at commit) per file."""
+    from .file.writer import write_lance_file
+
+    if max_rows_per_file <= 0:
+        raise InvalidInput("max_rows_per_file must be positive")
+    frags = []
+    for start in range(0, table.num_rows, max_rows_per_file):
+        chunk = table.slice(start, max_rows_per_file)
+        name = new_data_file_name()
+        wf = write_lance_file(store, f"data/{name}", chunk, version=file_version, schema_fields=list(fields))
+        df = table_pb2.DataFile(path=name, fields=wf.fields, column_indices=wf.column_indices,
+                                file_major_version=wf.major, file_minor_version=wf.minor,
+                                file_size_bytes=wf.size)
+        frags.append(table_pb2.DataFragment(id=0, files=[df], physical_rows=wf.num_rows))
+    return frags
+
+
+def _resolve_store(uri, storage_options):
+    from .io.base import ObjectStore
+    from .io.uri import open_store
+
+    if isinstance(uri, ObjectStore):
+        return uri
+    return open_store(os.fspath(uri), storage_options)
+
+
+def write_dataset(
+    data,
+    uri,
+    mode: str = "create",
+    *,
+    data_storage_version: str = "2.2",
+    enable_stable_row_ids: bool = False,
+    enable_v2_manifest_paths: bool = True,
+    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+    storage_options: dict[str, str] | None = None,
+    commit_message: str | None = None,
+    external_store=None,
+):
+    """Write ``data`` (a pyarrow Table, RecordBatch, reader, or dict of columns) to ``uri``.
+
+    ``mode``: ``"create"`` (the dataset must not exist), ``"append"`` (creates it when
+    missing) or ``"overwrite"``. Returns the opened :class:`reference_impl.dataset.Dataset`
+    when the dataset module is available, else the :class:`CommitResult`.
+    """
+    from .table import commit as commit_mod
+    from .table import flags, operations
+    from .table.schema import arrow_to_fields, fields_to_arrow, schema_metadata_of
+
+    if mode not in ("create", "append", "overwrite"):
+        raise InvalidInput(f"mode must be create, append or overwrite, not {mode!r}")
+    if data_storage_version not in STORAGE_VERSIONS:
+        raise InvalidInput(f"unsupported data_storage_version {data_storage_version!r}")
+    table = _as_table(data)
+    store = _resolve_store(uri, storage_options)
+
+    latest = commit_mod.latest_version_or_zero(store)
+    if external_store is not None:
+        row = external_store.latest(commit_mod.base_uri_of(store))
+        if row is not None:
+            latest = max(latest, row[0])
+    previous = None
+    if latest > 0:
+        mf = commit_mod.load_version(store, latest)
+        previous = mf.manifest
+        flags.check_writer_flags(previous, path=mf.key)
+        if mode == "create":
+            raise AlreadyExists(f"Dataset already exists: {store.uri}", path=store.uri)
+    if previous is not None and mode == "append":
+        existing = fields_to_arrow(previous.fields)
+        check_append_schema(existing, table.schema)
+        table = table.select(existing.names)
+        fields = list(previous.fields)
+        file_version = previous.data_format.version or "2.2"
+        stable = bool(previous.reader_feature_flags & operations.FLAG_STABLE_ROW_IDS)
+    else:
+        fields = arrow_to_fields(table.schema)
+        file_version = STORAGE_VERSIONS[data_storage_version]
+        stable = enable_stable_row_ids if previous is None else bool(
+            previous.reader_feature_flags & operations.FLAG_STABLE_ROW_IDS)
+    if file_version not in ("2.0", "2.1", "2.2"):
+        raise InvalidInput(f"this writer cannot write data storage version {file_version!r}")
+    frags = write_fragments(store, table, fields, file_version=file_version,
+                            max_rows_per_file=max_rows_per_file)
+    if previous is None or mode in ("create", "overwrite"):
+        txn = operations.overwrite(latest, frags, fields, schema_metadata=schema_metadata_of(table.schema),
+                                   commit_message=commit_message)
+    else:
+        txn = operations.append(latest, frags, commit_message=commit_message)
+    result = commit_mod.commit_transaction(
+        store, txn, enable_v2_manifest_paths=enable_v2_manifest_paths, stable_row_ids=stable,
+        data_format=("lance", file_version), external_store=external_store)
+    return _open_or_result(uri, store, storage_options, result)
+
+
+def _open_or_result(uri, store, storage_options, result):
+    """The written version opened by the dataset module; the CommitResult when that
+    module is missing or the target was given as a store object."""
+    try:
+        from .dataset import open_dataset
+    except ImportError:
+        return result
+    if not isinstance(uri, (str, os.PathLike)):
+        return result
+    return open_dataset(os.fspath(uri), version=result.version, storage_options=storage_options)
