@@ -415,8 +415,17 @@ def _frag_004(root):
     _edit(root, lambda m: setattr(m.fragments[1], "physical_rows", m.fragments[1].physical_rows + 1))
 
 
-@corruption("FRAG-005", "DataFile.fields names field 999 (column index -1)")
+@corruption("FRAG-005", "DataFile.fields gains an unassigned id -1 (column index -1)")
 def _frag_005(root):
+    def edit(m):
+        df = m.fragments[1].files[0]
+        df.fields.append(-1)
+        df.column_indices.append(-1)
+    _edit(root, edit)
+
+
+@corruption("FRAG-010", "DataFile.fields names field 999 (column index -1)")
+def _frag_010(root):
     def edit(m):
         df = m.fragments[1].files[0]
         df.fields.append(999)

@@ -151,7 +151,8 @@ def _check_atomic_create(stores: list[ObjectStore], rounds: int) -> CheckResult:
         key = f"race/{round_no}.manifest"
         barrier = threading.Barrier(clients)
 
-        def attempt(i: int, key: str = key, barrier: threading.Barrier = barrier) -> str:
+        def attempt(i: int, key: str = key, barrier: threading.Barrier = barrier,
+                    round_no: int = round_no) -> str:
             try:
                 barrier.wait(timeout=ROUND_TIMEOUT_S)
             except threading.BrokenBarrierError:

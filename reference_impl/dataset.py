@@ -17,8 +17,6 @@ Everything here is metadata; scanning rows is delegated to :mod:`reference_impl.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .errors import InvalidInput, NotFound
 from .io.base import ObjectStore
 from .io.uri import open_store
@@ -94,12 +92,6 @@ class _Branches:
 
     def list(self) -> dict[str, dict]:
         return {n: b.to_dict() for n, b in refs.list_branches(self._ds.root_store).items()}
-
-
-@dataclass
-class _OpenTarget:
-    store: ObjectStore
-    branch: str | None
 
 
 class Dataset:

@@ -725,7 +725,7 @@ def shallow_clone(ds, target: str, ref=None, *, storage_options=None, commit_mes
     src_path = _local_path(src.store)
     txn = operations.clone(v, ref_path=src_path, ref_version=v, ref_name=src.branch,
                            commit_message=commit_message)
-    prepared = lambda version: _clone_manifest(src.manifest, src.list_indices, v, src_path, None, src.branch)  # noqa: E731
+    prepared = lambda version: _clone_manifest(src.manifest, src.list_indices(), v, src_path, None, src.branch)  # noqa: E731
     commit_at(dst, txn, v, prepared)
     from .dataset import open_dataset
     return open_dataset(target, version=v, storage_options=storage_options)
@@ -776,7 +776,7 @@ def create_branch(ds, name: str, ref=None, *, commit_message: str | None = None)
                            branch_name=name, commit_message=commit_message)
 
     def prepared(version):
-        m, idx = _clone_manifest(src.manifest, src.list_indices, v, root_path, name, None)
+        m, idx = _clone_manifest(src.manifest, src.list_indices(), v, root_path, name, None)
         if src.branch:  # the parent branch's own files resolve against its directory
             parent_id = max(b.id for b in m.base_paths)
             m.base_paths[-1].is_dataset_root = True

@@ -37,10 +37,17 @@ ROW_ID = "_rowid"
 ROW_ADDR = "_rowaddr"
 #: bound on the bytes read into memory for one 2.0 data file
 MAX_FILE_BYTES = 1 << 40
+_OFFSET = "__scan_offset"
 
 
-def to_table(dataset, columns: Sequence[str] | None = None, filter=None, with_row_id: bool = False,  # noqa: A002
-             with_row_address: bool = False, **_ignored) -> pa.Table:
+def to_table(
+    dataset,
+    columns: Sequence[str] | None = None,
+    filter=None,
+    with_row_id: bool = False,  # noqa: A002
+    with_row_address: bool = False,
+    **_ignored,
+) -> pa.Table:
     """Scan ``dataset`` (a :class:`reference_impl.dataset.Dataset`) into one Arrow table."""
     from reference_impl.file.encodings.v2_0.column import strip_field_ids
 
@@ -50,15 +57,29 @@ def to_table(dataset, columns: Sequence[str] | None = None, filter=None, with_ro
     stable = _stable_row_ids(dataset.manifest)
     parts = []
     for frag in dataset.manifest.fragments:
-        parts.append(_fragment_table(dataset, frag, wanted, out_schema, stable, with_row_id or filter is not None,
-                                     with_row_address or filter is not None))
+        parts.append(
+            _fragment_table(
+                dataset,
+                frag,
+                wanted,
+                out_schema,
+                stable,
+                with_row_id or filter is not None,
+                with_row_address or filter is not None,
+            )
+        )
     extra = []
     if with_row_id or filter is not None:
         extra.append(pa.field(ROW_ID, pa.uint64()))
     if with_row_address or filter is not None:
         extra.append(pa.field(ROW_ADDR, pa.uint64()))
-    schema = pa.schema(list(out_schema) + extra, metadata=out_schema.metadata)
-    table = pa.concat_tables([p.cast(schema) if p.schema != schema else p for p in parts]) if parts else schema.empty_table()
+    keeper = [] if len(out_schema) else [pa.field(_OFFSET, pa.uint64())]  # see _fragment_table
+    schema = pa.schema(list(out_schema) + keeper + extra, metadata=out_schema.metadata)
+    table = (
+        pa.concat_tables([p.cast(schema) if p.schema != schema else p for p in parts])
+        if parts
+        else schema.empty_table()
+    )
     if filter is not None:
         table = table.filter(filter)
     names = list(columns) if columns is not None else [f.name for f in full]
@@ -107,21 +128,52 @@ def _field_id(f: pa.Field) -> int:
     return int((f.metadata or {})[b"lance:field_id"])
 
 
-def _fragment_table(dataset, frag, wanted: list[str], out_schema: pa.Schema, stable: bool,
-                    with_row_id: bool, with_row_address: bool) -> pa.Table:
+def _subtree_ids(f: pa.Field) -> set[int]:
+    """The field ids of ``f`` and every nested child that has one (a fixed-size list is one
+    Lance field, so its item carries no id)."""
+    raw = (f.metadata or {}).get(b"lance:field_id")
+    out = {int(raw)} if raw is not None else set()
+    t = f.type
+    if pa.types.is_map(t):
+        children = [t.key_field, t.item_field]
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        children = [t.value_field]
+    elif pa.types.is_struct(t):
+        children = list(t)
+    else:
+        children = []
+    for child in children:
+        out |= _subtree_ids(child)
+    return out
+
+
+def _fragment_table(
+    dataset,
+    frag,
+    wanted: list[str],
+    out_schema: pa.Schema,
+    stable: bool,
+    with_row_id: bool,
+    with_row_address: bool,
+) -> pa.Table:
     full = dataset.schema
     n = int(frag.physical_rows)
     columns: dict[str, pa.Array] = {}
     for df in frag.files:
         ids = [i for i in df.fields]
-        present = [name for name in wanted if _field_id(full.field(name)) in ids]
+        idset = set(ids)
+        # 2.1+ files list leaf ids only: a field is held when it or any descendant is listed
+        present = [name for name in wanted if idset & _subtree_ids(full.field(name))]
         if not present:
             continue
         got = _read_data_file(dataset, df, [full.field(nm) for nm in present])
-        for nm, arr in zip(present, got):
+        for nm, arr in zip(present, got, strict=False):
             if len(arr) != n and n:
-                raise FormatError(f"data file {df.path} holds {len(arr)} rows, fragment {frag.id} has {n}",
-                                  rule="FRAG-003", path=df.path)
+                raise FormatError(
+                    f"data file {df.path} holds {len(arr)} rows, fragment {frag.id} has {n}",
+                    rule="FRAG-003",
+                    path=df.path,
+                )
             columns.setdefault(nm, arr)
     if n == 0 and columns:
         n = len(next(iter(columns.values())))
@@ -133,19 +185,25 @@ def _fragment_table(dataset, frag, wanted: list[str], out_schema: pa.Schema, sta
         elif arr.type != f.type:
             arr = arr.cast(f.type)
         arrays.append(arr)
-    table = pa.Table.from_arrays(arrays, schema=out_schema) if arrays else pa.table({"__n": pa.nulls(n)}).drop(["__n"])
+    # a helper column keeps the row count when no data column is projected; dropped below
     offsets = np.arange(n, dtype=np.uint64)
+    table = pa.Table.from_arrays(
+        arrays + [pa.array(offsets)], schema=out_schema.append(pa.field(_OFFSET, pa.uint64()))
+    )
     keep = _live_offsets(dataset, frag, n)
     if keep is not None:
         table = table.take(pa.array(keep, pa.int64()))
         offsets = offsets[keep]
+    table = table.drop_columns([_OFFSET]) if table.num_columns > 1 else table
     if with_row_id:
         if stable:
             from reference_impl.table.rowids import fragment_row_ids
 
             ids = fragment_row_ids(dataset.store, frag)
             if ids is None or len(ids) != n:
-                raise FormatError(f"fragment {frag.id} has no row id sequence of {n} rows", rule="ROWID-001")
+                raise FormatError(
+                    f"fragment {frag.id} has no row id sequence of {n} rows", rule="ROWID-001"
+                )
             row_ids = np.asarray(ids, np.uint64)[offsets.astype(np.int64)]
         else:
             row_ids = (np.uint64(frag.id) << np.uint64(32)) | offsets
@@ -170,7 +228,11 @@ def _live_offsets(dataset, frag, n: int) -> np.ndarray | None:
     mask = np.ones(n, bool)
     deleted = np.asarray(deleted, np.int64)
     if len(deleted) and (deleted.max() >= n or deleted.min() < 0):
-        raise FormatError(f"deletion file of fragment {frag.id} names offsets past {n} rows", rule="DELETION-002", path=key)
+        raise FormatError(
+            f"deletion file of fragment {frag.id} names offsets past {n} rows",
+            rule="DELETION-002",
+            path=key,
+        )
     mask[deleted] = False
     return np.nonzero(mask)[0]
 
@@ -214,17 +276,25 @@ def _read_v2_0(df, store, key, fields):
         pos = ids.index(_field_id(f))
         index = col_idx[pos]
         if index < 0:
-            raise FormatError(f"field {f.name!r} has no column in {df.path}", rule="DATAFILE-006", path=key)
+            raise FormatError(
+                f"field {f.name!r} has no column in {df.path}", rule="DATAFILE-006", path=key
+            )
         arr, _ = decode_field(f, columns, index)
         out.append(arr)
     return out
 
 
 def _read_v2_x(df, store, key, fields):
-    """2.1+ files go through the shared reader (:mod:`reference_impl.file.reader`)."""
+    """2.1+ files go through the shared reader (:class:`reference_impl.file.reader.LanceFileReader`),
+    selecting the top-level fields by id (the file's own names may predate a rename)."""
     try:
-        from reference_impl.file import reader as reader_mod
+        from reference_impl.file.reader import LanceFileReader
     except ImportError:
-        raise UnsupportedFeature(f"no reader for file version {df.file_major_version}.{df.file_minor_version} "
-                                 "(reference_impl.file.reader is missing)", path=key) from None
-    return reader_mod.read_fields(store, key, df, fields)
+        raise UnsupportedFeature(
+            f"no reader for file version {df.file_major_version}.{df.file_minor_version} "
+            "(reference_impl.file.reader is missing)",
+            path=key,
+        ) from None
+    reader = LanceFileReader(store, key)
+    table = reader.read_columns([_field_id(f) for f in fields])
+    return [table.column(i).combine_chunks() for i in range(table.num_columns)]

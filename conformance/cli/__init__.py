@@ -22,6 +22,7 @@ COMMANDS: list[str] = [
     "check_store",
     "validate", "rules",
     "inspect",
+    "dump",
 ]
 
 

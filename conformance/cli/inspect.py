@@ -16,8 +16,14 @@ import json
 import sys
 import uuid as _uuid
 
-from reference_impl.errors import (FormatError, InvalidInput, LanceError, NotFound, StoreError,
-                                   UnsupportedFeature)
+from reference_impl.errors import (
+    FormatError,
+    InvalidInput,
+    LanceError,
+    NotFound,
+    StoreError,
+    UnsupportedFeature,
+)
 
 _BITMAP_LIST_LIMIT = 64
 

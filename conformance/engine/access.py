@@ -234,6 +234,12 @@ def read_container_info(store, key: str, size: int | None = None) -> ContainerIn
 
         if hasattr(ref_container, "read_container"):
             c = ref_container.read_container(store, key, size=size)
+            if getattr(c, "is_legacy", False):
+                # the reference container leaves legacy row counts to the legacy reader;
+                # read the Metadata block here (its last batch offset is the row count)
+                size = int(c.size)
+                tail = store.get_range(key, size - 16, 16)
+                return _legacy_info(store, key, size, tail, *c.version)
             version = c.version
             major, minor = (version if isinstance(version, tuple)
                             else (getattr(version, "major", 0), getattr(version, "minor", 0)))

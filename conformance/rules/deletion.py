@@ -101,7 +101,7 @@ def deletion_file_exists(ctx) -> Iterator[Finding]:
 
 @rule(
     "DELETION-002", title="Deletion file type is ARROW_ARRAY or BITMAP",
-    severity="error", spec="004", section="DeletionFile",
+    severity="error", spec="001", section=_SECTION,
     clause="The suffix is determined by the file type (.arrow for Arrow file, .bin for "
            "roaring bitmap).",
 )

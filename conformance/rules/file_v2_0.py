@@ -55,8 +55,9 @@ def decode_result(ctx) -> FormatError | None:
             from reference_impl.table.schema import project
 
             lf = open_legacy(store=ctx.file_store, key=ctx.file_key)
-            ids = list(ctx.data_file.fields)
-            fields = project(list(ctx.version.manifest.fields), ids)
+            ids = [i for i in ctx.data_file.fields if i >= 0]
+            known = {f.id for f in ctx.version.manifest.fields}
+            fields = project(list(ctx.version.manifest.fields), [i for i in ids if i in known])
             lf.read(fields, ids)
     except FormatError as exc:
         err = exc
@@ -80,57 +81,103 @@ def _common(rid, title, clause, kind, section=_ENC, spec="FILE-ENCODINGS", sever
 
     check.__name__ = f"check_{rid.replace('-', '_').lower()}"
     check.__doc__ = title
-    return rule(rid, title=title, severity=severity, spec=spec, section=section, clause=clause,
-                scope=Scope.DATA_FILE, deep=True)(check)
+    return rule(
+        rid,
+        title=title,
+        severity=severity,
+        spec=spec,
+        section=section,
+        clause=clause,
+        scope=Scope.DATA_FILE,
+        deep=True,
+    )(check)
 
 
 check_enc_050 = _common(
-    "ENC-050", "2.0 buffer references resolve and hold the bytes their node needs",
+    "ENC-050",
+    "2.0 buffer references resolve and hold the bytes their node needs",
     "`Buffer{buffer_index, buffer_type}`: `page` (0) indexes this page's `buffer_offsets/sizes`, "
     "`column` (1) indexes the column metadata's buffers, and `file` (2) indexes the global buffers",
-    "2.0", section="2.1 Buffers")
+    "2.0",
+    section="2.1 Buffers",
+)
 check_enc_051 = _common(
-    "ENC-051", "every 2.0 encoding node is known and fits the field's Arrow type",
+    "ENC-051",
+    "every 2.0 encoding node is known and fits the field's Arrow type",
     "`Flat{bits_per_value, buffer, compression?}` | A packed array of `bits_per_value`-bit values "
-    "(1 = bitmap; 8/16/32/64/128, or 48 for `fixed_size_binary(6)`)", "2.0")
+    "(1 = bitmap; 8/16/32/64/128, or 48 for `fixed_size_binary(6)`)",
+    "2.0",
+)
 check_enc_052 = _common(
-    "ENC-052", "2.0 Binary/List/Dictionary offsets are monotone and inside their data",
+    "ENC-052",
+    "2.0 Binary/List/Dictionary offsets are monotone and inside their data",
     "`null_adjustment` = total bytes + 1. For row *i*: `e = idx[i]`. If `e >= null_adjustment` the "
-    "row is null and its end is `e - null_adjustment`, otherwise the end is `e`.", "2.0")
+    "row is null and its end is `e - null_adjustment`, otherwise the end is `e`.",
+    "2.0",
+)
 check_enc_053 = _common(
-    "ENC-053", "2.0 compressed Flat buffers use the lz4/zstd framing",
-    "If `compression.scheme` is `\"lz4\"` or `\"zstd\"`, decompress the whole buffer with the framing "
-    "of §4.9 first", "2.0")
+    "ENC-053",
+    "2.0 compressed Flat buffers use the lz4/zstd framing",
+    'If `compression.scheme` is `"lz4"` or `"zstd"`, decompress the whole buffer with the framing '
+    "of §4.9 first",
+    "2.0",
+)
 check_file_050 = _common(
-    "FILE-050", "2.0 page encodings are direct /lance.encodings.ArrayEncoding messages",
+    "FILE-050",
+    "2.0 page encodings are direct /lance.encodings.ArrayEncoding messages",
     "`Page.encoding` and `ColumnMetadata.encoding` are always `direct`. The `DirectEncoding.encoding` "
-    "bytes are a serialized `google.protobuf.Any`", "2.0",
-    section="0. Conventions that hold in every version")
+    "bytes are a serialized `google.protobuf.Any`",
+    "2.0",
+    section="0. Conventions that hold in every version",
+)
 check_file_051 = _common(
-    "FILE-051", "2.0 columns follow the schema's column mapping",
-    "`struct` | 1 \"header\" column, then the children's columns in pre-order. ... `list` / "
-    "`large_list` | 1 offsets column (`List` encoding), then the child's column(s)", "2.0",
-    section="1.1 Field to column mapping")
+    "FILE-051",
+    "2.0 columns follow the schema's column mapping",
+    '`struct` | 1 "header" column, then the children\'s columns in pre-order. ... `list` / '
+    "`large_list` | 1 offsets column (`List` encoding), then the child's column(s)",
+    "2.0",
+    section="1.1 Field to column mapping",
+)
 check_file_052 = _common(
-    "FILE-052", "a 2.0 file's footer, offset tables and FileDescriptor are readable",
+    "FILE-052",
+    "a 2.0 file's footer, offset tables and FileDescriptor are readable",
     "40-byte footer `<QQQIIHH` + `LANC`: column-meta-0 offset, CMO table offset, GBO table offset, "
-    "number of global buffers, number of columns, major, minor.", "2.0", spec="FACTS",
-    section="Lance data files v2.x")
+    "number of global buffers, number of columns, major, minor.",
+    "2.0",
+    spec="FACTS",
+    section="Lance data files v2.x",
+)
 check_file_060 = _common(
-    "FILE-060", "a legacy file ends in the 16-byte tail pointing at a Metadata block",
+    "FILE-060",
+    "a legacy file ends in the 16-byte tail pointing at a Metadata block",
     "In the end of the file, a Footer is written to indicate the closure of a file: metadata "
-    "position (uint64) | major version | minor version | Magic number \"LANC\"", "legacy",
-    spec="001", section=_LEGACY)
+    'position (uint64) | major version | minor version | Magic number "LANC"',
+    "legacy",
+    spec="001",
+    section=_LEGACY,
+)
 check_file_061 = _common(
-    "FILE-061", "the legacy page table covers every field and batch inside the file",
+    "FILE-061",
+    "the legacy page table covers every field and batch inside the file",
     "A page table is a matrix of N x M x 2, where N = num_fields, and M = num_batches. Each cell "
-    "in the table is a pair of <position:int64, length:int64> of the page.", "legacy",
-    spec="001", section=_LEGACY)
+    "in the table is a pair of <position:int64, length:int64> of the page.",
+    "legacy",
+    spec="001",
+    section=_LEGACY,
+)
 check_file_062 = _common(
-    "FILE-062", "legacy batch_offsets start at 0 and never decrease",
-    "Logical offsets of each chunk group, i.e., number of the rows in each chunk.", "legacy",
-    spec="001", section=_LEGACY)
+    "FILE-062",
+    "legacy batch_offsets start at 0 and never decrease",
+    "Logical offsets of each chunk group, i.e., number of the rows in each chunk.",
+    "legacy",
+    spec="001",
+    section=_LEGACY,
+)
 check_file_063 = _common(
-    "FILE-063", "legacy var-binary offsets are monotone and inside the file",
-    "The offset array contains the absolute offset of each value appears in the file.", "legacy",
-    spec="001", section="Variable-Length Binary Encoding")
+    "FILE-063",
+    "legacy var-binary offsets are monotone and inside the file",
+    "The offset array contains the absolute offset of each value appears in the file.",
+    "legacy",
+    spec="001",
+    section="Variable-Length Binary Encoding",
+)

@@ -70,14 +70,28 @@ def physical_rows(ctx):
                           f"{frag.physical_rows}", _loc(frag, path=key or df.path))
 
 
-@rule("FRAG-005", title="data-file field ids exist in the schema or are tombstones (-2)",
-      severity="error", spec="004", section="DataFile",
+@rule("FRAG-005", title="data-file field ids are never -1 (nor below -2)", severity="error",
+      spec="004", section="DataFile",
       clause="An object with a value in fields of -1 must not be stored to disk. -2 is used "
              "for \"tombstoned\", meaning a field that is no longer in use.")
+def no_unassigned_ids(ctx):
+    for frag, df in data_files(ctx):
+        bad = sorted({i for i in df.fields if i == -1 or i < -2})
+        if bad:
+            yield Finding(f"DataFile.fields holds {bad} (-1 must not be stored; -2 is the only "
+                          f"negative id allowed)", _loc(frag, path=df.path))
+
+
+@rule("FRAG-010", title="data-file field ids exist in the schema or are tombstones (-2)",
+      severity="warning", spec="004", section="DataFile",
+      clause="-2 is used for \"tombstoned\", meaning a field that is no longer in use.",
+      pylance="pylance 14.0.2 drop_columns (Project) leaves the dropped field ids in "
+              "DataFile.fields instead of writing -2; readers ignore ids missing from the "
+              "schema, so this is a warning", enforces="pylance")
 def field_ids_known(ctx):
     ids = {f.id for f in ctx.manifest.fields}
     for frag, df in data_files(ctx):
-        bad = sorted({i for i in df.fields if i != -2 and i not in ids})
+        bad = sorted({i for i in df.fields if i >= 0 and i not in ids})
         if bad:
             yield Finding(f"DataFile.fields names ids {bad} that are not in the schema",
                           _loc(frag, path=df.path))

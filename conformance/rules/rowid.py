@@ -11,8 +11,8 @@ an update deletes the old row and gives the new one a fresh id or, in pylance 14
 the same id in another fragment. Uniqueness (ROWID-003) is therefore checked over live
 rows only, using the DELETION module's decoded offsets.
 
-Feature flag 2 itself (reader/writer flags agree, the flag is known) belongs to the FLAGS
-rules; ROWID-008 only checks that fragments carry sequences exactly when it is set.
+Feature flag 2 itself belongs to the FLAGS rules (FLAGS-004: a sequence implies the flag);
+ROWID-008 checks the other direction, per fragment: with the flag, no fragment lacks one.
 """
 
 from __future__ import annotations
@@ -219,20 +219,18 @@ def created_not_after_updated(ctx) -> Iterator[Finding]:
 
 
 @rule(
-    "ROWID-008", title="Fragments carry row id sequences exactly when stable row ids are on",
+    "ROWID-008", title="With stable row ids every fragment carries a row id sequence",
     severity="error", spec="004", section="Manifest",
     clause="* 2: row ids are stable and stored as part of the fragment metadata.",
 )
 def sequences_match_flag(ctx) -> Iterator[Finding]:
-    stable = _stable(ctx)
+    """The other direction (a sequence without flag 2) is FLAGS-004's."""
+    if not _stable(ctx):
+        return
     for frag in ctx.manifest.fragments:
-        has = frag.WhichOneof("row_id_sequence") is not None
-        if stable and not has:
+        if frag.WhichOneof("row_id_sequence") is None:
             yield Finding(f"fragment {frag.id} has no row id sequence although feature flag 2 "
                           f"(stable row ids) is set", _where(ctx, frag))
-        elif not stable and has:
-            yield Finding(f"fragment {frag.id} has a row id sequence but feature flag 2 (stable "
-                          f"row ids) is not set", _where(ctx, frag))
 
 
 @rule(

@@ -49,8 +49,9 @@ def _compute(ctx):
     stats = read_page_stats(lf)
     if not stats:
         return {}, {}, None
-    ids = list(ctx.data_file.fields)
-    fields = project(list(ctx.version.manifest.fields), ids)
+    ids = [i for i in ctx.data_file.fields if i >= 0]
+    known = {f.id for f in ctx.version.manifest.fields}
+    fields = project(list(ctx.version.manifest.fields), [i for i in ids if i in known])
     by_id = {}
 
     def walk(f):
@@ -64,21 +65,43 @@ def _compute(ctx):
 
     for f in fields_to_arrow(fields):
         walk(f)
-    reader = _ColumnReader(lf, lf.page_table(len(ids)), {fid: i for i, fid in enumerate(ids)}, {f.id: f for f in fields})
+    lo = min(ids) if ids else 0
+    reader = _ColumnReader(
+        lf,
+        lf.page_table(max(ids) - lo + 1 if ids else 0),
+        {fid: fid - lo for fid in ids},
+        {f.id: f for f in fields},
+    )
     pages = {}
     for fid in stats:
         af = by_id.get(fid)
         if af is None:
-            raise FormatError(f"statistics for field {fid}, which the file does not hold", rule="STATS-001", path=ctx.file_key)
-        if pa.types.is_struct(af.type) or pa.types.is_list(af.type) or pa.types.is_large_list(af.type):
+            raise FormatError(
+                f"statistics for field {fid}, which the file does not hold",
+                rule="STATS-001",
+                path=ctx.file_key,
+            )
+        if (
+            pa.types.is_struct(af.type)
+            or pa.types.is_list(af.type)
+            or pa.types.is_large_list(af.type)
+        ):
             continue
         pages[fid] = [reader.read(af, b, n) for b, n in enumerate(lf.batch_sizes())]
         st = stats[fid]
         for name, arr in (("min_value", st.min_value), ("max_value", st.max_value)):
             if arr is not None and arr.type != af.type:
-                raise FormatError(f"{name} of field {fid} is {arr.type}, the field is {af.type}", rule="STATS-006", path=ctx.file_key)
+                raise FormatError(
+                    f"{name} of field {fid} is {arr.type}, the field is {af.type}",
+                    rule="STATS-006",
+                    path=ctx.file_key,
+                )
             if arr is not None and len(arr) != lf.num_batches:
-                raise FormatError(f"{name} of field {fid} has {len(arr)} values for {lf.num_batches} pages", rule="STATS-001", path=ctx.file_key)
+                raise FormatError(
+                    f"{name} of field {fid} has {len(arr)} values for {lf.num_batches} pages",
+                    rule="STATS-001",
+                    path=ctx.file_key,
+                )
     return stats, pages, None
 
 
@@ -106,50 +129,92 @@ def _by_rule(ctx, rule_id):
             yield Finding(v.message, {"file": ctx.file_key, "field_id": v.field_id, "page": v.page})
 
 
-@rule("STATS-001", title="legacy statistics are readable and have one value per page", severity="error",
-      spec="001", section="Page-level statistics format", scope=Scope.DATA_FILE, deep=True,
-      clause="Page-level statistics are stored as arrays within the Lance file. Each array contains "
-             "one page long and is num_pages long.")
+@rule(
+    "STATS-001",
+    title="legacy statistics are readable and have one value per page",
+    severity="error",
+    spec="001",
+    section="Page-level statistics format",
+    scope=Scope.DATA_FILE,
+    deep=True,
+    clause="Page-level statistics are stored as arrays within the Lance file. Each array contains "
+    "one page long and is num_pages long.",
+)
 def check_stats_001(ctx):
     yield from _by_rule(ctx, "STATS-001")
 
 
-@rule("STATS-002", title="null_count is a possible null count of its page", severity="error",
-      spec="001", section=_SEC, scope=Scope.DATA_FILE, deep=True,
-      clause="Three types of statistics are stored per column: null count, min value, max value.")
+@rule(
+    "STATS-002",
+    title="null_count is a possible null count of its page",
+    severity="error",
+    spec="001",
+    section=_SEC,
+    scope=Scope.DATA_FILE,
+    deep=True,
+    clause="Three types of statistics are stored per column: null count, min value, max value.",
+)
 def check_stats_002(ctx):
     yield from _by_rule(ctx, "STATS-002")
 
 
-@rule("STATS-003", title="min <= every non-null value <= max (NaN ignored)", severity="error",
-      spec="001", section=_SEC, scope=Scope.DATA_FILE, deep=True,
-      clause="The min and max values are not guaranteed to be within the array; they are simply "
-             "upper and lower bounds. ... NaN values should be ignored for the purpose of min and "
-             "max statistics.")
+@rule(
+    "STATS-003",
+    title="min <= every non-null value <= max (NaN ignored)",
+    severity="error",
+    spec="001",
+    section=_SEC,
+    scope=Scope.DATA_FILE,
+    deep=True,
+    clause="The min and max values are not guaranteed to be within the array; they are simply "
+    "upper and lower bounds. ... NaN values should be ignored for the purpose of min and "
+    "max statistics.",
+)
 def check_stats_003(ctx):
     yield from _by_rule(ctx, "STATS-003")
 
 
-@rule("STATS-004", title="all-null pages use the representable extremes (-Inf/+Inf for floats)",
-      severity="error", spec="001", section=_SEC, scope=Scope.DATA_FILE, deep=True,
-      clause="if the min and max are unknown (all values are null), then the minimum/maximum "
-             "representable values should be used instead. For float data types, if the min and "
-             "max are unknown, then use -Inf and +Inf, respectively.")
+@rule(
+    "STATS-004",
+    title="all-null pages use the representable extremes (-Inf/+Inf for floats)",
+    severity="error",
+    spec="001",
+    section=_SEC,
+    scope=Scope.DATA_FILE,
+    deep=True,
+    clause="if the min and max are unknown (all values are null), then the minimum/maximum "
+    "representable values should be used instead. For float data types, if the min and "
+    "max are unknown, then use -Inf and +Inf, respectively.",
+)
 def check_stats_004(ctx):
     yield from _by_rule(ctx, "STATS-004")
 
 
-@rule("STATS-005", title="a zero float max is +0.0 and a zero float min is -0.0", severity="warning",
-      spec="001", section=_SEC, scope=Scope.DATA_FILE, deep=True,
-      clause="If the max value is zero (negative or positive), the max value should be recorded as "
-             "+0.0. Likewise, if the min value is zero (positive or negative), it should be recorded "
-             "as -0.0.")
+@rule(
+    "STATS-005",
+    title="a zero float max is +0.0 and a zero float min is -0.0",
+    severity="warning",
+    spec="001",
+    section=_SEC,
+    scope=Scope.DATA_FILE,
+    deep=True,
+    clause="If the max value is zero (negative or positive), the max value should be recorded as "
+    "+0.0. Likewise, if the min value is zero (positive or negative), it should be recorded "
+    "as -0.0.",
+)
 def check_stats_005(ctx):
     yield from _by_rule(ctx, "STATS-005")
 
 
-@rule("STATS-006", title="min_value and max_value have the field's data type", severity="error",
-      spec="001", section=_SEC, scope=Scope.DATA_FILE, deep=True,
-      clause="The min and max values are stored as their native data types in arrays.")
+@rule(
+    "STATS-006",
+    title="min_value and max_value have the field's data type",
+    severity="error",
+    spec="001",
+    section=_SEC,
+    scope=Scope.DATA_FILE,
+    deep=True,
+    clause="The min and max values are stored as their native data types in arrays.",
+)
 def check_stats_006(ctx):
     yield from _by_rule(ctx, "STATS-006")

@@ -6,9 +6,11 @@ UNSAFE for concurrent Lance commits, the negative control the store qualificatio
 catch. Its fixed credentials are ``S3RVER``/``S3RVER``.
 
 s3rver is a Node.js package, not a Python one, so it is installed with npm into a
-directory of its own, never at test time:
+directory of its own, ahead of time with
 
     python -m conformance.servers.s3rver install [DIR]
+
+or, failing that, by the suite's ``s3rver_server`` fixture on first use.
 
 The binary is looked up in ``$LANCE_CONFORMANCE_S3RVER`` (the path of the ``s3rver``
 executable), then on ``PATH``, then in ``DIR/node_modules/.bin/s3rver`` with ``DIR``
@@ -46,17 +48,34 @@ def find_s3rver() -> str | None:
 
 
 def install_s3rver(directory: str | os.PathLike | None = None, *, timeout: float = 300) -> str:
-    """``npm install s3rver@S3RVER_VERSION`` into ``directory``; returns the executable's path."""
+    """``npm install s3rver@S3RVER_VERSION`` into ``directory``; returns the executable's path.
+
+    Concurrent callers (pytest-xdist workers) serialise on a lock file in ``directory``;
+    the second finds the first one's installation and returns at once.
+    """
+    import fcntl
+
     target = Path(directory) if directory else default_install_dir()
     target.mkdir(parents=True, exist_ok=True)
+    exe = target / "node_modules" / ".bin" / "s3rver"
+    with open(target / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.access(exe, os.X_OK):
+            return str(exe)
+        return _npm_install(target, exe, timeout)
+
+
+def _npm_install(target: Path, exe: Path, timeout: float) -> str:
     npm = shutil.which("npm")
     if npm is None:
         raise ServerUnavailable("npm is not installed: cannot install s3rver")
-    result = subprocess.run(
-        [npm, "install", "--no-audit", "--no-fund", "--prefix", str(target), f"s3rver@{S3RVER_VERSION}"],
-        capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-    )
-    exe = target / "node_modules" / ".bin" / "s3rver"
+    try:
+        result = subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--prefix", str(target), f"s3rver@{S3RVER_VERSION}"],
+            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise ServerUnavailable(f"npm install s3rver took longer than {timeout:.0f} s") from exc
     if result.returncode != 0 or not os.access(exe, os.X_OK):
         raise ServerUnavailable(f"npm install s3rver failed ({result.returncode}): {result.stderr[-1000:]}")
     return str(exe)

@@ -73,6 +73,7 @@ SCENARIOS: list[str] = [
     "migrated_manifest_paths",
     "nested_types",
     "commit_message",
+    "all_types",
 ]
 
 SCENARIO_FILE = "scenario.json"
@@ -129,6 +130,54 @@ def nested_table(n: int, start: int = 0):
         "emb": pa.FixedSizeListArray.from_arrays(
             pa.array(np.repeat(ids, 3).astype(np.float32)), 3),
         "big": pa.array([[int(i)] for i in ids], pa.large_list(pa.int16())),
+    })
+
+
+def all_types_table(n: int):
+    """One column per Arrow type pylance 14 stores (data storage version 2.2+), a third
+    of each column null: decimals, dates, times, time zones, durations, large and
+    fixed-size binary, map, dictionary, list of struct, float16, uuid, tensor, null."""
+    import datetime as dt
+    import decimal
+
+    import numpy as np
+    import pyarrow as pa
+
+    ids = list(range(n))
+    valid = [i % 3 != 1 for i in ids]
+
+    def col(values, t):
+        return pa.array([v if ok else None for v, ok in zip(values, valid)], t)
+
+    uuid_storage = pa.array([bytes([i % 256]) * 16 for i in ids], pa.binary(16))
+    tensor_storage = pa.FixedSizeListArray.from_arrays(
+        pa.array(np.arange(4 * n, dtype=np.float32)), 4)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "i8": col([i % 100 for i in ids], pa.int8()),
+        "u64": col([2**63 + i for i in ids], pa.uint64()),
+        "f16": col([np.float16(i / 4) for i in ids], pa.float16()),
+        "dec": col([decimal.Decimal(i) / 1000 for i in ids], pa.decimal128(10, 3)),
+        "dec256": col([decimal.Decimal(i) for i in ids], pa.decimal256(40, 5)),
+        "d32": col([dt.date(2020, 1, 1) + dt.timedelta(days=i) for i in ids], pa.date32()),
+        "d64": col([dt.date(2020, 1, 1) + dt.timedelta(days=i) for i in ids], pa.date64()),
+        "t32": col([i for i in ids], pa.time32("ms")),
+        "t64": col([i for i in ids], pa.time64("ns")),
+        "ts_tz": col([i for i in ids], pa.timestamp("ns", "America/New_York")),
+        "ts_utc": col([i for i in ids], pa.timestamp("s", "UTC")),
+        "dur": col([i for i in ids], pa.duration("us")),
+        "lbin": col([b"x" * (i % 4) for i in ids], pa.large_binary()),
+        "lstr": col([f"L{i}" for i in ids], pa.large_string()),
+        "fsb": col([bytes([i % 256]) * 8 for i in ids], pa.binary(8)),
+        "map": col([[("k", i), ("j", -i)] for i in ids], pa.map_(pa.string(), pa.int64())),
+        "dict": pa.array([f"c{i % 3}" for i in ids]).dictionary_encode(),
+        "structs": col([[{"a": i, "b": f"b{i}"}] for i in ids],
+                       pa.list_(pa.struct([("a", pa.int32()), ("b", pa.string())]))),
+        "fsl_i": col([[i, i + 1] for i in ids], pa.list_(pa.int64(), 2)),
+        "nothing": pa.nulls(n),
+        "uuid": pa.ExtensionArray.from_storage(pa.uuid(), uuid_storage),
+        "tensor": pa.ExtensionArray.from_storage(pa.fixed_shape_tensor(pa.float32(), [2, 2]),
+                                                 tensor_storage),
     })
 
 
@@ -305,6 +354,10 @@ def _build_nested_types(lance, p, **_):
     lance.write_dataset(nested_table(20, 50), p, mode="append")
 
 
+def _build_all_types(lance, p, **_):
+    lance.write_dataset(all_types_table(30), p, data_storage_version="2.2")
+
+
 def _build_commit_message(lance, p, **_):
     lance.write_dataset(small_table(10), p, commit_message="first commit")
     lance.write_dataset(small_table(10, 10), p, mode="append", commit_message="second: append")
@@ -340,6 +393,7 @@ _BUILDERS = {
     "migrated_manifest_paths": _build_migrated_manifest_paths,
     "nested_types": _build_nested_types,
     "commit_message": _build_commit_message,
+    "all_types": _build_all_types,
 }
 assert set(_BUILDERS) == set(SCENARIOS)
 

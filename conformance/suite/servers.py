@@ -20,9 +20,10 @@ Servers
 -------
 ``moto_server`` and ``seaweedfs_server`` are session-scoped and started lazily, only
 when a test asks for them (about a second each). ``moto_unsafe_server`` (moto with
-conditional writes switched off) and ``s3rver_server`` (npm s3rver) are the UNSAFE
-negative controls of the store qualification. A server that cannot start is
-``unavailable(...)``: a skip with the reason locally, a failure under CI.
+conditional writes switched off) and ``s3rver_server`` (npm s3rver, installed into
+``/tmp/lance-conformance-tools`` on first use; skipped with the reason when npm cannot
+install it) are the UNSAFE negative controls of the store qualification. A server that
+cannot start is ``unavailable(...)``: a skip with the reason locally, a failure under CI.
 
 ``s3_store_factory(server="moto", prefix="")`` returns an ``S3Store`` on a new bucket
 of the named server; ``s3_bucket`` is one such fresh bucket on moto (parametrize it
@@ -44,6 +45,8 @@ from conformance.servers import (
     S3rverServer,
     SeaweedFSServer,
     ServerUnavailable,
+    find_s3rver,
+    install_s3rver,
 )
 from conformance.suite.parts import unavailable
 from reference_impl.io.base import ObjectStore
@@ -53,16 +56,24 @@ STORE_KINDS = ("local", "memory", "moto", "seaweedfs")
 S3_SERVERS = ("moto", "seaweedfs")
 
 
-def _server_fixture(part: str, make):
-    """A lazily started, session-scoped server; a failed start is remembered, not retried."""
+def _server_fixture(part: str, make, *, optional: bool = False):
+    """A lazily started, session-scoped server.
+
+    A server that cannot start is ``unavailable`` (a skip locally, a failure under CI);
+    an ``optional`` one (a second negative control) is a plain skip with its reason.
+    """
 
     @pytest.fixture(scope="session")
     def fixture():
-        server: LocalServer = make()
+        server: LocalServer | None = None
         try:
+            server = make()
             server.start()
         except ServerUnavailable as exc:
-            server.stop()
+            if server is not None:
+                server.stop()
+            if optional:
+                pytest.skip(f"{part} unavailable: {exc}")
             unavailable(part, str(exc))
         try:
             yield server
@@ -77,7 +88,15 @@ moto_server = _server_fixture("moto", MotoServer)
 seaweedfs_server = _server_fixture("SeaweedFS", SeaweedFSServer)
 moto_unsafe_server = _server_fixture("moto (conditional writes ignored)",
                                      lambda: MotoServer(ignore_conditional_writes=True))
-s3rver_server = _server_fixture("s3rver", S3rverServer)
+
+
+def _s3rver() -> S3rverServer:
+    # npm's s3rver is a second UNSAFE control next to moto_unsafe_server; install it on
+    # first use when it is not installed yet, and skip (not fail) when npm cannot.
+    return S3rverServer(find_s3rver() or install_s3rver())
+
+
+s3rver_server = _server_fixture("s3rver", _s3rver, optional=True)
 
 
 def fresh_bucket_name(tag: str = "t") -> str:
@@ -170,3 +189,9 @@ def any_store_location(request: pytest.FixtureRequest, tmp_path) -> StoreLocatio
 def any_store(request: pytest.FixtureRequest, tmp_path) -> ObjectStore:
     """A fresh, empty ObjectStore of every kind in turn; see the module docstring."""
     return _location(request, request.param, tmp_path).store
+
+
+@pytest.fixture
+def s3_bucket_seaweedfs(request: pytest.FixtureRequest) -> S3Bucket:
+    """A fresh bucket on SeaweedFS (the server whose conditional writes are atomic)."""
+    return _new_bucket(request, "seaweedfs")

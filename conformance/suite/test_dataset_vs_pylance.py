@@ -12,7 +12,7 @@ import os
 import pytest
 
 from conformance.suite.scenarios import SCENARIOS, scenario_info
-from reference_impl.table.schema import field_ids_of
+from reference_impl.table.schema import FIELD_ID_KEY, field_ids_of
 
 # Scenarios without absolute base paths (branches and clones point at local paths),
 # so that a copy in a bucket is a complete dataset.
@@ -24,6 +24,31 @@ def _open(uri, version=None, *, branch=None, storage_options=None):
     from reference_impl.dataset import open_dataset
 
     return open_dataset(uri, version, branch=branch, storage_options=storage_options)
+
+
+def _nested_ids(schema) -> list[int]:
+    """``lance:field_id`` of every Arrow field, children included, depth first: checks
+    that the Arrow form nests each manifest field where the manifest puts it."""
+    import pyarrow as pa
+
+    out: list[int] = []
+
+    def walk(f):
+        out.append(int((f.metadata or {}).get(FIELD_ID_KEY, b"-1")))
+        t = f.type
+        if pa.types.is_map(t):
+            out.append(-2)  # the entries struct: not visible in pyarrow's map type
+            walk(t.key_field)
+            walk(t.item_field)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
+            walk(t.value_field)
+        elif pa.types.is_struct(t):
+            for i in range(t.num_fields):
+                walk(t.field(i))
+
+    for f in schema:
+        walk(f)
+    return out
 
 
 def _observed(ds) -> dict:
@@ -41,6 +66,9 @@ def _observed(ds) -> dict:
         "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable, "field_id": i}
                    for f, i in zip(schema, ids)],
         "field_ids": [f.id for f in ds.lance_schema],
+        "nested_ids": _nested_ids(schema),
+        "schema_metadata": {k.decode(): v.decode("utf-8", "replace")
+                            for k, v in (schema.metadata or {}).items()},
         "fragments": frags,
     }
 
@@ -50,6 +78,12 @@ def _expected(info: dict) -> dict:
                                 "field_ids")}
     out["fragments"] = [{k: f[k] for k in ("id", "physical_rows", "num_deletions")}
                         for f in info["fragments"]]
+    out["schema_metadata"] = info["schema_metadata"]
+    # map entries structs have no Arrow field of their own (-2 above)
+    parents = {f["id"]: f for f in info["fields"]}
+    out["nested_ids"] = [-2 if f["logical_type"] == "struct" and f["parent_id"] in parents
+                         and parents[f["parent_id"]]["logical_type"] == "map" else f["id"]
+                         for f in info["fields"]]
     return out
 
 
@@ -107,6 +141,7 @@ def _upload(local_root: str, bucket, prefix: str) -> str:
     return f"{bucket.uri}/{prefix}"
 
 
+@pytest.mark.s3
 @pytest.mark.parametrize("s3_bucket", ["moto", "seaweedfs"], indirect=True)
 def test_scenarios_on_s3(pylance_scenarios, s3_bucket):
     for name in S3_SCENARIOS:

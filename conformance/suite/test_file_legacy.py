@@ -12,7 +12,6 @@ from __future__ import annotations
 import glob
 import struct
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -43,7 +42,9 @@ def read_mine(path) -> pa.Table:
 
 
 def test_legacy_file_layout(pylance, tmp_path):
-    table = pa.table({"a": pa.array([1, None, 3, 4], pa.int32()), "s": pa.array(["x", None, "zz", ""])})
+    table = pa.table(
+        {"a": pa.array([1, None, 3, 4], pa.int32()), "s": pa.array(["x", None, "zz", ""])}
+    )
     write_legacy(pylance, tmp_path / "d", table, max_rows_per_group=3)
     (path,) = data_files(tmp_path / "d")
     raw = open(path, "rb").read()
@@ -62,9 +63,15 @@ def test_legacy_file_layout(pylance, tmp_path):
 @pytest.mark.parametrize(
     "data_type",
     [PRIMITIVES[k] for k in sorted(PRIMITIVES)]
-    + [pa.list_(pa.int32()), pa.large_list(pa.int64()), pa.list_(pa.float32(), 3), pa.list_(pa.bool_(), 2),
-       pa.struct([("a", pa.int32()), ("b", pa.string())]), pa.list_(pa.list_(pa.int16())),
-       pa.list_(pa.struct([("v", pa.int32())]))],
+    + [
+        pa.list_(pa.int32()),
+        pa.large_list(pa.int64()),
+        pa.list_(pa.float32(), 3),
+        pa.list_(pa.bool_(), 2),
+        pa.struct([("a", pa.int32()), ("b", pa.string())]),
+        pa.list_(pa.list_(pa.int16())),
+        pa.list_(pa.struct([("v", pa.int32())])),
+    ],
     ids=str,
 )
 def test_every_type_equals_pylance(pylance, tmp_path, data_type, mode):
@@ -83,7 +90,11 @@ def test_dictionary_field(pylance, tmp_path):
     assert mine.column("d").to_pylist()[1] == "a"  # a null index reads back as item 0
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(table=arrow_tables(max_rows=200), rows_per_group=st.integers(1, 300))
 def test_random_tables_equal_pylance(pylance, tmp_path_factory, table, rows_per_group):
     if table.num_rows == 0:
@@ -103,7 +114,9 @@ def test_empty_table_writes_no_data_file(pylance, tmp_path):
 def test_types_pylance_refuses_in_legacy(pylance, tmp_path, name):
     data_type, message = REFUSED_LEGACY[name]
     with pytest.raises(Exception, match=message):
-        write_legacy(pylance, tmp_path / "d", pa.table({"c": pa.array([[("a", 1)], None], data_type)}))
+        write_legacy(
+            pylance, tmp_path / "d", pa.table({"c": pa.array([[("a", 1)], None], data_type)})
+        )
 
 
 # -- malformed files --------------------------------------------------------------------------
@@ -111,7 +124,9 @@ def test_types_pylance_refuses_in_legacy(pylance, tmp_path, name):
 
 @pytest.fixture()
 def legacy_bytes(pylance, tmp_path):
-    table = pa.table({"a": pa.array(range(10), pa.int64()), "s": pa.array([f"v{i}" for i in range(10)])})
+    table = pa.table(
+        {"a": pa.array(range(10), pa.int64()), "s": pa.array([f"v{i}" for i in range(10)])}
+    )
     write_legacy(pylance, tmp_path / "d", table, max_rows_per_group=4)
     (path,) = data_files(tmp_path / "d")
     return bytearray(open(path, "rb").read())
@@ -181,7 +196,94 @@ def _base_file(tmp_path_factory):
     except Exception:  # pragma: no cover - the pylance fixture reports this
         return
     path = tmp_path_factory.mktemp("base") / "d"
-    table = pa.table({"a": pa.array(range(30), pa.int32()), "s": pa.array([f"v{i}" for i in range(30)]),
-                      "l": pa.array([[i] * (i % 3) for i in range(30)], pa.list_(pa.int64()))})
+    table = pa.table(
+        {
+            "a": pa.array(range(30), pa.int32()),
+            "s": pa.array([f"v{i}" for i in range(30)]),
+            "l": pa.array([[i] * (i % 3) for i in range(30)], pa.list_(pa.int64())),
+        }
+    )
     lance.write_dataset(table, str(path), data_storage_version="legacy", max_rows_per_group=7)
     _BASE["bytes"] = open(data_files(path)[0], "rb").read()
+
+
+# -- FILE-060..063 over a dataset's legacy data files -----------------------------------------
+
+RULES_LEGACY = ["FILE-060", "FILE-061", "FILE-062", "FILE-063"]
+
+
+@pytest.fixture()
+def legacy_dataset(pylance, tmp_path):
+    path = tmp_path / "ds"
+    table = pa.table(
+        {"a": pa.array(range(10), pa.int64()), "s": pa.array([f"v{i}" for i in range(10)])}
+    )
+    write_legacy(pylance, path, table, max_rows_per_group=4)
+    (data_file,) = data_files(path)
+    return path, data_file
+
+
+def _findings(path, rule_id):
+    from conformance.engine.local import validate
+
+    return [
+        f for f in validate(str(path), deep=True, rules=[rule_id]).findings if f.rule == rule_id
+    ]
+
+
+def _patch_metadata(data_file, edit):
+    from reference_impl.proto import file_pb2
+
+    raw = open(data_file, "rb").read()
+    pos = struct.unpack("<Q", raw[-16:-8])[0]
+    length = struct.unpack("<I", raw[pos : pos + 4])[0]
+    meta = file_pb2.Metadata()
+    meta.ParseFromString(raw[pos + 4 : pos + 4 + length])
+    edit(meta)
+    body = meta.SerializeToString()
+    open(data_file, "wb").write(raw[:pos] + struct.pack("<I", len(body)) + body + raw[-16:])
+
+
+def test_legacy_rules_hold_on_pylance_files(legacy_dataset):
+    path, _ = legacy_dataset
+    for rid in RULES_LEGACY:
+        assert _findings(path, rid) == [], rid
+
+
+def test_file_060_bad_tail(legacy_dataset):
+    path, data_file = legacy_dataset
+    raw = bytearray(open(data_file, "rb").read())
+    struct.pack_into("<Q", raw, len(raw) - 16, len(raw) + 10)
+    open(data_file, "wb").write(bytes(raw))
+    assert _findings(path, "FILE-060")
+
+
+def test_file_061_page_past_end(legacy_dataset):
+    path, data_file = legacy_dataset
+    raw = bytearray(open(data_file, "rb").read())
+    pos = open_legacy(bytes(raw)).metadata.page_table_position
+    struct.pack_into("<q", raw, pos, len(raw))
+    open(data_file, "wb").write(bytes(raw))
+    assert _findings(path, "FILE-061")
+
+
+def test_file_062_decreasing_batch_offsets(legacy_dataset):
+    path, data_file = legacy_dataset
+
+    def edit(meta):
+        meta.batch_offsets[1] = 9
+        meta.batch_offsets[2] = 8
+
+    _patch_metadata(data_file, edit)
+    assert _findings(path, "FILE-062")
+
+
+def test_file_063_decreasing_var_binary_offsets(legacy_dataset):
+    path, data_file = legacy_dataset
+    raw = bytearray(open(data_file, "rb").read())
+    lf = open_legacy(bytes(raw))
+    spos = int(lf.page_table(2)[1, 0, 0])
+    first = struct.unpack_from("<q", raw, spos)[0]
+    struct.pack_into("<q", raw, spos + 8, first - 1)
+    open(data_file, "wb").write(bytes(raw))
+    assert _findings(path, "FILE-063")

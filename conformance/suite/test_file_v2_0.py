@@ -8,7 +8,6 @@ FastLanes, FSST, constant, fixed_size_binary) and malformed bytes.
 
 from __future__ import annotations
 
-import decimal
 import struct
 
 import numpy as np
@@ -58,7 +57,11 @@ def both(lance, tmp_path, table, name="t.lance", **kwargs):
     return mine, expected
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(table=arrow_tables())
 def test_random_tables_equal_pylance(pylance, tmp_path_factory, table):
     tmp = tmp_path_factory.mktemp("v20")
@@ -70,10 +73,27 @@ def test_random_tables_equal_pylance(pylance, tmp_path_factory, table):
 @pytest.mark.parametrize("mode", ["none", "some", "all"])
 @pytest.mark.parametrize(
     "data_type",
-    [pa.int32(), pa.uint64(), pa.float16(), pa.float64(), pa.bool_(), pa.decimal128(10, 2), pa.decimal256(40, 2),
-     pa.binary(6), pa.string(), pa.large_string(), pa.binary(), pa.large_binary(), pa.date64(),
-     pa.timestamp("us", tz="UTC"), pa.list_(pa.int64()), pa.large_list(pa.string()), pa.list_(pa.float32(), 8),
-     pa.struct([("a", pa.int32()), ("b", pa.string())]), pa.list_(pa.list_(pa.int16()))],
+    [
+        pa.int32(),
+        pa.uint64(),
+        pa.float16(),
+        pa.float64(),
+        pa.bool_(),
+        pa.decimal128(10, 2),
+        pa.decimal256(40, 2),
+        pa.binary(6),
+        pa.string(),
+        pa.large_string(),
+        pa.binary(),
+        pa.large_binary(),
+        pa.date64(),
+        pa.timestamp("us", tz="UTC"),
+        pa.list_(pa.int64()),
+        pa.large_list(pa.string()),
+        pa.list_(pa.float32(), 8),
+        pa.struct([("a", pa.int32()), ("b", pa.string())]),
+        pa.list_(pa.list_(pa.int16())),
+    ],
     ids=str,
 )
 def test_every_type_and_null_pattern(pylance, tmp_path, data_type, mode):
@@ -84,7 +104,13 @@ def test_every_type_and_null_pattern(pylance, tmp_path, data_type, mode):
 
 
 def test_empty_file(pylance, tmp_path):
-    table = pa.table({"a": pa.array([], pa.int64()), "s": pa.array([], pa.string()), "l": pa.array([], pa.list_(pa.int32()))})
+    table = pa.table(
+        {
+            "a": pa.array([], pa.int64()),
+            "s": pa.array([], pa.string()),
+            "l": pa.array([], pa.list_(pa.int32())),
+        }
+    )
     mine, expected = both(pylance, tmp_path, table)
     assert mine.num_rows == 0 and mine.equals(expected)
     columns, major, minor = read_columns((tmp_path / "t.lance").read_bytes())
@@ -96,7 +122,9 @@ def test_many_pages_and_list_offsets_across_pages(pylance, tmp_path):
     # 2.0 flushes a page per ~8 MiB of Arrow data: 1.2M rows give 4-5 pages per column,
     # and the list's item pages are cut independently of its offsets pages.
     n = 1_200_000
-    table = pa.table({"i": column(pa.int64(), n, 1, "some"), "l": column(pa.list_(pa.int16()), n, 3, "some")})
+    table = pa.table(
+        {"i": column(pa.int64(), n, 1, "some"), "l": column(pa.list_(pa.int16()), n, 3, "some")}
+    )
     path = tmp_path / "pages.lance"
     from lance.file import LanceFileWriter
 
@@ -128,7 +156,12 @@ def test_arrow_dictionary_input(pylance, tmp_path):
 
 
 def test_all_empty_and_all_null_lists_give_zero_length_item_pages(pylance, tmp_path):
-    table = pa.table({"e": pa.array([[]] * 5, pa.list_(pa.int32())), "n": pa.array([None] * 5, pa.list_(pa.int32()))})
+    table = pa.table(
+        {
+            "e": pa.array([[]] * 5, pa.list_(pa.int32())),
+            "n": pa.array([None] * 5, pa.list_(pa.int32())),
+        }
+    )
     mine, expected = both(pylance, tmp_path, table)
     assert same_table(mine, expected)
     columns, _, _ = read_columns((tmp_path / "t.lance").read_bytes())
@@ -137,7 +170,9 @@ def test_all_empty_and_all_null_lists_give_zero_length_item_pages(pylance, tmp_p
 
 def test_lz4_compressed_binary_bytes(pylance, tmp_path):
     field = pa.field("s", pa.string(), metadata={"lance-encoding:compression": "lz4"})
-    table = pa.Table.from_arrays([pa.array(["hello world %d" % i for i in range(300)])], schema=pa.schema([field]))
+    table = pa.Table.from_arrays(
+        [pa.array([f"hello world {i}" for i in range(300)])], schema=pa.schema([field])
+    )
     mine, expected = both(pylance, tmp_path, table)
     assert mine.column("s").to_pylist() == expected.column("s").to_pylist()
 
@@ -145,7 +180,9 @@ def test_lz4_compressed_binary_bytes(pylance, tmp_path):
 def test_packed_struct(pylance, tmp_path):
     st_type = pa.struct([("x", pa.int32()), ("y", pa.float64())])
     field = pa.field("p", st_type, metadata={"packed": "true", "lance-encoding:packed": "true"})
-    arr = pa.StructArray.from_arrays([pa.array(range(50), pa.int32()), pa.array(np.arange(50) / 3)], fields=list(st_type))
+    arr = pa.StructArray.from_arrays(
+        [pa.array(range(50), pa.int32()), pa.array(np.arange(50) / 3)], fields=list(st_type)
+    )
     table = pa.Table.from_arrays([arr], schema=pa.schema([field]))
     mine, expected = both(pylance, tmp_path, table)
     assert mine.column("p").to_pylist() == expected.column("p").to_pylist()
@@ -239,7 +276,13 @@ def test_fsst_with_escapes():
         table[8 + 8 * i : 8 + 8 * i + len(s)] = s
         table[8 + 8 * len(symbols) + i] = len(s)
     # "hello hello" | "\xff" literal | "x" via escape | "" | escapes of 255
-    values = [bytes([0, 1, 2, 0, 1]), bytes([255, 255]), bytes([255, ord("x"), 0]), b"", bytes([255, 255, 255, 65])]
+    values = [
+        bytes([0, 1, 2, 0, 1]),
+        bytes([255, 255]),
+        bytes([255, ord("x"), 0]),
+        b"",
+        bytes([255, 255, 255, 65]),
+    ]
     expected = [b"hello hello", b"\xff", b"xhe", b"", b"\xffA"]
     data = b"".join(values)
     ends = np.cumsum([len(v) for v in values]).astype(np.uint64)
@@ -249,7 +292,9 @@ def test_fsst_with_escapes():
     binary.indices.CopyFrom(_flat(64, 0))
     binary.bytes.CopyFrom(_flat(8, 1))
     binary.null_adjustment = len(data) + 1
-    out = decode_page(node, PageContext([memoryview(ends.tobytes()), memoryview(data)]), len(values), pa.binary())
+    out = decode_page(
+        node, PageContext([memoryview(ends.tobytes()), memoryview(data)]), len(values), pa.binary()
+    )
     assert out.to_pylist() == expected
 
 
@@ -271,14 +316,18 @@ def test_binary_null_adjustment_hand_built():
     node.binary.indices.CopyFrom(_flat(64, 0))
     node.binary.bytes.CopyFrom(_flat(8, 1))
     node.binary.null_adjustment = 6
-    out = decode_page(node, PageContext([memoryview(ends.tobytes()), memoryview(b"abcde")]), 4, pa.string())
+    out = decode_page(
+        node, PageContext([memoryview(ends.tobytes()), memoryview(b"abcde")]), 4, pa.string()
+    )
     assert out.to_pylist() == ["ab", None, "", "cde"]
 
 
 def test_malformed_pages_raise_format_errors():
     short = _flat(64, 0)
     with pytest.raises(FormatError) as err:
-        decode_page(short, PageContext([memoryview(b"\x00" * 10)], path="f.lance", offset=64), 2, pa.int64())
+        decode_page(
+            short, PageContext([memoryview(b"\x00" * 10)], path="f.lance", offset=64), 2, pa.int64()
+        )
     assert err.value.rule == "ENC-050" and err.value.offset == 64
     with pytest.raises(FormatError):
         decode_page(_flat(64, 3), PageContext([]), 1, pa.int64())
@@ -288,12 +337,16 @@ def test_malformed_pages_raise_format_errors():
     node.binary.null_adjustment = 3
     bad_ends = np.array([2, 1], np.uint64)  # decreasing
     with pytest.raises(FormatError) as err:
-        decode_page(node, PageContext([memoryview(bad_ends.tobytes()), memoryview(b"ab")]), 2, pa.string())
+        decode_page(
+            node, PageContext([memoryview(bad_ends.tobytes()), memoryview(b"ab")]), 2, pa.string()
+        )
     assert err.value.rule == "ENC-052"
     with pytest.raises(FormatError):
         decode_page(enc.ArrayEncoding(), PageContext([]), 1, pa.int32())
     with pytest.raises(FormatError):
-        decode_page(_flat(32, 0), PageContext([memoryview(b"\x00" * 8)]), 2, pa.int64())  # width mismatch
+        decode_page(
+            _flat(32, 0), PageContext([memoryview(b"\x00" * 8)]), 2, pa.int64()
+        )  # width mismatch
 
 
 @settings(max_examples=60, deadline=None)
@@ -305,3 +358,201 @@ def test_truncated_or_corrupt_files_never_escape_format_error(data, cut):
         read_file_v2_0(blob, pa.schema([pa.field("a", pa.int64())]))
     except FormatError:
         pass
+
+
+def test_shared_reader_uses_the_2_0_decoder(pylance, tmp_path):
+    from reference_impl.file import reader as reader_mod
+    from reference_impl.file.encodings.v2_0.column import decode_column_2_0
+    from reference_impl.io.local import LocalStore
+
+    table = pa.table(
+        {
+            "a": column(pa.int32(), 300, 1, "some"),
+            "l": column(pa.list_(pa.string()), 300, 2, "some"),
+            "st": column(pa.struct([("x", pa.float64())]), 300, 3, "some"),
+        }
+    )
+    write_2_0(pylance, tmp_path / "t.lance", table)
+    assert reader_mod.DECODERS.get("2.0") is decode_column_2_0
+    r = reader_mod.LanceFileReader(LocalStore(str(tmp_path)), "t.lance")
+    expected = pylance_read(tmp_path / "t.lance")
+    assert same_table(r.read_all(), expected)
+    assert same_table(r.read_range(10, 50), expected.slice(10, 40))
+    assert same_table(r.take([5, 1, 299]), expected.take([5, 1, 299]))
+
+
+def test_blob_column_reads_bytes_nulls_and_empties(pylance, tmp_path):
+    field = pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    values = [b"x" * 1000, b"", None, b"abc", None, bytes(range(256)) * 9]
+    table = pa.Table.from_arrays([pa.array(values, pa.large_binary())], schema=pa.schema([field]))
+    mine, expected = both(pylance, tmp_path, table)
+    columns, _, _ = read_columns((tmp_path / "t.lance").read_bytes())
+    assert columns[0].is_blob
+    assert mine.column("b").to_pylist() == expected.column("b").to_pylist() == values
+
+
+# -- the FILE-05x / ENC-05x rules over a dataset's 2.0 data files ------------------------------
+
+RULES_2_0 = ["ENC-050", "ENC-051", "ENC-052", "ENC-053", "FILE-050", "FILE-051", "FILE-052"]
+
+
+@pytest.fixture()
+def dataset_2_0(pylance, tmp_path):
+    path = tmp_path / "ds"
+    table = pa.table(
+        {
+            "a": pa.array(range(100), pa.int64()),
+            "s": pa.array([f"s{i}" for i in range(100)]),
+            "l": pa.array([[i, i] for i in range(100)], pa.list_(pa.int32())),
+        }
+    )
+    pylance.write_dataset(table, str(path), data_storage_version="2.0")
+    (data_file,) = (path / "data").glob("*.lance")
+    return path, data_file
+
+
+def _findings(path, rule_id):
+    from conformance.engine.local import validate
+
+    return [
+        f for f in validate(str(path), deep=True, rules=[rule_id]).findings if f.rule == rule_id
+    ]
+
+
+def _rewrite_columns(data_file, edit):
+    """Rewrite a 2.x file's column metadata (``edit(list[ColumnMetadata])`` in place)."""
+    from reference_impl.proto import file2_pb2
+
+    data = data_file.read_bytes()
+    cm0, cmo, gbo, n_global, n_cols, major, minor, magic = struct.unpack("<QQQIIHH4s", data[-40:])
+    metas = []
+    for i in range(n_cols):
+        pos, size = struct.unpack_from("<QQ", data, cmo + 16 * i)
+        m = file2_pb2.ColumnMetadata()
+        m.ParseFromString(data[pos : pos + size])
+        metas.append(m)
+    gbo_table = data[gbo : gbo + 16 * n_global]
+    edit(metas)
+    out = bytearray(data[:cm0])
+    table = b""
+    for m in metas:
+        raw = m.SerializeToString()
+        table += struct.pack("<QQ", len(out), len(raw))
+        out += raw
+    new_cmo = len(out)
+    out += table
+    new_gbo = len(out)
+    out += gbo_table
+    out += (
+        struct.pack("<QQQIIHH", cm0, new_cmo, new_gbo, n_global, len(metas), major, minor) + b"LANC"
+    )
+    data_file.write_bytes(bytes(out))
+
+
+def _page_tree(meta, index=0):
+    from google.protobuf import any_pb2
+
+    wrapper = any_pb2.Any()
+    wrapper.ParseFromString(meta.pages[index].encoding.direct.encoding)
+    tree = enc.ArrayEncoding()
+    tree.ParseFromString(wrapper.value)
+    return wrapper, tree
+
+
+def _set_page_tree(meta, wrapper, tree, index=0):
+    wrapper.value = tree.SerializeToString()
+    meta.pages[index].encoding.direct.encoding = wrapper.SerializeToString()
+
+
+def test_rules_hold_on_pylance_2_0_files(dataset_2_0):
+    path, _ = dataset_2_0
+    for rid in RULES_2_0:
+        assert _findings(path, rid) == [], rid
+
+
+def test_enc_050_buffer_too_small(dataset_2_0):
+    path, data_file = dataset_2_0
+
+    def edit(metas):
+        metas[0].pages[0].buffer_sizes[0] = 8  # int64 x 100 needs 800 bytes
+
+    _rewrite_columns(data_file, edit)
+    assert _findings(path, "ENC-050")
+
+
+def test_enc_051_node_does_not_fit_type(dataset_2_0):
+    path, data_file = dataset_2_0
+
+    def edit(metas):
+        wrapper, tree = _page_tree(metas[0])
+        tree.nullable.no_nulls.values.flat.bits_per_value = 32  # the field is int64
+        _set_page_tree(metas[0], wrapper, tree)
+
+    _rewrite_columns(data_file, edit)
+    assert _findings(path, "ENC-051")
+
+
+def test_enc_052_decreasing_binary_ends(dataset_2_0):
+    path, data_file = dataset_2_0
+    from reference_impl.file.encodings.v2_0.column import read_columns
+
+    data = bytearray(data_file.read_bytes())
+    columns, _, _ = read_columns(bytes(data))
+    tree = columns[1].pages[0].encoding
+    assert tree.WhichOneof("array_encoding") == "binary"
+    from reference_impl.proto import file2_pb2
+
+    cm0, cmo = struct.unpack_from("<QQ", data, len(data) - 40)
+    pos, size = struct.unpack_from("<QQ", data, cmo + 16)
+    meta = file2_pb2.ColumnMetadata()
+    meta.ParseFromString(bytes(data[pos : pos + size]))
+    ends_at = meta.pages[0].buffer_offsets[0]
+    struct.pack_into("<Q", data, ends_at + 8, 0)  # row 1 ends before row 0
+    data_file.write_bytes(bytes(data))
+    assert _findings(path, "ENC-052")
+
+
+def test_enc_053_bad_compressed_flat(dataset_2_0):
+    path, data_file = dataset_2_0
+
+    def edit(metas):
+        wrapper, tree = _page_tree(metas[0])
+        tree.nullable.no_nulls.values.flat.compression.scheme = "lz4"  # raw bytes are no lz4 block
+        _set_page_tree(metas[0], wrapper, tree)
+
+    _rewrite_columns(data_file, edit)
+    assert _findings(path, "ENC-053")
+
+
+def test_file_050_page_encoding_type_url(dataset_2_0):
+    path, data_file = dataset_2_0
+
+    def edit(metas):
+        wrapper, tree = _page_tree(metas[0])
+        wrapper.type_url = "/lance.encodings21.PageLayout"
+        _set_page_tree(metas[0], wrapper, tree)
+
+    _rewrite_columns(data_file, edit)
+    assert _findings(path, "FILE-050")
+
+
+def test_file_051_extra_column(dataset_2_0):
+    path, data_file = dataset_2_0
+
+    def edit(metas):
+        extra = type(metas[0])()
+        extra.CopyFrom(metas[0])
+        metas.append(extra)
+
+    _rewrite_columns(data_file, edit)
+    assert _findings(path, "FILE-051")
+
+
+def test_file_052_unparsable_file_descriptor(dataset_2_0):
+    path, data_file = dataset_2_0
+    data = bytearray(data_file.read_bytes())
+    gbo = struct.unpack_from("<Q", data, len(data) - 40 + 16)[0]
+    pos, size = struct.unpack_from("<QQ", data, gbo)
+    struct.pack_into("<QQ", data, gbo, pos, len(data) * 4)  # global buffer 0 runs past the file
+    data_file.write_bytes(bytes(data))
+    assert _findings(path, "FILE-052")

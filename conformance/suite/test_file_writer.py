@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reference_impl.errors import InvalidInput, UnsupportedFeature
-from reference_impl.file.encode.v2_1.bitpacking import FL_ORDER, fastlanes_pack
+from reference_impl.file.encode.v2_1.bitpacking import FL_ORDER, fastlanes_pack, out_of_line_pack
 from reference_impl.file.writer import LanceFileWriter, normalise_schema, write_lance_file
 from reference_impl.io.local import LocalStore
 from reference_impl.io.memory import MemoryStore
@@ -34,7 +34,8 @@ VERSIONS = ["2.0", "2.1", "2.2"]
 
 PRIMITIVES = [
     pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(),
-    pa.uint64(), pa.float16(), pa.float32(), pa.float64(), pa.decimal128(12, 3), pa.date32(), pa.date64(),
+    pa.uint64(), pa.float16(), pa.float32(), pa.float64(), pa.decimal128(12, 3), pa.decimal256(40, 5),
+    pa.date32(), pa.date64(),
     pa.time32("s"), pa.time32("ms"), pa.time64("us"), pa.time64("ns"), pa.timestamp("s"), pa.timestamp("ms"),
     pa.timestamp("us", tz="UTC"), pa.timestamp("ns", tz="America/New_York"), pa.duration("s"),
     pa.duration("us"), pa.binary(), pa.large_binary(), pa.string(), pa.large_string(), pa.binary(5),
@@ -429,7 +430,8 @@ def test_high_cardinality_strings_use_binary_and_variable():
 
 
 def test_small_ints_are_bitpacked_in_2_1_and_flat_in_2_0():
-    table = pa.table({"i": pa.array(np.arange(5000) % 100, pa.int64())})
+    # sequential ids: FILE-ENCODINGS §5.1 "int64 sequential ids" -> MB inline_bitpacking{64}
+    table = pa.table({"i": pa.array(np.arange(5000), pa.int64())})
     (page,), = written_pages(table, "2.0")
     assert page.nullable.no_nulls.values.flat.bits_per_value == 64
     for version in ("2.1", "2.2"):
@@ -438,6 +440,15 @@ def test_small_ints_are_bitpacked_in_2_1_and_flat_in_2_0():
         assert mb.value_compression.inline_bitpacking.uncompressed_bits_per_value == 64
         assert mb.has_large_chunk == (version == "2.2")
         assert list(mb.layers) == [encodings_v2_1_pb2.REPDEF_ALL_VALID_ITEM]
+
+
+def test_low_cardinality_int64_is_dictionary_in_2_2_only():
+    table = pa.table({"i": pa.array(np.arange(5000) % 7 * 1_000_003, pa.int64())})
+    (l21,), = written_pages(table, "2.1")
+    (l22,), = written_pages(table, "2.2")
+    assert not _mb(l21).HasField("dictionary")
+    assert _mb(l22).num_dictionary_items == 7
+    assert _mb(l22).dictionary.general.values.flat.bits_per_value == 64
 
 
 def test_full_range_ints_stay_flat():
@@ -473,6 +484,31 @@ def test_all_null_pages_use_constant_layout():
         encodings_v2_1_pb2.REPDEF_ALL_VALID_ITEM, encodings_v2_1_pb2.REPDEF_NULL_AND_EMPTY_LIST]
     (page,), = written_pages(table.select(["i"]), "2.0")
     assert page.nullable.WhichOneof("nullability") == "all_nulls"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_constant_columns(pylance, tmp_path, version):
+    """2.2 writes the constant layout (inline or scalar buffer); 2.1 must not (it only
+    accepts the all-null form); 2.0 writes plain pages. pylance reads all back equal."""
+    n = 300
+    table = pa.table({
+        "i": pa.array([7] * n, pa.int64()), "b": pa.array([True, None] * (n // 2)),
+        "s": pa.array(["same", None] * (n // 2)), "ls": pa.array([""] * n, pa.large_string()),
+        "dec": pa.array([decimal.Decimal("1.5")] * n, pa.decimal128(10, 2)), "fsb": pa.array([b"x" * 40] * n, pa.binary(40)),
+        "l": pa.array([[3, 3], [], None, [3]] * (n // 4), pa.list_(pa.int32())), "w": pa.array(["q" * 300] * n),
+    })
+    assert_round_trip(pylance, tmp_path, table, version)
+    if version == "2.0":
+        return
+    pages = written_pages(table, version)
+    kinds = {name: p[0].WhichOneof("layout") for name, p in zip(table.column_names, pages)}
+    if version == "2.1":
+        assert "constant_layout" not in kinds.values()
+        return
+    assert set(kinds.values()) == {"constant_layout"}
+    inline = {name: p[0].constant_layout.inline_value for name, p in zip(table.column_names, pages)}
+    assert inline["i"] == struct.pack("<q", 7) and inline["b"] == b"\x01" and inline["l"] == struct.pack("<i", 3)
+    assert not pages[2][0].constant_layout.HasField("inline_value")  # strings: scalar value buffer
 
 
 def test_list_layers_and_repetition_index():
@@ -526,3 +562,25 @@ def test_fastlanes_pack_inverts_the_spec_decoder(T, W):
     packed = fastlanes_pack(values.reshape(1, 1024), T, W)
     assert packed.shape == (1, W * 1024 // T)
     assert list(_fastlanes_unpack(packed[0], T, W)) == [int(v) for v in values]
+
+
+@pytest.mark.parametrize("n,W,padded", [(1024 + 65, 1, True), (1024 + 64, 1, False), (100, 2, False), (129, 2, True), (2048, 3, False)])
+def test_out_of_line_tail_is_padded_only_when_strictly_smaller(n, W, padded):
+    """FILE-ENCODINGS §4.4: the reader treats a tail as raw iff the buffer is exactly
+    full*1024*W/T + r words, so on a size tie the writer must keep the tail raw."""
+    levels = (np.arange(n) % (1 << W)).astype(np.uint16)
+    buf = out_of_line_pack(levels, 16, W)
+    full, r = divmod(n, 1024)
+    words = len(buf) // 2
+    assert words == (full + (1 if padded else 0)) * 64 * W + (0 if padded else r)
+    if not padded and r:
+        assert np.array_equal(np.frombuffer(buf[-2 * r :], "<u2"), levels[-r:])
+
+
+def test_levels_are_out_of_line_bitpacked(pylance, tmp_path):
+    table = pa.table({"l": pa.array([[1, None], None, [], [4, 5, 6]] * 700, pa.list_(pa.int32()))})
+    (layout, *_), = written_pages(table, "2.1")
+    mb = _mb(layout)
+    assert mb.rep_compression.out_of_line_bitpacking.values.flat.bits_per_value == 1
+    assert mb.def_compression.out_of_line_bitpacking.values.flat.bits_per_value == 2
+    assert_round_trip(pylance, tmp_path, table, "2.1")

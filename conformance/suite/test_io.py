@@ -337,3 +337,152 @@ def test_pylance_dataset_on_s3_is_listed_and_read(pylance, s3_bucket):
     # the oracle reads back what it wrote through the same options
     ds = pylance.dataset(uri, storage_options=s3_bucket.storage_options)
     assert ds.count_rows() == 110 and ds.version == 2
+
+
+@pytest.mark.s3
+def test_s3_store_factory_gives_fresh_buckets(s3_store_factory):
+    first = s3_store_factory("moto")
+    second = s3_store_factory("moto", prefix="p/q")
+    assert isinstance(first, S3Store) and isinstance(second, S3Store)
+    assert first.bucket != second.bucket and second.prefix == "p/q"
+    first.put("x", b"1")
+    assert _listing(first) == {"x": 1} and _listing(second) == {}
+    with pytest.raises(ValueError):
+        s3_store_factory("no-such-server")
+
+
+@pytest.mark.interop
+@pytest.mark.s3
+def test_pylance_external_manifest_store_rows_point_at_listed_manifests(pylance, moto_server):
+    import pyarrow as pa
+
+    bucket = moto_server.create_bucket(f"lc-ddb-{time.monotonic_ns()}")
+    table = moto_server.create_dynamodb_table(f"lc-manifests-{time.monotonic_ns()}")
+    options = moto_server.storage_options()
+    uri = f"s3+ddb://{bucket}/ds?ddbTableName={table}"
+    pylance.write_dataset(pa.table({"a": [1, 2, 3]}), uri, storage_options=options)
+    pylance.write_dataset(pa.table({"a": [4]}), uri, mode="append", storage_options=options)
+    rows = moto_server.client("dynamodb").scan(TableName=table, ConsistentRead=True)["Items"]
+    store = S3Store(bucket, "", options)
+    assert sorted(int(r["version"]["N"]) for r in rows) == [1, 2]
+    for row in rows:
+        assert row["base_uri"]["S"] == "ds"
+        assert store.size(row["path"]["S"]) == int(row["size"]["N"])
+
+
+# -- a hostile S3 endpoint: typed errors, bounded reads, no hang ------------------------
+
+class _HostileHandler:
+    """Builds an HTTP handler class whose every response misbehaves in one way."""
+
+    @staticmethod
+    def make(mode: str):
+        from http.server import BaseHTTPRequestHandler
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def _drain(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+
+            def do_PUT(self):
+                self._drain()
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def do_HEAD(self):
+                self.send_response(200)
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+
+            def do_GET(self):
+                if mode == "stall":
+                    time.sleep(8)
+                    return
+                if mode == "huge-length":
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(10**12))
+                    self.end_headers()
+                    self.wfile.write(b"x" * 100)
+                    return
+                if mode == "short-body":
+                    self.send_response(200)
+                    self.send_header("Content-Length", "1000")
+                    self.end_headers()
+                    self.wfile.write(b"x" * 10)
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
+                if mode == "ignore-range":
+                    body = b"y" * 1000
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                if mode == "garbage":
+                    body = b"\x00\xffnot xml at all<<<"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                raise AssertionError(mode)
+
+        return Handler
+
+
+@pytest.fixture
+def hostile_endpoint(request):
+    from http.server import ThreadingHTTPServer
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _HostileHandler.make(request.param))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    options = {"aws_endpoint": f"http://127.0.0.1:{server.server_address[1]}", "allow_http": "true",
+               "aws_access_key_id": "a", "aws_secret_access_key": "b", "timeout": "1"}
+    yield S3Store("bucket", "ds", options)
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("hostile_endpoint", ["huge-length"], indirect=True)
+def test_hostile_content_length_is_bounded(hostile_endpoint):
+    with pytest.raises(FormatError):
+        hostile_endpoint.get("x")  # 10**12 announced: refused before reading
+
+
+@pytest.mark.parametrize("hostile_endpoint", ["short-body"], indirect=True)
+def test_hostile_short_body_is_store_error(hostile_endpoint):
+    started = time.monotonic()
+    with pytest.raises(StoreError):
+        hostile_endpoint.get("x")
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("hostile_endpoint", ["ignore-range"], indirect=True)
+def test_hostile_server_ignoring_range_is_store_error(hostile_endpoint):
+    with pytest.raises(StoreError, match="ignored the Range"):
+        hostile_endpoint.get_range("x", 10, 20)
+
+
+@pytest.mark.parametrize("hostile_endpoint", ["stall"], indirect=True)
+def test_hostile_stalled_server_times_out(hostile_endpoint):
+    started = time.monotonic()
+    with pytest.raises(StoreError):
+        hostile_endpoint.get("x")
+    assert time.monotonic() - started < 8
+
+
+@pytest.mark.parametrize("hostile_endpoint", ["garbage"], indirect=True)
+def test_hostile_garbage_listing_is_store_error(hostile_endpoint):
+    with pytest.raises(StoreError):
+        list(hostile_endpoint.list())

@@ -12,8 +12,12 @@ from reference_impl.io.memory import MemoryStore
 from reference_impl.io.uri import open_store
 from reference_impl.proto import table_pb2, transaction_pb2
 from reference_impl.table import versions
-from reference_impl.table.manifest import (ManifestFile, encode_manifest_file, read_manifest_file,
-                                           reencode)
+from reference_impl.table.manifest import (
+    ManifestFile,
+    encode_manifest_file,
+    read_manifest_file,
+    reencode,
+)
 
 ROUND_TRIP_SCENARIOS = ["scalar_index", "delete_few", "stable_row_ids", "shallow_clone",
                         "branches", "version_legacy", "commit_message", "update"]

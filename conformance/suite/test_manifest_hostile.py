@@ -5,7 +5,6 @@ FACTS §A framing; CONTRIBUTING "Bytes from disk are untrusted")."""
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import tracemalloc
 
@@ -245,8 +244,13 @@ def test_random_corruptions_only_raise_format_errors(real_manifests, data):
     _property(real_manifests, data)
 
 
+# The long run: 5000 examples under ``HYPOTHESIS_PROFILE=slow`` (tox -e slow); a plain
+# ``pytest`` run (CI runs the slow-marked tests too) uses the loaded profile's count.
+SLOW_EXAMPLES = 5000 if os.environ.get("HYPOTHESIS_PROFILE") == "slow" else None
+
+
 @pytest.mark.slow
 @given(data=st.data())
-@settings(max_examples=5000, deadline=None)
+@settings(deadline=None, **({"max_examples": SLOW_EXAMPLES} if SLOW_EXAMPLES else {}))
 def test_random_corruptions_only_raise_format_errors_slow(real_manifests, data):
     _property(real_manifests, data)

@@ -21,7 +21,9 @@ from reference_impl.table.stats import check_page_bounds, read_page_stats
 
 
 def _write(lance, path, table, rows_per_group=3):
-    lance.write_dataset(table, str(path), data_storage_version="legacy", max_rows_per_group=rows_per_group)
+    lance.write_dataset(
+        table, str(path), data_storage_version="legacy", max_rows_per_group=rows_per_group
+    )
     (data_file,) = glob.glob(f"{path}/data/*.lance")
     return data_file
 
@@ -76,8 +78,14 @@ def test_pylance_writes_statistics_in_legacy_files(legacy):
     assert stats[1].min_value.to_pylist()[0] == 1.5
     lo, hi = stats[1].min_value[1].as_py(), stats[1].max_value[1].as_py()
     assert lo == 0 and np.signbit(lo) and hi == 0 and not np.signbit(hi)
-    assert stats[3].min_value.to_pylist() == [-(2**63), -(2**63)] and stats[3].max_value.to_pylist() == [2**63 - 1] * 2
-    assert stats[4].min_value.to_pylist() == [-np.inf] * 2 and stats[4].max_value.to_pylist() == [np.inf] * 2
+    assert (
+        stats[3].min_value.to_pylist() == [-(2**63), -(2**63)]
+        and stats[3].max_value.to_pylist() == [2**63 - 1] * 2
+    )
+    assert (
+        stats[4].min_value.to_pylist() == [-np.inf] * 2
+        and stats[4].max_value.to_pylist() == [np.inf] * 2
+    )
 
 
 def test_pylance_statistics_hold_every_rule(legacy):
@@ -88,21 +96,24 @@ def test_pylance_statistics_hold_every_rule(legacy):
 
 def test_stats_003_min_above_a_value(legacy):
     path, data_file = legacy
-    _patch(data_file, _stat_cell(data_file, 0, "min_value"), struct.pack("<i", 1))  # page 0 holds -3
+    _patch(
+        data_file, _stat_cell(data_file, 0, "min_value"), struct.pack("<i", 1)
+    )  # page 0 holds -3
     found = _findings(path, "STATS-003")
     assert found and "outside" in found[0].message
 
 
 def test_stats_003_max_below_a_value_float(legacy):
     path, data_file = legacy
-    _patch(data_file, _stat_cell(data_file, 1, "max_value"), struct.pack("<d", 1.0))  # page 0 holds 1.5
+    _patch(
+        data_file, _stat_cell(data_file, 1, "max_value"), struct.pack("<d", 1.0)
+    )  # page 0 holds 1.5
     assert _findings(path, "STATS-003")
 
 
 def test_stats_003_string_bounds(legacy):
     path, data_file = legacy
     # page 0 of "s" holds "b", "a": set the var-binary min to "b" by rewriting its 1-byte value
-    lf = open_legacy(open(data_file, "rb").read())
     pos = _stat_cell(data_file, 2, "min_value")
     start = struct.unpack("<q", open(data_file, "rb").read()[pos : pos + 8])[0]
     _patch(data_file, start, b"b")
@@ -175,8 +186,13 @@ def test_stats_001_dangling_statistics_field(legacy):
 def test_check_page_bounds_direct():
     from reference_impl.table.stats import PageStats
 
-    stats = PageStats(7, np.array([0, 1]), pa.array([0, 10], pa.int16()), pa.array([5, 20], pa.int16()))
-    pages = [pa.array([0, 3, 5], pa.int16()), pa.array([10, 0, 20], pa.int16())]  # the 0 may be the null
+    stats = PageStats(
+        7, np.array([0, 1]), pa.array([0, 10], pa.int16()), pa.array([5, 20], pa.int16())
+    )
+    pages = [
+        pa.array([0, 3, 5], pa.int16()),
+        pa.array([10, 0, 20], pa.int16()),
+    ]  # the 0 may be the null
     assert check_page_bounds(stats, pages) == []
     pages[0] = pa.array([0, 6, 5], pa.int16())
     (v,) = check_page_bounds(stats, pages)

@@ -11,8 +11,13 @@ from reference_impl.io.memory import MemoryStore
 from reference_impl.io.uri import open_store
 from reference_impl.proto import transaction_pb2
 from reference_impl.table import layout
-from reference_impl.table.transaction import (COMMIT_MESSAGE_KEY, commit_message, operation_name,
-                                              parse_transaction, read_transaction_file)
+from reference_impl.table.transaction import (
+    COMMIT_MESSAGE_KEY,
+    commit_message,
+    operation_name,
+    parse_transaction,
+    read_transaction_file,
+)
 
 LAST_OPERATION = {
     "scalar_index": "create_index", "compaction": "rewrite", "config_metadata": "update_config",

@@ -3,7 +3,6 @@ version with reference_impl.open_dataset, compared with pylance 14.0.2."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 
@@ -221,3 +220,63 @@ def test_data_storage_versions(pylance, tmp_path, storage_version):
     assert ours.data_storage_version == ds.data_storage_version
     assert ours.count_rows() == ds.count_rows() == 6
     assert [f.fragment_id for f in ours.get_fragments()] == [f.fragment_id for f in ds.get_fragments()]
+
+
+# -- fragment helpers and the Dataset's delegation -------------------------------------------
+
+def test_fragment_helpers():
+    import numpy as np
+
+    from reference_impl.proto import table_pb2
+    from reference_impl.table import fragment as F
+
+    frag = table_pb2.DataFragment(id=3, physical_rows=10)
+    assert F.num_deleted_rows(frag) == 0 and F.logical_rows(frag) == 10
+    frag.deletion_file.num_deleted_rows = 4
+    assert F.num_deleted_rows(frag) == 4 and F.logical_rows(frag) == 6
+    assert F.row_address(3, 7) == (3 << 32) | 7 and F.split_row_address((3 << 32) | 7) == (3, 7)
+    assert F.row_addresses(2, np.array([0, 5])).tolist() == [2 << 32, (2 << 32) | 5]
+    for pair, name in [((0, 0), "0.1"), ((0, 1), "0.1"), ((0, 2), "0.1"), ((0, 3), "2.0"),
+                       ((2, 0), "2.0"), ((2, 1), "2.1"), ((2, 2), "2.2"), ((2, 3), "2.3")]:
+        df = table_pb2.DataFile(file_major_version=pair[0], file_minor_version=pair[1])
+        assert F.data_file_version(df) == name
+
+
+def test_to_table_and_take_delegate_to_scan(monkeypatch, pylance_scenarios):
+    import reference_impl.scan as scan
+
+    calls = []
+    monkeypatch.setattr(scan, "to_table", lambda ds, **kw: calls.append(("to_table", ds, kw)) or "T")
+    monkeypatch.setattr(scan, "take", lambda ds, idx, **kw: calls.append(("take", ds, idx, kw)) or "K")
+    ds = open_dataset(pylance_scenarios["append"])
+    assert ds.to_table(columns=["id"], filter="id > 1", with_row_id=True) == "T"
+    assert ds.take([1, 2], columns=["id"]) == "K"
+    assert calls[0] == ("to_table", ds, {"columns": ["id"], "filter": "id > 1", "with_row_id": True,
+                                         "with_row_address": False})
+    assert calls[1] == ("take", ds, [1, 2], {"columns": ["id"]})
+
+
+def test_to_table_matches_pylance(pylance, pylance_scenarios):
+    path = pylance_scenarios["delete_few"]
+    ours = open_dataset(path).to_table()
+    theirs = pylance.dataset(path).to_table()
+    assert ours.num_rows == theirs.num_rows == open_dataset(path).count_rows()
+    assert ours.column_names == theirs.column_names
+    assert sorted(ours.column("id").to_pylist()) == sorted(theirs.column("id").to_pylist())
+
+
+def test_dataset_surface(pylance_scenarios):
+    path = pylance_scenarios["scalar_index"]
+    ds = open_dataset(path)
+    assert ds.uri == path and ds.store.uri == open_store(path).uri
+    assert [e.version for e in ds.version_entries()] == ds.versions()
+    assert ds.manifest is ds.manifest_file.manifest
+    assert ds.schema.names == [f.name for f in ds.lance_schema if f.parent_id == -1]
+    assert ds.list_indices() and ds.index_section is ds.manifest_file.index_section
+    frag = ds.get_fragments()[0]
+    assert frag.count_rows() == frag.physical_rows - frag.num_deletions
+    assert frag.data_files() == list(frag.metadata.files)
+    assert ds.get_fragment(frag.fragment_id).fragment_id == frag.fragment_id
+    assert ds.checkout_version(1).version == 1 and ds.checkout_version(1).list_indices() == []
+    with pytest.raises(Exception):  # noqa: B017 - not an int nor a tag name
+        open_dataset(path, 1.5)

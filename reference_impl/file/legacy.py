@@ -12,9 +12,11 @@ Layout, as pylance 14.0.2 writes it::
 
 ``Metadata.batch_offsets`` holds the first row of every batch plus the total (``[0, 3, 4]``
 is two batches of 3 and 1 rows). The page table is an ``N x M x 2`` matrix of i64 with
-``N`` = the file's fields (``DataFile.fields``, in that order, struct parents included
-with an empty run) and ``M`` = batches; cell ``[f][b]`` is ``(position, length)`` where
-``length`` counts **values** (not bytes).
+``N`` = one row per field id from the smallest to the largest id of the file's
+``DataFile.fields`` (struct parents included with an empty run; row = ``id - min id``, as
+pylance 14.0.2 writes it: a compacted file without dropped field 1 still has an empty
+row 1) and ``M`` = batches; cell ``[f][b]`` is ``(position, length)`` where ``length``
+counts **values** (not bytes).
 
 Legacy encodings, per field and batch:
 
@@ -55,10 +57,10 @@ MAGIC = b"LANC"
 #: bound on a protobuf block at the tail (Metadata, embedded Manifest)
 MAX_BLOCK = 64 << 20
 
-RULE_TAIL = "FILE-060"       # tail, magic, version and Metadata framing
-RULE_TABLE = "FILE-061"      # page table shape and cells inside the file
-RULE_BATCHES = "FILE-062"    # batch_offsets start at 0 and never decrease
-RULE_VALUES = "FILE-063"     # page contents: offsets monotone, inside the file
+RULE_TAIL = "FILE-060"  # tail, magic, version and Metadata framing
+RULE_TABLE = "FILE-061"  # page table shape and cells inside the file
+RULE_BATCHES = "FILE-062"  # batch_offsets start at 0 and never decrease
+RULE_VALUES = "FILE-063"  # page contents: offsets monotone, inside the file
 
 
 @dataclass
@@ -93,7 +95,9 @@ class LegacyFile:
     def error(self, message: str, rule: str, offset: int | None = None) -> FormatError:
         return FormatError(message, rule=rule, path=self.path, offset=offset)
 
-    def page_table(self, num_fields: int, position: int | None = None, num_batches: int | None = None) -> np.ndarray:
+    def page_table(
+        self, num_fields: int, position: int | None = None, num_batches: int | None = None
+    ) -> np.ndarray:
         """The ``(num_fields, num_batches, 2)`` i64 page table at ``position``."""
         position = self.metadata.page_table_position if position is None else position
         num_batches = self.num_batches if num_batches is None else num_batches
@@ -101,7 +105,11 @@ class LegacyFile:
         if key not in self._tables:
             nbytes = 16 * num_fields * num_batches
             if position + nbytes > self.size:
-                raise self.error(f"page table of {num_fields}x{num_batches} runs past the file", RULE_TABLE, position)
+                raise self.error(
+                    f"page table of {num_fields}x{num_batches} runs past the file",
+                    RULE_TABLE,
+                    position,
+                )
             raw = self.read_range(position, nbytes)
             table = np.frombuffer(raw, "<i8").reshape(num_fields, num_batches, 2)
             if (table < 0).any():
@@ -117,8 +125,13 @@ class LegacyFile:
             raise self.error("file has no embedded manifest; pass the fields", RULE_TAIL)
         return list(self.manifest.fields)
 
-    def read(self, fields: Sequence[file_pb2.Field] | None = None, file_field_ids: Sequence[int] | None = None,
-             *, columns: Sequence[str] | None = None) -> pa.Table:
+    def read(
+        self,
+        fields: Sequence[file_pb2.Field] | None = None,
+        file_field_ids: Sequence[int] | None = None,
+        *,
+        columns: Sequence[str] | None = None,
+    ) -> pa.Table:
         """Read the whole file as pylance reads it.
 
         ``fields`` is the Lance field list describing the columns (default: the embedded
@@ -128,12 +141,19 @@ class LegacyFile:
         from reference_impl.table.schema import fields_to_arrow
 
         fields = list(fields) if fields is not None else self.schema_fields()
-        ids = list(file_field_ids) if file_field_ids is not None else [f.id for f in fields]
+        ids = [
+            i
+            for i in (file_field_ids if file_field_ids is not None else [f.id for f in fields])
+            if i >= 0
+        ]
         schema = fields_to_arrow(fields)
         if columns is not None:
             schema = pa.schema([schema.field(c) for c in columns])
-        table = self.page_table(len(ids))
-        reader = _ColumnReader(self, table, {fid: i for i, fid in enumerate(ids)}, {f.id: f for f in fields})
+        lo = min(ids) if ids else 0
+        table = self.page_table(max(ids) - lo + 1 if ids else 0)
+        reader = _ColumnReader(
+            self, table, {fid: fid - lo for fid in ids}, {f.id: f for f in fields}
+        )
         sizes = self.batch_sizes()
         arrays = []
         try:
@@ -142,10 +162,18 @@ class LegacyFile:
                 arrays.append(pa.concat_arrays(parts) if parts else pa.array([], af.type))
             return pa.Table.from_arrays(arrays, schema=schema)
         except (pa.ArrowException, ValueError, OverflowError) as exc:
-            raise self.error(f"page contents do not form valid Arrow data: {exc}", RULE_VALUES) from None
+            raise self.error(
+                f"page contents do not form valid Arrow data: {exc}", RULE_VALUES
+            ) from None
 
 
-def open_legacy(data: bytes | memoryview | None = None, *, store=None, key: str | None = None, path: str | None = None) -> LegacyFile:
+def open_legacy(
+    data: bytes | memoryview | None = None,
+    *,
+    store=None,
+    key: str | None = None,
+    path: str | None = None,
+) -> LegacyFile:
     """Open a legacy file from its bytes, or from ``store``/``key`` with ranged reads."""
     if data is not None:
         view = memoryview(data)
@@ -153,7 +181,12 @@ def open_legacy(data: bytes | memoryview | None = None, *, store=None, key: str 
 
         def read_range(pos: int, length: int) -> bytes:
             if pos < 0 or length < 0 or pos + length > size:
-                raise FormatError(f"read {pos}+{length} past end of file ({size})", rule=RULE_VALUES, path=path, offset=pos)
+                raise FormatError(
+                    f"read {pos}+{length} past end of file ({size})",
+                    rule=RULE_VALUES,
+                    path=path,
+                    offset=pos,
+                )
             return bytes(view[pos : pos + length])
     else:
         size = store.size(key)
@@ -161,21 +194,40 @@ def open_legacy(data: bytes | memoryview | None = None, *, store=None, key: str 
 
         def read_range(pos: int, length: int) -> bytes:
             if pos < 0 or length < 0 or pos + length > size:
-                raise FormatError(f"read {pos}+{length} past end of file ({size})", rule=RULE_VALUES, path=path, offset=pos)
+                raise FormatError(
+                    f"read {pos}+{length} past end of file ({size})",
+                    rule=RULE_VALUES,
+                    path=path,
+                    offset=pos,
+                )
             return store.get_range(key, pos, length) if length else b""
 
     if size < TAIL.size:
         raise FormatError("file shorter than the 16-byte tail", rule=RULE_TAIL, path=path, offset=0)
     pos, major, minor, magic = TAIL.unpack(read_range(size - TAIL.size, TAIL.size))
     if magic != MAGIC:
-        raise FormatError(f"tail magic is {magic!r}, not LANC", rule=RULE_TAIL, path=path, offset=size - 4)
+        raise FormatError(
+            f"tail magic is {magic!r}, not LANC", rule=RULE_TAIL, path=path, offset=size - 4
+        )
     if (major, minor) not in ((0, 1), (0, 2), (0, 0)):
-        raise FormatError(f"version {major}.{minor} is not a legacy file", rule=RULE_TAIL, path=path, offset=size - 8)
+        raise FormatError(
+            f"version {major}.{minor} is not a legacy file",
+            rule=RULE_TAIL,
+            path=path,
+            offset=size - 8,
+        )
     metadata = file_pb2.Metadata()
     _parse_block(read_range, pos, size - TAIL.size, metadata, path, "Metadata")
     offsets = list(metadata.batch_offsets)
-    if offsets and (offsets[0] != 0 or any(b < a for a, b in zip(offsets, offsets[1:]))):
-        raise FormatError(f"batch_offsets {offsets[:8]} must start at 0 and never decrease", rule=RULE_BATCHES, path=path, offset=pos)
+    if offsets and (
+        offsets[0] != 0 or any(b < a for a, b in zip(offsets, offsets[1:], strict=False))
+    ):
+        raise FormatError(
+            f"batch_offsets {offsets[:8]} must start at 0 and never decrease",
+            rule=RULE_BATCHES,
+            path=path,
+            offset=pos,
+        )
     manifest = None
     if metadata.manifest_position:
         manifest = table_pb2.Manifest()
@@ -188,20 +240,32 @@ def _parse_block(read_range, pos: int, limit: int, message, path, what: str) -> 
     from google.protobuf.message import DecodeError
 
     if pos + 4 > limit:
-        raise FormatError(f"{what} position {pos} outside the file", rule=RULE_TAIL, path=path, offset=pos)
+        raise FormatError(
+            f"{what} position {pos} outside the file", rule=RULE_TAIL, path=path, offset=pos
+        )
     (length,) = _struct.unpack("<I", read_range(pos, 4))
     if pos + 4 + length > limit or length > MAX_BLOCK:
-        raise FormatError(f"{what} of {length} bytes runs past its end", rule=RULE_TAIL, path=path, offset=pos)
+        raise FormatError(
+            f"{what} of {length} bytes runs past its end", rule=RULE_TAIL, path=path, offset=pos
+        )
     try:
         message.ParseFromString(read_range(pos + 4, length))
     except DecodeError as exc:
-        raise FormatError(f"{what} does not parse: {exc}", rule=RULE_TAIL, path=path, offset=pos) from None
+        raise FormatError(
+            f"{what} does not parse: {exc}", rule=RULE_TAIL, path=path, offset=pos
+        ) from None
 
 
 class _ColumnReader:
     """Decodes one field's page(s) of one batch, following the legacy encodings."""
 
-    def __init__(self, file: LegacyFile, table: np.ndarray, row_of: dict[int, int], fields: dict[int, file_pb2.Field]):
+    def __init__(
+        self,
+        file: LegacyFile,
+        table: np.ndarray,
+        row_of: dict[int, int],
+        fields: dict[int, file_pb2.Field],
+    ):
         self.file, self.table, self.row_of, self.fields = file, table, row_of, fields
 
     def cell(self, af: pa.Field, batch: int) -> tuple[int, int, int]:
@@ -220,24 +284,45 @@ class _ColumnReader:
         if pa.types.is_list(t) or pa.types.is_large_list(t):
             width = 8 if pa.types.is_large_list(t) else 4
             if length != n + 1 and not (n == 0 and length == 0):
-                raise self.file.error(f"list {af.name!r} offsets page has {length} values for {n} rows", RULE_TABLE, pos)
-            offsets = self._plain(pos, n + 1, width, af.name).view("<i8" if width == 8 else "<i4") if n else np.zeros(1, np.int64)
+                raise self.file.error(
+                    f"list {af.name!r} offsets page has {length} values for {n} rows",
+                    RULE_TABLE,
+                    pos,
+                )
+            offsets = (
+                self._plain(pos, n + 1, width, af.name).view("<i8" if width == 8 else "<i4")
+                if n
+                else np.zeros(1, np.int64)
+            )
             offsets = offsets.astype(np.int64) - (int(offsets[0]) if n else 0)
             if n and np.any(np.diff(offsets) < 0):
                 raise self.file.error(f"list {af.name!r} offsets decrease", RULE_VALUES, pos)
             items = self.read(t.value_field, batch, int(offsets[-1]))
             cls = pa.LargeListArray if width == 8 else pa.ListArray
-            return cls.from_arrays(pa.array(offsets.astype(np.int64 if width == 8 else np.int32)), items, type=t)
+            return cls.from_arrays(
+                pa.array(offsets.astype(np.int64 if width == 8 else np.int32)), items, type=t
+            )
         if length != n:
-            raise self.file.error(f"field {af.name!r} page holds {length} values, batch has {n} rows", RULE_TABLE, pos)
+            raise self.file.error(
+                f"field {af.name!r} page holds {length} values, batch has {n} rows", RULE_TABLE, pos
+            )
         if pa.types.is_dictionary(t):
             lf = self.fields.get(fid)
             if lf is None or not lf.HasField("dictionary"):
-                raise self.file.error(f"dictionary field {af.name!r} has no dictionary page", RULE_TABLE)
-            values = self._var_binary(int(lf.dictionary.offset), int(lf.dictionary.length), t.value_type, af.name)
+                raise self.file.error(
+                    f"dictionary field {af.name!r} has no dictionary page", RULE_TABLE
+                )
+            values = self._var_binary(
+                int(lf.dictionary.offset), int(lf.dictionary.length), t.value_type, af.name
+            )
             idx = self._fixed(pos, n, t.index_type, af.name)
-            if n and (int(pa.compute.max(idx).as_py()) >= len(values) or int(pa.compute.min(idx).as_py()) < 0):
-                raise self.file.error(f"dictionary index of {af.name!r} out of range", RULE_VALUES, pos)
+            if n and (
+                int(pa.compute.max(idx).as_py()) >= len(values)
+                or int(pa.compute.min(idx).as_py()) < 0
+            ):
+                raise self.file.error(
+                    f"dictionary index of {af.name!r} out of range", RULE_VALUES, pos
+                )
             return pa.DictionaryArray.from_arrays(idx, values)
         if _is_var_binary(t):
             return self._var_binary(pos, n, t, af.name)
@@ -246,7 +331,9 @@ class _ColumnReader:
     def _plain(self, pos: int, count: int, width: int, name: str) -> np.ndarray:
         nbytes = count * width
         if pos + nbytes > self.file.size:
-            raise self.file.error(f"page of {name!r} ({nbytes} bytes at {pos}) runs past the file", RULE_TABLE, pos)
+            raise self.file.error(
+                f"page of {name!r} ({nbytes} bytes at {pos}) runs past the file", RULE_TABLE, pos
+            )
         return np.frombuffer(self.file.read_range(pos, nbytes), np.uint8)
 
     def _fixed(self, pos: int, n: int, t: pa.DataType, name: str) -> pa.Array:
@@ -255,7 +342,9 @@ class _ColumnReader:
             return pa.FixedSizeListArray.from_arrays(items, type=t)
         bits = _bit_width(t)
         if bits is None:
-            raise self.file.error(f"field {name!r} of type {t} has no legacy plain encoding", RULE_VALUES, pos)
+            raise self.file.error(
+                f"field {name!r} of type {t} has no legacy plain encoding", RULE_VALUES, pos
+            )
         raw = self._plain(pos, 1, (n * bits + 7) // 8, name) if n else np.zeros(0, np.uint8)
         return pa.Array.from_buffers(t, n, [None, pa.py_buffer(raw.tobytes())])
 
@@ -265,13 +354,20 @@ class _ColumnReader:
         offsets = self._plain(pos, n + 1, 8, name).view("<i8").astype(np.int64)
         start, end = int(offsets[0]), int(offsets[-1])
         if np.any(np.diff(offsets) < 0) or start < 0 or end > self.file.size:
-            raise self.file.error(f"var-binary offsets of {name!r} decrease or leave the file", RULE_VALUES, pos)
+            raise self.file.error(
+                f"var-binary offsets of {name!r} decrease or leave the file", RULE_VALUES, pos
+            )
         data = self.file.read_range(start, end - start)
         rel = offsets - start
         is_null = rel[1:] == rel[:-1]
-        large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-        validity = pa.py_buffer(np.packbits(~is_null, bitorder="little").tobytes()) if is_null.any() else None
-        arr = pa.Array.from_buffers(pa.large_binary(), n, [validity, pa.py_buffer(rel.tobytes()), pa.py_buffer(data)])
+        validity = (
+            pa.py_buffer(np.packbits(~is_null, bitorder="little").tobytes())
+            if is_null.any()
+            else None
+        )
+        arr = pa.Array.from_buffers(
+            pa.large_binary(), n, [validity, pa.py_buffer(rel.tobytes()), pa.py_buffer(data)]
+        )
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             arr = arr.cast(pa.large_string())
         return arr.cast(t) if arr.type != t else arr
@@ -286,7 +382,12 @@ def _field_id(af: pa.Field) -> int:
 
 
 def _is_var_binary(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
 
 
 def _bit_width(t: pa.DataType) -> int | None:

@@ -14,11 +14,13 @@ strings and binary use Binary; fixed width uses Value (Flat) inside Nullable.
 
 2.1 / 2.2 (FILE-ENCODINGS §5.2):
 
-1. Page layout: no valid value -> constant (all-null) layout; the structural
+1. Page layout: no valid value -> constant (all-null) layout; 2.2 only: every valid
+   value equal -> constant layout (plain fixed width and strings/binary); the structural
    dictionary test passes -> mini-block with dictionary; the largest value (or FSL
    row) is under :data:`FULL_ZIP_MIN_VALUE_BYTES` -> mini-block; otherwise full-zip.
 2. Structural dictionary: variable width and 128-bit fixed width (64-bit too in 2.2)
-   with at least :data:`DICT_MIN_VALUES` values, at most
+   with at least :data:`DICT_MIN_VALUES` values, a sample of up to
+   :data:`DICT_SAMPLE_SIZE` values less than :data:`DICT_MAX_SAMPLE_UNIQUE` unique, at most
    min(n / :data:`DICT_MAX_CARDINALITY_DIVISOR`, :data:`DICT_MAX_CARDINALITY`) distinct
    values and an estimated encoded size under :data:`DICT_MAX_SIZE_RATIO` of the raw
    size. Items are LZ4-compressed (``general``) in 2.2 only.
@@ -32,13 +34,16 @@ reader; FILE-ENCODINGS §5.3 lists the minimums it accepts):
 
 * the 2.0 dictionary test counts distinct values exactly instead of a HyperLogLog
   estimate;
-* the 2.1 dictionary test counts distinct values exactly on the whole page instead of
-  a 4,096-value sample plus a projection;
-* rep/def levels are stored raw (``flat 16``) per chunk, not out-of-line or inline
-  bit-packed;
+* the 2.1 dictionary test checks an evenly spaced sample of up to 4,096 values for
+  < 98 % unique (as pylance) but then counts distinct values exactly on the whole page
+  instead of projecting the sample's cardinality;
+* mini-block rep/def levels are always out-of-line bit-packed per chunk (pylance uses
+  inline bit-packing for pages of at most 1,024 levels);
+* pages carrying levels are cut at 4,096 levels (pylance: 65,535), see
+  ``encode/v2_1/column.py``;
 * no FSST for strings (``variable`` only), no RLE and no byte-stream-split;
-* 2.2 writes no constant layout for non-null constant pages (mini-block instead);
-  the all-null constant layout is written in both 2.1 and 2.2 with raw u16 levels;
+* constant pages (2.2) store their levels raw (u16), never RLE/bit-packed; fixed-size
+  lists never go constant;
 * field metadata ``lance-encoding:*`` hints are ignored.
 """
 
@@ -59,6 +64,11 @@ DICT_MIN_VALUES = 100
 DICT_MAX_CARDINALITY = 100_000
 DICT_MAX_CARDINALITY_DIVISOR = 2
 DICT_MAX_SIZE_RATIO = 0.8
+DICT_SAMPLE_SIZE = 4096
+DICT_MAX_SAMPLE_UNIQUE = 0.98
+
+# 2.0: a prefix this long is checked first; >= 100 distinct values there settles it
+DICT_PREFIX_V2_0 = 1024
 
 # mini-block vs full-zip (FILE-ENCODINGS §3.3: values of 256 bytes and more go full-zip [E])
 FULL_ZIP_MIN_VALUE_BYTES = 256
@@ -70,6 +80,8 @@ GENERAL_MIN_VALUE_BYTES = 32 * 1024
 def use_dictionary_v2_0(arr: pa.Array) -> bool:
     """2.0: utf8 (not large_utf8, not binary) page with >= 100 rows and < 100 distinct values."""
     if not pa.types.is_string(arr.type) or len(arr) < DICT_MIN_ROWS_V2_0:
+        return False
+    if pc.count_distinct(arr.slice(0, DICT_PREFIX_V2_0), mode="all").as_py() >= DICT_MAX_CARDINALITY_V2_0:
         return False
     return pc.count_distinct(arr, mode="all").as_py() < DICT_MAX_CARDINALITY_V2_0
 
@@ -92,6 +104,10 @@ def use_dictionary_v2_1(values: pa.Array, version: str, raw_bytes: int) -> bool:
     n = len(values)
     if n < DICT_MIN_VALUES or not dictionary_eligible_type(values.type, version):
         return False
+    step = max(1, n // DICT_SAMPLE_SIZE)
+    sample = values.take(pa.array(range(0, n, step)[:DICT_SAMPLE_SIZE], pa.int64()))
+    if pc.count_distinct(sample, mode="all").as_py() >= DICT_MAX_SAMPLE_UNIQUE * len(sample):
+        return False
     distinct = pc.count_distinct(values, mode="only_valid").as_py() + (1 if values.null_count else 0)
     if distinct > min(n // DICT_MAX_CARDINALITY_DIVISOR, DICT_MAX_CARDINALITY):
         return False
@@ -102,3 +118,13 @@ def use_dictionary_v2_1(values: pa.Array, version: str, raw_bytes: int) -> bool:
         dict_bytes = distinct * fixed_bits(values.type) / 8
     encoded = dict_bytes + n * 4  # i32 indices before bit-packing: a conservative estimate
     return encoded < DICT_MAX_SIZE_RATIO * raw_bytes
+
+
+def maybe_constant(values: pa.Array) -> bool:
+    """Cheap pre-check for the 2.2 constant layout: a few evenly spaced valid values agree."""
+    valid = values.drop_null() if values.null_count else values
+    n = len(valid)
+    if n == 0 or pa.types.is_fixed_size_list(valid.type):
+        return False
+    probe = valid.take(pa.array(sorted({0, n - 1, *range(0, n, max(1, n // 16))}), pa.int64()))
+    return pc.count_distinct(probe, mode="all").as_py() == 1

@@ -219,10 +219,12 @@ class LanceFileWriter:
 
     # -- column plan ---------------------------------------------------------------
     def _make_encoders(self):
+        """One field encoder per top-level field; field ids are consumed in pre-order."""
+        if len(self.fields) != self._count_fields(self.schema):
+            raise InvalidInput(
+                f"schema_fields has {len(self.fields)} fields, the schema {self._count_fields(self.schema)} (pre-order)"
+            )
         ids = iter([f.id for f in self.fields])
-        by_order = [f for f in self.fields]
-        if len(by_order) < self._count_fields(self.schema):
-            raise InvalidInput("schema_fields has fewer fields than the schema")
         encoders = []
         column_field_ids: list[int] = []
         if self.version == "2.0":

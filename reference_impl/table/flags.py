@@ -76,7 +76,12 @@ def uses_stable_row_ids(manifest) -> bool:
 
 
 def expected_flags(manifest) -> tuple[int, int]:
-    """``(reader, writer)`` flags pylance 14 would write for the contents of ``manifest``."""
+    """``(reader, writer)`` flags pylance 14 would write for the contents of ``manifest``.
+
+    Deletion files give 1, base paths 16 (both sides), table config 8 (writer only). Stable
+    row ids (2) show in the contents only once rows exist (a row id sequence or a moved
+    ``next_row_id``); for an empty table that has them the manifest's own bit is kept.
+    """
     reader = writer = 0
     if any(f.HasField("deletion_file") for f in manifest.fragments):
         reader |= DELETION_FILES

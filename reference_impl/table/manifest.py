@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError, Message
 
-from ..errors import FormatError, NotFound
+from ..errors import FormatError
 from ..io.base import ObjectStore
 from ..proto import table_pb2, transaction_pb2
 
@@ -63,11 +63,26 @@ class ManifestFile:
     manifest_offset: int
     tail_major: int
     tail_minor: int
-    unknown_fields: dict[str, list[tuple[int, int, bytes]]] = field(default_factory=dict)
+    _unknown: dict | None = field(default=None, repr=False, compare=False)
 
     @property
     def version(self) -> int:
         return self.manifest.version
+
+    @property
+    def unknown_fields(self) -> dict[str, list[tuple[int, int, bytes]]]:
+        """Fields the schema lacks, wherever they sit: ``{path: [(number, wire type, raw
+        bytes)]}`` with paths such as ``manifest.fragments[3]``, ``index_section.indices[0]``,
+        ``transaction``. Computed on first use (opening stays cheap) and cached."""
+        if self._unknown is None:
+            found: dict[str, list[tuple[int, int, bytes]]] = {}
+            for message, label in ((self.manifest, "manifest"),
+                                   (self.index_section, "index_section"),
+                                   (self.transaction, "transaction")):
+                if message is not None:
+                    collect_unknown_fields(message, label, found)
+            self._unknown = found
+        return self._unknown
 
 
 class _Window:
@@ -168,18 +183,11 @@ def read_manifest_file(store: ObjectStore, key: str, *, max_size: int = DEFAULT_
             transaction_field = number
             break
 
-    unknown: dict[str, list[tuple[int, int, bytes]]] = {}
-    collect_unknown_fields(manifest, "manifest", unknown)
-    if index_section is not None:
-        collect_unknown_fields(index_section, "index_section", unknown)
-    if transaction is not None:
-        collect_unknown_fields(transaction, "transaction", unknown)
-
     return ManifestFile(
         key=key, size=size, manifest=manifest, index_section=index_section,
         transaction=transaction, transaction_field=transaction_field,
         transaction_bytes=transaction_bytes, manifest_offset=position,
-        tail_major=major, tail_minor=minor, unknown_fields=unknown,
+        tail_major=major, tail_minor=minor,
     )
 
 
@@ -220,6 +228,19 @@ def _unknown_of(message: Message) -> list[tuple[int, int, bytes]]:
             raw = b""
         found.append((uf.field_number, wt, raw))
     return found
+
+
+def has_unknown_fields(message: Message) -> bool:
+    """True when ``message`` or any message inside it holds a field its schema lacks.
+
+    Cheap (runs in the protobuf runtime): a copy without unknown fields is smaller exactly
+    when there were some. The recursive walk of :func:`collect_unknown_fields` then only
+    runs for messages that need it.
+    """
+    stripped = type(message)()
+    stripped.CopyFrom(message)
+    stripped.DiscardUnknownFields()
+    return stripped.ByteSize() != message.ByteSize()
 
 
 def collect_unknown_fields(message: Message, path: str,
@@ -291,6 +312,6 @@ def reencode(mf: ManifestFile) -> bytes:
 
 
 __all__ = [
-    "DEFAULT_MAX_MANIFEST_SIZE", "MAGIC", "ManifestFile", "NotFound", "collect_unknown_fields",
-    "encode_manifest_file", "read_manifest_file", "reencode",
+    "DEFAULT_MAX_MANIFEST_SIZE", "MAGIC", "ManifestFile", "collect_unknown_fields",
+    "encode_manifest_file", "has_unknown_fields", "read_manifest_file", "reencode",
 ]

@@ -24,7 +24,8 @@ merge (105)        the fragment list and schema are replaced by the transaction'
 restore (106)      the content of the restored version, under the new version number
 reserve (107)      ``max_fragment_id`` grows by ``num_fragments``
 update (108)       removed ids dropped, updated fragments replaced, new fragments appended
-project (109)      schema replaced (dropped fields disappear, renamed ones keep their id)
+project (109)      schema replaced (dropped fields disappear, renamed ones keep their id);
+                   data files left with no field of the schema are dropped from fragments
 update_config(110) config / table metadata / schema metadata / field metadata edited
 =================  ==========================================================================
 
@@ -342,6 +343,11 @@ def build_manifest(
         keep = {f.id for f in body.schema}
         del m.fields[:]
         m.fields.extend(body.schema)
+        for frag in m.fragments:  # a data file left with no field of the schema goes
+            files = [df for df in frag.files if any(fid in keep for fid in df.fields)]
+            if len(files) != len(frag.files):
+                del frag.files[:]
+                frag.files.extend(files)
         indices = [i for i in indices if all(fid in keep for fid in i.fields)]
     elif op == "restore":
         if load_version is None:

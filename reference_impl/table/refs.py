@@ -77,7 +77,7 @@ class Branch:
 
 # -- timestamps ----------------------------------------------------------------------
 
-_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:\d{2})$")
 
@@ -87,7 +87,7 @@ def format_timestamp(value) -> str:
     timezone-aware datetime (naive means UTC)."""
     if isinstance(value, _dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
+            value = value.replace(tzinfo=_dt.UTC)
         delta = value - _EPOCH
         ns = (delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
     else:
@@ -112,7 +112,7 @@ def parse_timestamp(text: str) -> int:
     frac = int((m.group(7) or "").ljust(9, "0") or 0)
     tz = m.group(8)
     offset = 0 if tz in ("Z", "z") else (1 if tz[0] == "+" else -1) * (int(tz[1:3]) * 60 + int(tz[4:6]))
-    moment = _dt.datetime(y, mo, d, h, mi, s, tzinfo=_dt.timezone.utc) - _dt.timedelta(minutes=offset)
+    moment = _dt.datetime(y, mo, d, h, mi, s, tzinfo=_dt.UTC) - _dt.timedelta(minutes=offset)
     delta = moment - _EPOCH
     return (delta.days * 86400 + delta.seconds) * 1_000_000_000 + frac
 
@@ -175,7 +175,7 @@ def legacy_branch_identifier(name: str, parent_branch: str | None, parent_versio
                              create_at) -> str:
     """The stand-in identifier pylance computes for a branch file without ``identifier``."""
     text = (f"branch_name={name}\nparent_branch={parent_branch or ''}\n"
-            f"parent_version={parent_version}\ncreate_at={create_at}").encode("utf-8")
+            f"parent_version={parent_version}\ncreate_at={create_at}").encode()
     a = _fnv1a(text, _FNV_BASIS)
     b = _fnv1a(text, _FNV_BASIS ^ _GOLDEN)
     return (a.to_bytes(8, "big") + b.to_bytes(8, "big")).hex()

@@ -227,6 +227,9 @@ def _segment_for_sorted_run(run: np.ndarray) -> rowids_pb2.U64Segment:
     first, last = int(run[0]), int(run[-1])
     span = last - first + 1
     holes_count = span - run.size
+    if last == (1 << 64) - 1:  # [first, last + 1) cannot be written as u64 bounds
+        seg.sorted_array.CopyFrom(encode_array(run))
+        return seg
     if holes_count == 0:
         seg.range.start, seg.range.end = first, last + 1
         return seg

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from reference_impl.errors import FormatError
 
@@ -41,7 +40,7 @@ class PageStats:
     """The statistics of one data field: one entry per page (batch)."""
 
     field_id: int
-    null_count: np.ndarray | None      # int64 per page, or None when absent
+    null_count: np.ndarray | None  # int64 per page, or None when absent
     min_value: pa.Array | None
     max_value: pa.Array | None
 
@@ -63,12 +62,18 @@ def read_page_stats(legacy_file, data_fields=None) -> dict[int, PageStats]:
     ids = list(st.fields)
     known = {f.id for f in schema_fields}
     if any(i not in known for i in ids):
-        raise FormatError("statistics fields name ids missing from the statistics schema", rule=RULE_STATS_LAYOUT, path=legacy_file.path)
+        raise FormatError(
+            "statistics fields name ids missing from the statistics schema",
+            rule=RULE_STATS_LAYOUT,
+            path=legacy_file.path,
+        )
     table = legacy_file.page_table(len(ids), st.page_table_position, 1)
     pages = legacy_file.num_batches
     from reference_impl.file.legacy import _ColumnReader
 
-    reader = _ColumnReader(legacy_file, table, {fid: i for i, fid in enumerate(ids)}, {f.id: f for f in schema_fields})
+    reader = _ColumnReader(
+        legacy_file, table, {fid: i for i, fid in enumerate(ids)}, {f.id: f for f in schema_fields}
+    )
     schema = fields_to_arrow(schema_fields)
     out: dict[int, PageStats] = {}
     for top in schema:
@@ -109,7 +114,12 @@ def _extremes(t: pa.DataType):
         return int(info.min), int(info.max)
     if pa.types.is_date32(t) or pa.types.is_time32(t):
         return -(2**31), 2**31 - 1
-    if pa.types.is_date64(t) or pa.types.is_timestamp(t) or pa.types.is_time64(t) or pa.types.is_duration(t):
+    if (
+        pa.types.is_date64(t)
+        or pa.types.is_timestamp(t)
+        or pa.types.is_time64(t)
+        or pa.types.is_duration(t)
+    ):
         return -(2**63), 2**63 - 1
     return None
 
@@ -119,10 +129,14 @@ def _as_int(arr: pa.Array) -> np.ndarray:
     if pa.types.is_integer(t):
         return np.asarray(arr.to_numpy(zero_copy_only=False))
     width = t.bit_width
-    return np.asarray(arr.view(pa.int32() if width == 32 else pa.int64()).to_numpy(zero_copy_only=False))
+    return np.asarray(
+        arr.view(pa.int32() if width == 32 else pa.int64()).to_numpy(zero_copy_only=False)
+    )
 
 
-def check_page_bounds(stats: PageStats, page_values: list[pa.Array], *, nulls_read_as_zero: bool = True) -> list[BoundViolation]:
+def check_page_bounds(
+    stats: PageStats, page_values: list[pa.Array], *, nulls_read_as_zero: bool = True
+) -> list[BoundViolation]:
     """Check one field's statistics against the pages' values.
 
     ``page_values[i]`` is page *i* as read. With ``nulls_read_as_zero`` (legacy plain
@@ -139,9 +153,23 @@ def check_page_bounds(stats: PageStats, page_values: list[pa.Array], *, nulls_re
         if nc is not None and nulls_read_as_zero and n and _fixed(values.type):
             zeros = _zero_mask(values)
             if int(zeros.sum()) < nc:
-                out.append(BoundViolation(fid, page, "STATS-002", f"null_count {nc} but only {int(zeros.sum())} slots can be null"))
+                out.append(
+                    BoundViolation(
+                        fid,
+                        page,
+                        "STATS-002",
+                        f"null_count {nc} but only {int(zeros.sum())} slots can be null",
+                    )
+                )
         elif nc is not None and values.null_count > nc and not _var(values.type):
-            out.append(BoundViolation(fid, page, "STATS-002", f"page has {values.null_count} nulls, null_count says {nc}"))
+            out.append(
+                BoundViolation(
+                    fid,
+                    page,
+                    "STATS-002",
+                    f"page has {values.null_count} nulls, null_count says {nc}",
+                )
+            )
         lo = None if stats.min_value is None else stats.min_value[page]
         hi = None if stats.max_value is None else stats.max_value[page]
         out.extend(_check_one(fid, page, values, lo, hi, nc, nulls_read_as_zero))
@@ -149,11 +177,21 @@ def check_page_bounds(stats: PageStats, page_values: list[pa.Array], *, nulls_re
 
 
 def _fixed(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_temporal(t) or pa.types.is_boolean(t)
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_temporal(t)
+        or pa.types.is_boolean(t)
+    )
 
 
 def _var(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
 
 
 def _zero_mask(values: pa.Array) -> np.ndarray:
@@ -174,12 +212,27 @@ def _check_one(fid, page, values: pa.Array, lo, hi, nc, nulls_as_zero) -> list[B
         hi_v = None if hi is None or not hi.is_valid else float(hi.as_py())
         if all_null:
             if lo_v is not None and lo_v != -np.inf or hi_v is not None and hi_v != np.inf:
-                out.append(BoundViolation(fid, page, "STATS-004", f"all-null float page: min/max must be -Inf/+Inf, found {lo_v}/{hi_v}"))
+                out.append(
+                    BoundViolation(
+                        fid,
+                        page,
+                        "STATS-004",
+                        f"all-null float page: min/max must be -Inf/+Inf, found {lo_v}/{hi_v}",
+                    )
+                )
             return out
         if hi_v == 0.0 and np.signbit(hi_v):
-            out.append(BoundViolation(fid, page, "STATS-005", "a zero max must be recorded as +0.0, found -0.0"))
+            out.append(
+                BoundViolation(
+                    fid, page, "STATS-005", "a zero max must be recorded as +0.0, found -0.0"
+                )
+            )
         if lo_v == 0.0 and not np.signbit(lo_v):
-            out.append(BoundViolation(fid, page, "STATS-005", "a zero min must be recorded as -0.0, found +0.0"))
+            out.append(
+                BoundViolation(
+                    fid, page, "STATS-005", "a zero min must be recorded as -0.0, found +0.0"
+                )
+            )
         v = np.asarray(values.to_numpy(zero_copy_only=False), np.float64)
         v = v[~np.isnan(v)]
         out.extend(_outside(fid, page, v, lo_v, hi_v, nc if nulls_as_zero else 0, zero=0.0))
@@ -190,7 +243,14 @@ def _check_one(fid, page, values: pa.Array, lo, hi, nc, nulls_as_zero) -> list[B
         hi_v = None if hi is None or not hi.is_valid else int(_as_int(pa.array([hi.as_py()], t))[0])
         if all_null:
             if (lo_v, hi_v) != ext and not (lo_v is None and hi_v is None):
-                out.append(BoundViolation(fid, page, "STATS-004", f"all-null page: min/max must be {ext}, found {(lo_v, hi_v)}"))
+                out.append(
+                    BoundViolation(
+                        fid,
+                        page,
+                        "STATS-004",
+                        f"all-null page: min/max must be {ext}, found {(lo_v, hi_v)}",
+                    )
+                )
             return out
         v = _as_int(values.fill_null(0)) if nulls_as_zero else _as_int(values.drop_null())
         out.extend(_outside(fid, page, v, lo_v, hi_v, nc if nulls_as_zero else 0, zero=0))
@@ -199,15 +259,34 @@ def _check_one(fid, page, values: pa.Array, lo, hi, nc, nulls_as_zero) -> list[B
         lo_b = None if lo is None or not lo.is_valid else _bytes(lo.as_py())
         hi_b = None if hi is None or not hi.is_valid else _bytes(hi.as_py())
         vals = [_bytes(x) for x in values.drop_null().to_pylist()]
-        bad = [x for x in vals if (lo_b is not None and x < lo_b) or (hi_b is not None and x > hi_b)]
+        bad = [
+            x for x in vals if (lo_b is not None and x < lo_b) or (hi_b is not None and x > hi_b)
+        ]
         if bad:
-            out.append(BoundViolation(fid, page, "STATS-003", f"{len(bad)} values outside [{lo_b!r}, {hi_b!r}], e.g. {bad[0]!r}"))
+            out.append(
+                BoundViolation(
+                    fid,
+                    page,
+                    "STATS-003",
+                    f"{len(bad)} values outside [{lo_b!r}, {hi_b!r}], e.g. {bad[0]!r}",
+                )
+            )
         return out
     if pa.types.is_boolean(t):
         lo_v = None if lo is None or not lo.is_valid else bool(lo.as_py())
         hi_v = None if hi is None or not hi.is_valid else bool(hi.as_py())
         v = np.asarray(values.fill_null(False).to_numpy(zero_copy_only=False), np.int64)
-        out.extend(_outside(fid, page, v, None if lo_v is None else int(lo_v), None if hi_v is None else int(hi_v), nc if nulls_as_zero else 0, zero=0))
+        out.extend(
+            _outside(
+                fid,
+                page,
+                v,
+                None if lo_v is None else int(lo_v),
+                None if hi_v is None else int(hi_v),
+                nc if nulls_as_zero else 0,
+                zero=0,
+            )
+        )
     return out
 
 
@@ -228,4 +307,8 @@ def _outside(fid, page, v: np.ndarray, lo, hi, allowance, zero) -> list[BoundVio
     if others == 0 and bad_zero <= (allowance or 0):
         return []  # only zero slots, which may be nulls stored as 0
     first = v[bad][0]
-    return [BoundViolation(fid, page, "STATS-003", f"{int(bad.sum())} values outside [{lo}, {hi}], e.g. {first}")]
+    return [
+        BoundViolation(
+            fid, page, "STATS-003", f"{int(bad.sum())} values outside [{lo}, {hi}], e.g. {first}"
+        )
+    ]

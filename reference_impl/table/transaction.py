@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from google.protobuf.message import DecodeError
 
-from ..errors import FormatError, NotFound
+from ..errors import FormatError
 from ..io.base import ObjectStore
 from ..proto import transaction_pb2
 from . import layout
@@ -72,5 +72,5 @@ def commit_message(txn) -> str | None:
     return txn.transaction_properties.get(COMMIT_MESSAGE_KEY)
 
 
-__all__ = ["COMMIT_MESSAGE_KEY", "NotFound", "commit_message", "operation_name", "parse_transaction",
+__all__ = ["COMMIT_MESSAGE_KEY", "commit_message", "operation_name", "parse_transaction",
            "read_transaction_file", "unknown_operation_fields"]

@@ -17,9 +17,10 @@ One listing of ``_versions/`` finds them all; the latest version is the largest 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 
-from ..errors import FormatError, NotFound
+from ..errors import FormatError, NotFound, StoreError
 from ..io.base import ObjectStore
 from . import layout
 
@@ -41,8 +42,37 @@ def branch_store(store: ObjectStore, branch: str | None) -> ObjectStore:
     return store.child(prefix) if prefix else store
 
 
+def _scan_local(root: str) -> list[VersionEntry] | None:
+    """One ``readdir`` of a local ``_versions`` and a ``stat`` of the manifests only (the
+    generic listing stats every file it walks)."""
+    found = []
+    try:
+        with os.scandir(os.path.join(root, layout.VERSIONS_DIR)) as it:
+            for entry in it:
+                parsed = layout.parse_manifest_name(entry.name)
+                if parsed is None:
+                    continue
+                try:
+                    if not entry.is_file():
+                        continue
+                    size = entry.stat().st_size
+                except FileNotFoundError:  # removed while listing
+                    continue
+                found.append(VersionEntry(parsed[0], f"{layout.VERSIONS_DIR}/{entry.name}",
+                                          parsed[1], size))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except PermissionError as exc:
+        raise StoreError(f"cannot list {root}/{layout.VERSIONS_DIR}: {exc}") from exc
+    return found
+
+
 def scan_versions(store: ObjectStore) -> list[VersionEntry]:
     """Every manifest named in ``_versions/`` (detached included), unsorted and unchecked."""
+    from ..io.local import LocalStore
+
+    if isinstance(store, LocalStore):
+        return _scan_local(str(store.root))
     files, _dirs = store.list_dir(layout.VERSIONS_DIR)
     found = []
     for info in files:

@@ -25,9 +25,9 @@ FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
 UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
-def _row_index(T: int, row: int) -> np.ndarray:
-    lanes = BLOCK // T
-    return FL_ORDER[row // 8] * 16 + (row % 8) * 128 + np.arange(lanes)
+_ROW_INDEX = {
+    T: [FL_ORDER[row // 8] * 16 + (row % 8) * 128 + np.arange(BLOCK // T) for row in range(T)] for T in (8, 16, 32, 64)
+}
 
 
 def fastlanes_pack(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
@@ -37,9 +37,9 @@ def fastlanes_pack(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
     out = np.zeros((blocks.shape[0], W, lanes), dtype=dt)
     if W == 0:
         return out.reshape(blocks.shape[0], 0)
-    mask = dt(-1) if W == T else dt((1 << W) - 1)
+    mask = dt((1 << W) - 1)
     for row in range(T):
-        v = blocks[:, _row_index(T, row)] & mask
+        v = blocks[:, _ROW_INDEX[T][row]] & mask
         bit = row * W
         w, s = divmod(bit, T)
         out[:, w, :] |= v << dt(s)
@@ -52,11 +52,8 @@ def bit_widths(blocks: np.ndarray) -> np.ndarray:
     """Bits needed for the largest value of every block (rows of ``blocks``)."""
     ors = np.bitwise_or.reduce(blocks, axis=1).astype(np.uint64)
     widths = np.zeros(len(ors), np.int64)
-    x = ors.copy()
-    while np.any(x):
-        nz = x != 0
-        widths[nz] += 1
-        x >>= np.uint64(1)
+    for bit in range(64):  # highest set bit, vectorised over blocks
+        widths[(ors >> np.uint64(bit)) != 0] = bit + 1
     return widths
 
 
@@ -82,6 +79,18 @@ class InlineBitpackedValues:
         padded[: self.n] = raw
         self.blocks = padded.reshape(nblocks, BLOCK)
         self.widths = bit_widths(self.blocks)
+        self._packed: dict[int, bytes] = {}
+
+    def _pack_all(self) -> None:
+        """Pack every full-page block at once, grouped by width (vectorised across blocks)."""
+        dt = np.dtype(UINT[self.T]).newbyteorder("<")
+        for W in np.unique(self.widths):
+            which = np.flatnonzero(self.widths == W)
+            packed = fastlanes_pack(self.blocks[which], self.T, int(W))
+            head = np.full((len(which), 1), W, dtype=dt)
+            rows = np.concatenate([head, packed.astype(dt)], axis=1)
+            for b, row in zip(which, rows):
+                self._packed[int(b)] = row.tobytes()
 
     @staticmethod
     def applicable(values: pa.Array) -> bool:
@@ -105,10 +114,48 @@ class InlineBitpackedValues:
     def chunk(self, start: int, count: int) -> list[bytes]:
         dt = UINT[self.T]
         if start % BLOCK == 0 and count == min(BLOCK, self.n - start):
-            block = self.blocks[start // BLOCK : start // BLOCK + 1]
-        else:
-            block = np.zeros((1, BLOCK), dt)
-            block[0, :count] = self.blocks.reshape(-1)[start : start + count]
+            if not self._packed:
+                self._pack_all()
+            return [self._packed[start // BLOCK]]
+        block = np.zeros((1, BLOCK), dt)
+        block[0, :count] = self.blocks.reshape(-1)[start : start + count]
         W = int(bit_widths(block)[0])
         packed = fastlanes_pack(block, self.T, W)
         return [np.concatenate([np.array([W], dt), packed[0]]).astype(np.dtype(dt).newbyteorder("<")).tobytes()]
+
+
+# --------------------------------------------------------------------------- out-of-line
+#
+# ``OutOfLineBitpacking{uncompressed_bits_per_value: T, values: flat{bits_per_value: W}}``
+# (FILE-ENCODINGS §4.4), used here for rep/def levels (T = 16): one width W for the
+# whole page, ``n // 1024`` FastLanes blocks of ``1024 * W / T`` words with no header,
+# then the ``r = n % 1024`` remaining values either as one more zero-padded block or as
+# r raw T-bit words. A reader tells the two apart by the buffer length (raw iff it is
+# exactly ``full * 1024 * W / T + r`` words), so the writer pads only when that is
+# strictly smaller: ``W * (1024 - r) < (T - W) * r``; on a tie the lengths coincide and
+# the tail must be raw.
+
+
+def out_of_line_bitpacking_encoding(T: int, W: int) -> pb.CompressiveEncoding:
+    enc = pb.CompressiveEncoding()
+    enc.out_of_line_bitpacking.uncompressed_bits_per_value = T
+    enc.out_of_line_bitpacking.values.flat.bits_per_value = W
+    return enc
+
+
+def out_of_line_pack(values: np.ndarray, T: int, W: int) -> bytes:
+    dt = np.dtype(UINT[T]).newbyteorder("<")
+    values = values.astype(dt, copy=False)
+    n = len(values)
+    full, r = divmod(n, BLOCK)
+    parts = []
+    if full:
+        parts.append(fastlanes_pack(values[: full * BLOCK].reshape(full, BLOCK), T, W).astype(dt).tobytes())
+    if r:
+        if W * (BLOCK - r) < (T - W) * r:
+            tail = np.zeros((1, BLOCK), dt)
+            tail[0, :r] = values[full * BLOCK :]
+            parts.append(fastlanes_pack(tail, T, W).astype(dt).tobytes())
+        else:
+            parts.append(values[full * BLOCK :].tobytes())
+    return b"".join(parts)

@@ -20,7 +20,7 @@ from ... import selection
 from ..arrow_data import fixed_bits, is_variable_width, variable_parts
 from ..page import EncodedPage, pack_any
 from .bitpacking import InlineBitpackedValues
-from .constant import encode_all_null
+from .constant import constant_value, encode_all_null, encode_constant
 from .dictionary import build_dictionary
 from .fixed_size_list import FixedSizeListValues
 from .flat import FlatValues
@@ -78,6 +78,10 @@ def encode_leaf_page(sh: Shredded, version: str) -> tuple[list[bytes], object]:
     values = sh.values
     if len(values) == values.null_count:
         return encode_all_null(sh)
+    if version != "2.1":
+        value = constant_value(values) if selection.maybe_constant(values) else None
+        if value is not None:
+            return encode_constant(sh, value)
     if max_value_bytes(values) >= selection.FULL_ZIP_MIN_VALUE_BYTES:
         return encode_full_zip(sh)
     raw = variable_parts(values)[1].nbytes if is_variable_width(values.type) else len(values) * max_value_bytes(values)

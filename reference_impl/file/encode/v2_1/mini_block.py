@@ -17,7 +17,8 @@ multiple of 8 bytes::
     u16|u32 size[k]       per value buffer (u32 in 2.2), then 0xFE pad to 8
     rep bytes, pad to 8;  def bytes, pad to 8;  each value buffer, pad to 8
 
-Levels are stored raw (``flat 16``). A chunk takes the levels from the end of the
+Levels are compressed per chunk with out-of-line bit-packing (``T = 16``, one width per
+page and kind: the bit length of the page's largest level). A chunk takes the levels from the end of the
 previous chunk up to (not including) the slot of the next chunk's first value; the
 last chunk takes the rest. Repetition index (depth 1): per chunk two u64, the rows
 whose last level lies in the chunk and the number of trailing levels that belong to a
@@ -32,7 +33,7 @@ import numpy as np
 
 from ....errors import UnsupportedFeature
 from ....proto import encodings_v2_1_pb2 as pb
-from .flat import flat_encoding
+from .bitpacking import out_of_line_bitpacking_encoding, out_of_line_pack
 from .repdef import Shredded, row_starts
 
 PAD = 0xFE
@@ -84,7 +85,9 @@ def encode_mini_block(sh: Shredded, values, version: str, dictionary: tuple[byte
     def level_end_of(value_end: int) -> int:
         return int(vis_pos[value_end]) if value_end < nvis else total_levels
 
-    level_bytes = 2 * ((sh.rep is not None) + (sh.deff is not None))
+    level_bytes = 2 * ((sh.rep is not None) + (sh.deff is not None))  # raw upper bound
+    rep_w = int(sh.rep.max()).bit_length() if sh.rep is not None else 0
+    def_w = int(sh.deff.max()).bit_length() if sh.deff is not None else 0
     counts = plan_chunks(values, nvis, level_end_of, level_bytes)
 
     words = []
@@ -101,8 +104,8 @@ def encode_mini_block(sh: Shredded, values, version: str, dictionary: tuple[byte
         bufs = values.chunk(start, count)
         size_fmt = "<I" if large else "<H"
         head = struct.pack("<H", (lend - level_start) if has_levels else 0)
-        rep = sh.rep[level_start:lend].astype("<u2").tobytes() if sh.rep is not None else None
-        deff = sh.deff[level_start:lend].astype("<u2").tobytes() if sh.deff is not None else None
+        rep = out_of_line_pack(sh.rep[level_start:lend], 16, rep_w) if sh.rep is not None else None
+        deff = out_of_line_pack(sh.deff[level_start:lend], 16, def_w) if sh.deff is not None else None
         if rep is not None:
             head += struct.pack("<H", len(rep))
         if deff is not None:
@@ -139,9 +142,9 @@ def encode_mini_block(sh: Shredded, values, version: str, dictionary: tuple[byte
     mb = layout.mini_block_layout
     mb.SetInParent()
     if sh.rep is not None:
-        mb.rep_compression.CopyFrom(flat_encoding(16))
+        mb.rep_compression.CopyFrom(out_of_line_bitpacking_encoding(16, rep_w))
     if sh.deff is not None:
-        mb.def_compression.CopyFrom(flat_encoding(16))
+        mb.def_compression.CopyFrom(out_of_line_bitpacking_encoding(16, def_w))
     mb.value_compression.CopyFrom(values.encoding())
     mb.layers.extend(sh.layers)
     mb.num_buffers = values.num_buffers

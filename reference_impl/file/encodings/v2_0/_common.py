@@ -22,9 +22,9 @@ from reference_impl.errors import FormatError, UnsupportedFeature
 from reference_impl.proto import encodings_v2_0_pb2 as enc_pb
 
 #: rule ids used by the 2.0 decoders (catalogued in conformance/rules/file_v2_0.py)
-RULE_BUFFER = "ENC-050"      # a buffer reference must resolve and hold the bytes it claims
-RULE_NODE = "ENC-051"        # the node must fit the field's Arrow type and be known
-RULE_OFFSETS = "ENC-052"     # offsets/ends must be monotone and inside the data
+RULE_BUFFER = "ENC-050"  # a buffer reference must resolve and hold the bytes it claims
+RULE_NODE = "ENC-051"  # the node must fit the field's Arrow type and be known
+RULE_OFFSETS = "ENC-052"  # offsets/ends must be monotone and inside the data
 
 DECODERS: dict[str, Callable] = {}
 
@@ -71,14 +71,18 @@ class PageContext:
         return memoryview(buffers[ref.buffer_index])
 
 
-def decode(node: enc_pb.ArrayEncoding, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.Array:
+def decode(
+    node: enc_pb.ArrayEncoding, ctx: PageContext, num_rows: int, data_type: pa.DataType
+) -> pa.Array:
     """Decode one ``ArrayEncoding`` node into ``num_rows`` values of ``data_type``."""
     case = node.WhichOneof("array_encoding")
     if case is None:
         raise ctx.error("ArrayEncoding with no case set")
     fn = DECODERS.get(case)
     if fn is None:
-        raise UnsupportedFeature(f"2.0 node {case!r} is not supported", rule=RULE_NODE, path=ctx.path, offset=ctx.offset)
+        raise UnsupportedFeature(
+            f"2.0 node {case!r} is not supported", rule=RULE_NODE, path=ctx.path, offset=ctx.offset
+        )
     arr = fn(getattr(node, case), ctx, num_rows, data_type)
     if len(arr) != num_rows:
         raise ctx.error(f"node {case} decoded {len(arr)} values, page says {num_rows}")
@@ -110,8 +114,12 @@ def with_validity(arr: pa.Array, bitmap: pa.Buffer | None) -> pa.Array:
     if arr.offset:
         arr = pa.concat_arrays([arr])  # materialise a zero-offset copy
     if pa.types.is_dictionary(arr.type):
-        return pa.DictionaryArray.from_buffers(arr.type, len(arr), [bitmap] + arr.indices.buffers()[1:], arr.dictionary)
-    children = [arr.field(i) for i in range(arr.type.num_fields)] if pa.types.is_struct(arr.type) else None
+        return pa.DictionaryArray.from_buffers(
+            arr.type, len(arr), [bitmap] + arr.indices.buffers()[1:], arr.dictionary
+        )
+    children = (
+        [arr.field(i) for i in range(arr.type.num_fields)] if pa.types.is_struct(arr.type) else None
+    )
     if pa.types.is_fixed_size_list(arr.type):
         children = [arr.values]
     bufs = arr.buffers()
@@ -122,7 +130,12 @@ def with_validity(arr: pa.Array, bitmap: pa.Buffer | None) -> pa.Array:
 
 
 def _own_buffer_count(data_type: pa.DataType) -> int:
-    if pa.types.is_binary(data_type) or pa.types.is_string(data_type) or pa.types.is_large_binary(data_type) or pa.types.is_large_string(data_type):
+    if (
+        pa.types.is_binary(data_type)
+        or pa.types.is_string(data_type)
+        or pa.types.is_large_binary(data_type)
+        or pa.types.is_large_string(data_type)
+    ):
         return 3
     return 2
 

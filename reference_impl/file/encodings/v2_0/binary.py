@@ -21,7 +21,12 @@ LARGE = (pa.large_string(), pa.large_binary())
 
 @register("binary")
 def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.Array:
-    if not (pa.types.is_string(data_type) or pa.types.is_binary(data_type) or pa.types.is_large_string(data_type) or pa.types.is_large_binary(data_type)):
+    if not (
+        pa.types.is_string(data_type)
+        or pa.types.is_binary(data_type)
+        or pa.types.is_large_string(data_type)
+        or pa.types.is_large_binary(data_type)
+    ):
         raise ctx.error(f"binary node cannot decode {data_type}", RULE_NODE)
     ends_raw = unsigned_values(node.indices, ctx, num_rows)
     adj = int(node.null_adjustment)
@@ -33,14 +38,18 @@ def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.
     if num_rows and np.any(np.diff(ends.astype(np.int64)) < 0):
         raise ctx.error("binary end offsets decrease", RULE_OFFSETS)
     if total > adj - 1:
-        raise ctx.error(f"binary ends reach {total}, past null_adjustment-1 = {adj - 1}", RULE_OFFSETS)
+        raise ctx.error(
+            f"binary ends reach {total}, past null_adjustment-1 = {adj - 1}", RULE_OFFSETS
+        )
     data = _bytes(node.bytes, ctx, total)
     large = data_type in LARGE
     if not large and total >= 2**31:
         raise ctx.error("binary data exceeds 2 GiB for a 32-bit offset type", RULE_OFFSETS)
     offsets = np.concatenate([np.zeros(1, np.uint64), ends]).astype(np.int64 if large else np.int32)
     validity = bitmap_from_bools(~is_null) if is_null.any() else None
-    arr = pa.Array.from_buffers(data_type, num_rows, [validity, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)])
+    arr = pa.Array.from_buffers(
+        data_type, num_rows, [validity, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)]
+    )
     if pa.types.is_string(data_type) or pa.types.is_large_string(data_type):
         try:
             arr.validate(full=True)  # utf8 must be valid UTF-8

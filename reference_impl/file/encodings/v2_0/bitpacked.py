@@ -29,7 +29,9 @@ def _sequential(node, ctx: PageContext, num_rows: int) -> np.ndarray:
     need(buf, (num_rows * w + 7) // 8, ctx, "bitpacked stream")
     out = np.zeros(num_rows, np.uint64)
     if w and num_rows:
-        bits = np.unpackbits(np.frombuffer(buf, np.uint8, count=(num_rows * w + 7) // 8), bitorder="little")
+        bits = np.unpackbits(
+            np.frombuffer(buf, np.uint8, count=(num_rows * w + 7) // 8), bitorder="little"
+        )
         bits = bits[: num_rows * w].reshape(num_rows, w).astype(np.uint64)
         out = (bits << np.arange(w, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
         if getattr(node, "signed", False) and w < 64:
@@ -69,12 +71,16 @@ def _fastlanes(node, ctx: PageContext, num_rows: int) -> np.ndarray:
     buf = ctx.buffer(node.buffer)
     need(buf, blocks * per_block * t // 8, ctx, "FastLanes blocks")
     words = np.frombuffer(buf, np.dtype(_UINT[t]).newbyteorder("<"), count=blocks * per_block)
-    parts = [fastlanes_unpack(words[b * per_block : (b + 1) * per_block], t, w) for b in range(blocks)]
+    parts = [
+        fastlanes_unpack(words[b * per_block : (b + 1) * per_block], t, w) for b in range(blocks)
+    ]
     return (np.concatenate(parts) if parts else np.zeros(0, np.uint64))[:num_rows]
 
 
 def unsigned(case: str, node, ctx: PageContext, num_rows: int) -> np.ndarray:
-    return _sequential(node, ctx, num_rows) if case == "bitpacked" else _fastlanes(node, ctx, num_rows)
+    return (
+        _sequential(node, ctx, num_rows) if case == "bitpacked" else _fastlanes(node, ctx, num_rows)
+    )
 
 
 def _to_arrow(values: np.ndarray, t: int, data_type: pa.DataType, ctx: PageContext) -> pa.Array:
@@ -87,9 +93,13 @@ def _to_arrow(values: np.ndarray, t: int, data_type: pa.DataType, ctx: PageConte
 
 @register("bitpacked")
 def decode_bitpacked(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.Array:
-    return _to_arrow(_sequential(node, ctx, num_rows), int(node.uncompressed_bits_per_value), data_type, ctx)
+    return _to_arrow(
+        _sequential(node, ctx, num_rows), int(node.uncompressed_bits_per_value), data_type, ctx
+    )
 
 
 @register("bitpacked_for_non_neg")
 def decode_fastlanes(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.Array:
-    return _to_arrow(_fastlanes(node, ctx, num_rows), int(node.uncompressed_bits_per_value), data_type, ctx)
+    return _to_arrow(
+        _fastlanes(node, ctx, num_rows), int(node.uncompressed_bits_per_value), data_type, ctx
+    )

@@ -29,7 +29,8 @@ from reference_impl.proto import encodings_v2_0_pb2 as enc_pb
 from reference_impl.proto import file2_pb2
 
 from . import packed_struct as packed_node
-from ._common import RULE_BUFFER, RULE_NODE, RULE_OFFSETS, PageContext, decode as decode_node
+from ._common import RULE_BUFFER, RULE_NODE, RULE_OFFSETS, PageContext
+from ._common import decode as decode_node
 from .list import decode_list_page
 
 ARRAY_ENCODING_URL = "/lance.encodings.ArrayEncoding"
@@ -62,35 +63,69 @@ def unpack_any(raw: bytes, expected_url: str, message, *, path=None, offset=None
     try:
         wrapper.ParseFromString(raw)
         if wrapper.type_url != expected_url:
-            raise FormatError(f"encoding type {wrapper.type_url!r}, expected {expected_url!r}", rule=rule, path=path, offset=offset)
+            raise FormatError(
+                f"encoding type {wrapper.type_url!r}, expected {expected_url!r}",
+                rule=rule,
+                path=path,
+                offset=offset,
+            )
         message.ParseFromString(wrapper.value)
     except DecodeError as exc:
-        raise FormatError(f"encoding protobuf does not parse: {exc}", rule=rule, path=path, offset=offset) from None
+        raise FormatError(
+            f"encoding protobuf does not parse: {exc}", rule=rule, path=path, offset=offset
+        ) from None
     return message
 
 
-def column_from_metadata(meta: file2_pb2.ColumnMetadata, read_range: Callable[[int, int], bytes], *, path: str | None = None, file_buffers: Sequence = ()) -> Column:
+def column_from_metadata(
+    meta: file2_pb2.ColumnMetadata,
+    read_range: Callable[[int, int], bytes],
+    *,
+    path: str | None = None,
+    file_buffers: Sequence = (),
+) -> Column:
     """Build a :class:`Column` from a parsed ``ColumnMetadata`` and a ranged reader."""
     is_blob = False
     if meta.encoding.WhichOneof("location") == "direct" and meta.encoding.direct.encoding:
-        col_enc = unpack_any(meta.encoding.direct.encoding, COLUMN_ENCODING_URL, enc_pb.ColumnEncoding(), path=path)
+        col_enc = unpack_any(
+            meta.encoding.direct.encoding, COLUMN_ENCODING_URL, enc_pb.ColumnEncoding(), path=path
+        )
         is_blob = col_enc.WhichOneof("column_encoding") == "blob"
-    column_buffers = [read_range(o, s) for o, s in zip(meta.buffer_offsets, meta.buffer_sizes)]
+    column_buffers = [
+        read_range(o, s) for o, s in zip(meta.buffer_offsets, meta.buffer_sizes, strict=False)
+    ]
     pages = []
     for page in meta.pages:
         if len(page.buffer_offsets) != len(page.buffer_sizes):
-            raise FormatError("page buffer_offsets and buffer_sizes differ in length", rule=RULE_BUFFER, path=path)
+            raise FormatError(
+                "page buffer_offsets and buffer_sizes differ in length", rule=RULE_BUFFER, path=path
+            )
         first = page.buffer_offsets[0] if page.buffer_offsets else None
         if page.encoding.WhichOneof("location") != "direct":
-            raise FormatError("2.0 page encodings must be direct", rule="FILE-050", path=path, offset=first)
-        array = unpack_any(page.encoding.direct.encoding, ARRAY_ENCODING_URL, enc_pb.ArrayEncoding(), path=path, offset=first)
-        buffers = [memoryview(read_range(o, s)) if s else memoryview(b"") for o, s in zip(page.buffer_offsets, page.buffer_sizes)]
-        ctx = PageContext(buffers, column_buffers, file_buffers, path=path, offset=first, read_range=read_range)
+            raise FormatError(
+                "2.0 page encodings must be direct", rule="FILE-050", path=path, offset=first
+            )
+        array = unpack_any(
+            page.encoding.direct.encoding,
+            ARRAY_ENCODING_URL,
+            enc_pb.ArrayEncoding(),
+            path=path,
+            offset=first,
+        )
+        buffers = [
+            memoryview(read_range(o, s)) if s else memoryview(b"")
+            for o, s in zip(page.buffer_offsets, page.buffer_sizes, strict=False)
+        ]
+        ctx = PageContext(
+            buffers, column_buffers, file_buffers, path=path, offset=first, read_range=read_range
+        )
         pages.append(Page(int(page.length), array, ctx))
     return Column(pages, is_blob)
 
 
-def decode_field(field: pa.Field, columns: Sequence[Column], index: int = 0) -> tuple[pa.Array, int]:
+def decode_field(
+    field: pa.Field, columns: Sequence[Column], index: int = 0
+) -> tuple[pa.Array, int]:
     """Decode ``field`` starting at ``columns[index]``; return the array and the next index."""
     if index >= len(columns):
         raise FormatError(f"field {field.name!r} has no column {index}", rule="FILE-051")
@@ -106,7 +141,10 @@ def decode_field(field: pa.Field, columns: Sequence[Column], index: int = 0) -> 
         for child in t:
             arr, nxt = decode_field(child, columns, nxt)
             if len(arr) != rows:
-                raise FormatError(f"struct child {child.name!r} has {len(arr)} rows, header says {rows}", rule="FILE-051")
+                raise FormatError(
+                    f"struct child {child.name!r} has {len(arr)} rows, header says {rows}",
+                    rule="FILE-051",
+                )
             children.append(arr)
         return pa.StructArray.from_arrays(children, fields=list(t)), nxt
     if pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -129,7 +167,8 @@ def _leaf(field: pa.Field, column: Column) -> pa.Array:
 
 
 def _blob_page(page: Page, data_type: pa.DataType) -> pa.Array:
-    """A blob page: (u64 position, u64 size) rows pointing at absolute file ranges."""
+    """A blob page: (u64 position, u64 size) rows pointing at absolute file ranges; a row of
+    size 0 is empty when its position is 0 and null otherwise."""
     node = page.encoding
     if node.WhichOneof("array_encoding") != "packed_struct":
         raise page.ctx.error("blob pages must be packed_struct descriptors", RULE_NODE)
@@ -137,14 +176,18 @@ def _blob_page(page: Page, data_type: pa.DataType) -> pa.Array:
     if widths != [8, 8]:
         raise page.ctx.error("blob descriptors must be (u64 position, u64 size)", RULE_NODE)
     desc = np.ascontiguousarray(mat).view("<u8").reshape(page.length, 2)
-    pieces, ends = [], [0]
-    for pos, size in desc:
-        if size:
-            data = page.ctx.read_range(int(pos), int(size))
-            pieces.append(data)
-        ends.append(ends[-1] + int(size))
-    offsets = np.array(ends, np.int64)
-    arr = pa.Array.from_buffers(pa.large_binary(), page.length, [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(pieces))])
+    # (position, 0) with position != 0 is a null (the position holds its def level); (0, 0) is empty
+    is_null = (desc[:, 1] == 0) & (desc[:, 0] != 0)
+    pieces = [page.ctx.read_range(int(pos), int(size)) for pos, size in desc[desc[:, 1] > 0]]
+    offsets = np.concatenate([[0], np.cumsum(desc[:, 1].astype(np.int64))])
+    validity = (
+        pa.py_buffer(np.packbits(~is_null, bitorder="little").tobytes()) if is_null.any() else None
+    )
+    arr = pa.Array.from_buffers(
+        pa.large_binary(),
+        page.length,
+        [validity, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(pieces))],
+    )
     return arr.cast(data_type)
 
 
@@ -164,7 +207,10 @@ def _list(field: pa.Field, columns: Sequence[Column], index: int) -> tuple[pa.Ar
         nulls.append(lp.is_null)
         base += lp.num_items
     if base != len(items):
-        raise FormatError(f"list offsets reference {base} items, item column holds {len(items)}", rule=RULE_OFFSETS)
+        raise FormatError(
+            f"list offsets reference {base} items, item column holds {len(items)}",
+            rule=RULE_OFFSETS,
+        )
     offsets = np.concatenate(ends)
     is_null = np.concatenate(nulls) if nulls else np.zeros(0, bool)
     large = pa.types.is_large_list(t)
@@ -197,7 +243,9 @@ def decode_columns(schema: pa.Schema, columns: Sequence[Column]) -> pa.Table:
 FOOTER = _struct.Struct("<QQQIIHH4s")
 
 
-def read_columns(data: bytes | memoryview, *, path: str | None = None) -> tuple[list[Column], int, int]:
+def read_columns(
+    data: bytes | memoryview, *, path: str | None = None
+) -> tuple[list[Column], int, int]:
     """Parse a 2.x file's footer and column metadata from its bytes.
 
     Returns the columns and the footer's (major, minor) version.
@@ -205,16 +253,30 @@ def read_columns(data: bytes | memoryview, *, path: str | None = None) -> tuple[
     data = memoryview(data)
     size = len(data)
     if size < FOOTER.size:
-        raise FormatError("file shorter than the 40-byte footer", rule="FILE-052", path=path, offset=0)
-    cm0, cmo, gbo, n_global, n_cols, major, minor, magic = FOOTER.unpack_from(data, size - FOOTER.size)
+        raise FormatError(
+            "file shorter than the 40-byte footer", rule="FILE-052", path=path, offset=0
+        )
+    cm0, cmo, gbo, n_global, n_cols, major, minor, magic = FOOTER.unpack_from(
+        data, size - FOOTER.size
+    )
     if magic != b"LANC":
         raise FormatError("footer magic is not LANC", rule="FILE-052", path=path, offset=size - 4)
     if cmo + 16 * n_cols > size - FOOTER.size or gbo + 16 * n_global > size - FOOTER.size:
-        raise FormatError("offset tables run past the footer", rule="FILE-052", path=path, offset=size - FOOTER.size)
+        raise FormatError(
+            "offset tables run past the footer",
+            rule="FILE-052",
+            path=path,
+            offset=size - FOOTER.size,
+        )
 
     def read_range(pos: int, length: int) -> bytes:
         if pos + length > size:
-            raise FormatError(f"range {pos}+{length} past end of file ({size})", rule=RULE_BUFFER, path=path, offset=pos)
+            raise FormatError(
+                f"range {pos}+{length} past end of file ({size})",
+                rule=RULE_BUFFER,
+                path=path,
+                offset=pos,
+            )
         return bytes(data[pos : pos + length])
 
     gbufs = []
@@ -228,12 +290,16 @@ def read_columns(data: bytes | memoryview, *, path: str | None = None) -> tuple[
         try:
             meta.ParseFromString(read_range(pos, length))
         except Exception as exc:
-            raise FormatError(f"column metadata {i} does not parse: {exc}", rule="FILE-052", path=path, offset=pos) from None
+            raise FormatError(
+                f"column metadata {i} does not parse: {exc}", rule="FILE-052", path=path, offset=pos
+            ) from None
         columns.append(column_from_metadata(meta, read_range, path=path, file_buffers=gbufs))
     return columns, major, minor
 
 
-def read_file_v2_0(data: bytes | memoryview, schema: pa.Schema, *, path: str | None = None) -> pa.Table:
+def read_file_v2_0(
+    data: bytes | memoryview, schema: pa.Schema, *, path: str | None = None
+) -> pa.Table:
     """Read a whole 2.0 file (footer 0.3 or 2.0) given its bytes and Arrow schema."""
     columns, major, minor = read_columns(data, path=path)
     if (major, minor) not in ((0, 3), (2, 0)):
@@ -249,18 +315,29 @@ def file_schema(data: bytes | memoryview, *, path: str | None = None) -> pa.Sche
     data = memoryview(data)
     size = len(data)
     if size < FOOTER.size:
-        raise FormatError("file shorter than the 40-byte footer", rule="FILE-052", path=path, offset=0)
+        raise FormatError(
+            "file shorter than the 40-byte footer", rule="FILE-052", path=path, offset=0
+        )
     _, _, gbo, n_global, _, _, _, magic = FOOTER.unpack_from(data, size - FOOTER.size)
     if magic != b"LANC" or n_global < 1 or gbo + 16 > size:
-        raise FormatError("no global buffer 0 (FileDescriptor)", rule="FILE-052", path=path, offset=size - FOOTER.size)
+        raise FormatError(
+            "no global buffer 0 (FileDescriptor)",
+            rule="FILE-052",
+            path=path,
+            offset=size - FOOTER.size,
+        )
     pos, length = _struct.unpack_from("<QQ", data, gbo)
     if pos + length > size:
-        raise FormatError("global buffer 0 runs past the file", rule="FILE-052", path=path, offset=gbo)
+        raise FormatError(
+            "global buffer 0 runs past the file", rule="FILE-052", path=path, offset=gbo
+        )
     desc = file_pb2.FileDescriptor()
     try:
         desc.ParseFromString(bytes(data[pos : pos + length]))
     except Exception as exc:
-        raise FormatError(f"FileDescriptor does not parse: {exc}", rule="FILE-052", path=path, offset=pos) from None
+        raise FormatError(
+            f"FileDescriptor does not parse: {exc}", rule="FILE-052", path=path, offset=pos
+        ) from None
     return fields_to_arrow(list(desc.schema.fields))
 
 
@@ -281,3 +358,36 @@ def strip_field_ids(schema: pa.Schema) -> pa.Schema:
         return pa.field(f.name, t, f.nullable, metadata=meta or None)
 
     return pa.schema([clean(f) for f in schema], metadata=schema.metadata)
+
+
+# -- the shared reader's decoder hook ----------------------------------------------------------
+
+
+def decode_column_2_0(container, column_index: int, field: pa.Field, page_range=None):
+    """``reference_impl.file.reader`` decoder for 2.0 files: ``(array, next_column_index)``.
+
+    ``container`` is a ``FileContainer``; its columns are parsed into :class:`Column`
+    objects once and kept on the container. ``page_range`` is ignored: the whole field
+    is decoded and the reader slices it.
+    """
+    columns = getattr(container, "_v2_0_columns", None)
+    if columns is None:
+        gbufs = [
+            memoryview(container.read_global_buffer(i)) for i in range(container.num_global_buffers)
+        ]
+        columns = [
+            column_from_metadata(m, container.read_buffer, path=container.path, file_buffers=gbufs)
+            for m in container.columns
+        ]
+        try:
+            container._v2_0_columns = columns
+        except (AttributeError, TypeError):  # a frozen or slotted container: no cache
+            pass
+    try:
+        return decode_field(field, columns, column_index)
+    except (pa.ArrowException, ValueError, OverflowError) as exc:
+        if isinstance(exc, FormatError):
+            raise
+        raise FormatError(
+            f"pages do not form valid Arrow data: {exc}", rule=RULE_NODE, path=container.path
+        ) from None

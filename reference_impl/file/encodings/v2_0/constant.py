@@ -19,6 +19,8 @@ def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.
         raise ctx.error(f"constant node cannot decode {data_type}", RULE_NODE)
     value = bytes(node.value)
     if len(value) != bits // 8:
-        raise ctx.error(f"constant value is {len(value)} bytes, {data_type} needs {bits // 8}", RULE_NODE)
+        raise ctx.error(
+            f"constant value is {len(value)} bytes, {data_type} needs {bits // 8}", RULE_NODE
+        )
     data = np.tile(np.frombuffer(value, np.uint8), num_rows)
     return pa.Array.from_buffers(data_type, num_rows, [None, pa.py_buffer(data.tobytes())])

@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ._common import RULE_OFFSETS, PageContext, bitmap_from_bools, decode as decode_node, register
+from ._common import RULE_OFFSETS, PageContext, bitmap_from_bools, register
+from ._common import decode as decode_node
 from .nullable import unsigned_values
 
 MAX_ITEMS = 1 << 32
@@ -34,7 +35,9 @@ def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.
         row_null = item_null[codes.astype(np.int64)] if num_rows else np.zeros(0, bool)
         index_np = codes.astype(data_type.index_type.to_pandas_dtype())
         validity = bitmap_from_bools(~row_null) if row_null.any() else None
-        indices = pa.Array.from_buffers(data_type.index_type, num_rows, [validity, pa.py_buffer(index_np.tobytes())])
+        indices = pa.Array.from_buffers(
+            data_type.index_type, num_rows, [validity, pa.py_buffer(index_np.tobytes())]
+        )
         return pa.DictionaryArray.from_arrays(indices, items)
     items = decode_node(node.items, ctx, n_items, data_type)
     if num_rows and int(codes.max()) > n_items:

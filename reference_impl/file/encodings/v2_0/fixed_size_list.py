@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from ._common import RULE_NODE, PageContext, decode as decode_node, register
+from ._common import RULE_NODE, PageContext, register
+from ._common import decode as decode_node
 
 MAX_SLOTS = 1 << 36
 
@@ -19,7 +20,9 @@ def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.
     if not pa.types.is_fixed_size_list(data_type):
         raise ctx.error(f"fixed_size_list node cannot decode {data_type}", RULE_NODE)
     if node.dimension != data_type.list_size:
-        raise ctx.error(f"fixed_size_list dimension {node.dimension} != schema {data_type.list_size}", RULE_NODE)
+        raise ctx.error(
+            f"fixed_size_list dimension {node.dimension} != schema {data_type.list_size}", RULE_NODE
+        )
     slots = num_rows * node.dimension
     if slots > MAX_SLOTS:
         raise ctx.error("fixed_size_list page too large", RULE_NODE)

@@ -25,8 +25,15 @@ def flat_bytes(node, ctx: PageContext, num_rows: int) -> memoryview:
     buf = ctx.buffer(node.buffer)
     if node.HasField("compression") and node.compression.scheme:
         limit = min(MAX_DECOMPRESSED, max(64, (num_rows * node.bits_per_value + 7) // 8 + 64))
-        buf = memoryview(decompress(node.compression.scheme, buf, limit=limit, path=ctx.path, offset=ctx.offset))
-    need(buf, (num_rows * node.bits_per_value + 7) // 8, ctx, f"flat {node.bits_per_value}-bit x {num_rows}")
+        buf = memoryview(
+            decompress(node.compression.scheme, buf, limit=limit, path=ctx.path, offset=ctx.offset)
+        )
+    need(
+        buf,
+        (num_rows * node.bits_per_value + 7) // 8,
+        ctx,
+        f"flat {node.bits_per_value}-bit x {num_rows}",
+    )
     return buf
 
 
@@ -55,4 +62,6 @@ def unsigned(node, ctx: PageContext, num_rows: int) -> np.ndarray:
     if node.bits_per_value not in widths:
         raise ctx.error(f"integer flat width {node.bits_per_value} is not 8/16/32/64", RULE_NODE)
     buf = flat_bytes(node, ctx, num_rows)
-    return np.frombuffer(buf, dtype=np.dtype(widths[node.bits_per_value]).newbyteorder("<"), count=num_rows)
+    return np.frombuffer(
+        buf, dtype=np.dtype(widths[node.bits_per_value]).newbyteorder("<"), count=num_rows
+    )

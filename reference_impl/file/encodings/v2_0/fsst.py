@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from ._common import RULE_NODE, PageContext, decode as decode_node, register
+from ._common import RULE_NODE, PageContext, register
+from ._common import decode as decode_node
 
 ESCAPE = 255
 
@@ -32,7 +33,13 @@ def parse_symbol_table(table: bytes, ctx: PageContext) -> tuple[np.ndarray, np.n
     return symbols, lengths, coded
 
 
-def fsst_decode(data: np.ndarray, offsets: np.ndarray, symbols: np.ndarray, lengths: np.ndarray, ctx: PageContext) -> tuple[np.ndarray, np.ndarray]:
+def fsst_decode(
+    data: np.ndarray,
+    offsets: np.ndarray,
+    symbols: np.ndarray,
+    lengths: np.ndarray,
+    ctx: PageContext,
+) -> tuple[np.ndarray, np.ndarray]:
     """Decode every value at once; returns (bytes, offsets) of the decompressed values."""
     n = len(data)
     # A byte is a literal iff it sits at an odd position in a run of bytes that all follow
@@ -76,7 +83,19 @@ def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.
     if not coded:
         return inner.cast(data_type)
     offsets = np.frombuffer(inner.buffers()[1], np.int64, count=num_rows + 1)
-    data = np.frombuffer(inner.buffers()[2], np.uint8, count=int(offsets[-1])) if num_rows else np.zeros(0, np.uint8)
+    data = (
+        np.frombuffer(inner.buffers()[2], np.uint8, count=int(offsets[-1]))
+        if num_rows
+        else np.zeros(0, np.uint8)
+    )
     out, new_offsets = fsst_decode(data, offsets, symbols, lengths, ctx)
-    arr = pa.Array.from_buffers(pa.large_binary(), num_rows, [inner.buffers()[0], pa.py_buffer(new_offsets.astype(np.int64).tobytes()), pa.py_buffer(out.tobytes())])
+    arr = pa.Array.from_buffers(
+        pa.large_binary(),
+        num_rows,
+        [
+            inner.buffers()[0],
+            pa.py_buffer(new_offsets.astype(np.int64).tobytes()),
+            pa.py_buffer(out.tobytes()),
+        ],
+    )
     return arr.cast(data_type)

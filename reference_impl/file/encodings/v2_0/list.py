@@ -23,8 +23,8 @@ from .nullable import unsigned_values
 class ListPage:
     """One decoded offsets page: per-list ends (page-relative), null mask, item count."""
 
-    ends: np.ndarray      # uint64, page-relative end of every list
-    is_null: np.ndarray   # bool
+    ends: np.ndarray  # uint64, page-relative end of every list
+    is_null: np.ndarray  # bool
     num_items: int
 
 
@@ -39,7 +39,11 @@ def decode_list_page(node, ctx: PageContext, num_rows: int) -> ListPage:
         raise ctx.error("list offsets decrease", RULE_OFFSETS)
     last = int(ends[-1]) if num_rows else 0
     if last != int(node.num_items):
-        raise ctx.error(f"list offsets end at {last} but num_items is {node.num_items}", RULE_OFFSETS)
+        raise ctx.error(
+            f"list offsets end at {last} but num_items is {node.num_items}", RULE_OFFSETS
+        )
     if last > adj - 1:
-        raise ctx.error(f"list offsets reach {last}, past null_offset_adjustment-1 = {adj - 1}", RULE_OFFSETS)
+        raise ctx.error(
+            f"list offsets reach {last}, past null_offset_adjustment-1 = {adj - 1}", RULE_OFFSETS
+        )
     return ListPage(ends, is_null, last)

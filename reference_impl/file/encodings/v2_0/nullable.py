@@ -13,7 +13,8 @@ import numpy as np
 import pyarrow as pa
 
 from . import flat as flat_node
-from ._common import RULE_NODE, PageContext, decode as decode_node, register, with_validity
+from ._common import RULE_NODE, PageContext, register, with_validity
+from ._common import decode as decode_node
 
 
 @register("nullable")

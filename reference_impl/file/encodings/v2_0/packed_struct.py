@@ -17,7 +17,10 @@ from ._common import RULE_NODE, PageContext, fixed_width_bits, need, register
 def child_widths(node, ctx: PageContext) -> list[int]:
     widths = []
     for inner in node.inner:
-        while inner.WhichOneof("array_encoding") == "nullable" and inner.nullable.WhichOneof("nullability") == "no_nulls":
+        while (
+            inner.WhichOneof("array_encoding") == "nullable"
+            and inner.nullable.WhichOneof("nullability") == "no_nulls"
+        ):
             inner = inner.nullable.no_nulls.values
         if inner.WhichOneof("array_encoding") != "flat" or inner.flat.bits_per_value % 8:
             raise ctx.error("packed_struct children must be byte-wide flat nodes", RULE_NODE)
@@ -38,13 +41,19 @@ def rows_matrix(node, ctx: PageContext, num_rows: int) -> tuple[np.ndarray, list
 @register("packed_struct")
 def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.Array:
     if not pa.types.is_struct(data_type) or data_type.num_fields != len(node.inner):
-        raise ctx.error(f"packed_struct with {len(node.inner)} children cannot be {data_type}", RULE_NODE)
+        raise ctx.error(
+            f"packed_struct with {len(node.inner)} children cannot be {data_type}", RULE_NODE
+        )
     mat, widths = rows_matrix(node, ctx, num_rows)
     children, start = [], 0
-    for field, width in zip(data_type, widths):
+    for field, width in zip(data_type, widths, strict=False):
         if fixed_width_bits(field.type) != width * 8:
-            raise ctx.error(f"packed child {field.name} width {width * 8} != {field.type}", RULE_NODE)
+            raise ctx.error(
+                f"packed child {field.name} width {width * 8} != {field.type}", RULE_NODE
+            )
         column = np.ascontiguousarray(mat[:, start : start + width])
-        children.append(pa.Array.from_buffers(field.type, num_rows, [None, pa.py_buffer(column.tobytes())]))
+        children.append(
+            pa.Array.from_buffers(field.type, num_rows, [None, pa.py_buffer(column.tobytes())])
+        )
         start += width
     return pa.StructArray.from_arrays(children, fields=list(data_type))

@@ -59,18 +59,7 @@ def decode_chunks(node, bufs: list, counts: list) -> Fsl:
         item_counts.append(rows * dim)
     items = flat.decode_chunks(item_bufs, item_counts, bits)
     validity = [np.concatenate(p) for p in val_parts]
-    return Fsl(dim, items, _expand(validity, flags, cum, dim), dims)
-
-
-def _expand(validity, flags, cum, dim):
-    """Item-validity per layer, repeated down to one entry per innermost item."""
-    out, k = [], 0
-    for li, f in enumerate(flags):
-        if f:
-            rep = dim // int(cum[li])
-            out.append(np.repeat(validity[k], rep) if rep > 1 else validity[k])
-            k += 1
-    return out
+    return Fsl(dim, items, validity, dims, [i for i, f in enumerate(flags) if f])
 
 
 def decode_pv(node, raw: Fixed) -> Fsl:
@@ -93,4 +82,4 @@ def decode_pv(node, raw: Fixed) -> Fsl:
     if pos + ib != W:
         raise FormatError(f"full-zip FSL value of {W} bytes, expected {pos + ib}", rule=RULE)
     items = Fixed(np.ascontiguousarray(mat[:, pos:]).reshape(-1), bits)
-    return Fsl(dim, items, _expand(validity, flags, cum, dim), dims)
+    return Fsl(dim, items, validity, dims, [i for i, f in enumerate(flags) if f])

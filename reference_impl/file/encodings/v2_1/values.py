@@ -63,19 +63,36 @@ class Var:
 class Fsl:
     dim: int
     items: Fixed
-    validity: list = field(default_factory=list)  # bool arrays, outermost first
+    validity: list = field(default_factory=list)  # bool arrays, one per flagged layer
     dims: list = field(default_factory=list)  # dim of each nested layer, outermost first
+    vlayers: list = field(default_factory=list)  # layer index of each validity array
 
     @property
     def n(self) -> int:
         return self.items.n // self.dim if self.dim else 0
 
+    def with_layers(self, layers: list) -> "Fsl":
+        """The same rows with a validity array for each of ``layers`` (missing = all valid)."""
+        have = dict(zip(self.vlayers, self.validity))
+        val = [have.get(li, np.ones(self.n * int(np.prod(self.dims[:li + 1])), bool)) for li in layers]
+        return Fsl(self.dim, self.items, val, self.dims, list(layers))
+
+    @staticmethod
+    def placeholder(proto: "Fsl", n: int) -> "Fsl":
+        """``n`` all-zero rows shaped like ``proto`` (for pages without values)."""
+        k = n * proto.dim
+        bits = proto.items.bits
+        items = Fixed(np.zeros(k, bool) if bits == 1 else np.zeros(k * (bits // 8), np.uint8), bits)
+        return Fsl(proto.dim, items, [], proto.dims, [])
+
     def take(self, idx: np.ndarray) -> "Fsl":
-        item_idx = (np.asarray(idx, np.int64)[:, None] * self.dim + np.arange(self.dim)).reshape(-1)
+        idx = np.asarray(idx, np.int64)
+        item_idx = (idx[:, None] * self.dim + np.arange(self.dim)).reshape(-1)
         val = []
-        for v in self.validity:
-            val.append(v[item_idx] if len(v) == self.items.n else v)
-        return Fsl(self.dim, self.items.take(item_idx), val, self.dims)
+        for v, li in zip(self.validity, self.vlayers):
+            c = int(np.prod(self.dims[:li + 1]))
+            val.append(v[(idx[:, None] * c + np.arange(c)).reshape(-1)])
+        return Fsl(self.dim, self.items.take(item_idx), val, self.dims, self.vlayers)
 
 
 def concat(parts: list):
@@ -98,9 +115,11 @@ def concat(parts: list):
         data = np.concatenate([p.data[p.offsets[0]:p.offsets[-1]] for p in parts])
         return Var(off, data)
     if isinstance(first, Fsl):
+        layers = sorted({li for p in parts for li in p.vlayers})
+        parts = [p.with_layers(layers) for p in parts]
         items = concat([p.items for p in parts])
-        val = [np.concatenate([p.validity[i] for p in parts]) for i in range(len(first.validity))]
-        return Fsl(first.dim, items, val, first.dims)
+        val = [np.concatenate([p.validity[i] for p in parts]) for i in range(len(layers))]
+        return Fsl(first.dim, items, val, first.dims, layers)
     raise FormatError(f"unknown value stream {type(first).__name__}", rule="ENC-001")
 
 

@@ -1,0 +1,160 @@
+"""Lance logical types <-> Arrow types for decoding, and decoded value streams -> Arrow arrays.
+
+The file's schema (``FileDescriptor.schema``, a ``lance.file.Field`` list) is turned into a
+pyarrow schema by :func:`reference_impl.table.schema.fields_to_arrow`; this module adds what
+the page decoders need from a type:
+
+* :func:`value_shape` -- is a leaf fixed width (and how many bits per value: 1 for bool) or
+  variable width;
+* :func:`leaf_array` -- builds the Arrow array of a leaf from a value stream
+  (:class:`~reference_impl.file.encodings.v2_1.values.Fixed` / ``Var`` / ``Fsl``) and a
+  validity mask, checking that the decoded widths match the type;
+* :func:`is_leaf` -- which fields own a column in 2.1+ (FILE-ENCODINGS §1.1): everything but
+  struct (unless packed), list, large_list and map.
+
+Dictionary-typed fields are decoded to their value type and re-encoded with the declared
+index type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from reference_impl.errors import FormatError
+
+from .encodings.v2_1 import packed_struct as packed_node
+from .encodings.v2_1.values import Fixed, Fsl, Var
+
+RULE = "ENC-045"
+PACKED_KEYS = (b"lance-encoding:packed", b"packed")
+
+
+def is_packed(field: pa.Field) -> bool:
+    md = field.metadata or {}
+    return pa.types.is_struct(field.type) and any(md.get(k, b"").lower() == b"true" for k in PACKED_KEYS)
+
+
+def is_leaf(field: pa.Field) -> bool:
+    t = field.type
+    if pa.types.is_struct(t):
+        return is_packed(field)
+    return not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t))
+
+
+def storage(t: pa.DataType) -> pa.DataType:
+    if isinstance(t, pa.ExtensionType):
+        return t.storage_type
+    if pa.types.is_dictionary(t):
+        return t.value_type
+    return t
+
+
+def is_variable(t: pa.DataType) -> bool:
+    t = storage(t)
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t) or pa.types.is_string_view(t) or pa.types.is_binary_view(t))
+
+
+def value_shape(field: pa.Field) -> tuple[str, int]:
+    """("fixed", bits) or ("var", 0) for a leaf's values."""
+    t = storage(field.type)
+    if is_variable(t):
+        return "var", 0
+    if pa.types.is_boolean(t):
+        return "fixed", 1
+    if pa.types.is_fixed_size_list(t):
+        return "fsl", 0
+    if pa.types.is_struct(t):
+        return "fixed", sum(storage(c.type).bit_width for c in t)
+    try:
+        return "fixed", t.bit_width
+    except ValueError:
+        raise FormatError(f"type {t} has no fixed width", rule=RULE) from None
+
+
+def _bitmap(valid: np.ndarray | None):
+    if valid is None or valid.all():
+        return None
+    return pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
+
+
+def _fixed_array(t: pa.DataType, v: Fixed, valid) -> pa.Array:
+    n = v.n
+    if pa.types.is_boolean(t):
+        if v.bits != 1:
+            raise FormatError(f"bool column decoded as {v.bits}-bit values", rule=RULE)
+        data = pa.py_buffer(np.packbits(v.data, bitorder="little").tobytes())
+    else:
+        if v.bits != t.bit_width:
+            raise FormatError(f"{t} column decoded as {v.bits}-bit values", rule=RULE)
+        data = pa.py_buffer(np.ascontiguousarray(v.data).tobytes())
+    return pa.Array.from_buffers(t, n, [_bitmap(valid), data])
+
+
+def _var_array(t: pa.DataType, v: Var, valid) -> pa.Array:
+    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    if not large and len(v.data) >= 2 ** 31:
+        raise FormatError("values exceed 32-bit offsets", rule=RULE)
+    offs = v.offsets.astype(np.int64 if large else np.int32)
+    if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
+        base = pa.string() if pa.types.is_string_view(t) else pa.binary()
+        return pa.Array.from_buffers(base, v.n, [_bitmap(valid), pa.py_buffer(offs.tobytes()),
+                                                 pa.py_buffer(v.data.tobytes())]).cast(t)
+    return pa.Array.from_buffers(t, v.n, [_bitmap(valid), pa.py_buffer(offs.tobytes()),
+                                          pa.py_buffer(np.ascontiguousarray(v.data).tobytes())])
+
+
+def _fsl_array(t: pa.DataType, v: Fsl, valid) -> pa.Array:
+    """Nested FSL arrays bottom-up: layer ``li``'s bitmap is the validity of its items."""
+    types, inner = [], t
+    while pa.types.is_fixed_size_list(inner):
+        types.append(inner)
+        inner = inner.value_type
+    if [x.list_size for x in types] != list(v.dims):
+        raise FormatError(f"fixed-size list dims {v.dims} do not match the type {t}", rule=RULE)
+    by_layer = dict(zip(v.vlayers, v.validity))
+    last = len(types) - 1
+    arr = _fixed_array(storage(inner), v.items, by_layer.get(last))
+    rows = v.n
+    for depth in range(last, -1, -1):
+        length = rows * int(np.prod(v.dims[:depth])) if depth else rows
+        bitmap = _bitmap(valid) if depth == 0 else _bitmap(by_layer.get(depth - 1))
+        arr = pa.Array.from_buffers(types[depth], length, [bitmap], children=[arr])
+    return arr
+
+
+def leaf_array(field: pa.Field, values, valid: np.ndarray | None) -> pa.Array:
+    """Arrow array of a leaf field from a decoded value stream and its validity."""
+    t = field.type
+    st = storage(t)
+    if values is None:
+        raise FormatError(f"no values decoded for {field.name!r}", rule=RULE)
+    if pa.types.is_fixed_size_list(st):
+        if not isinstance(values, Fsl):
+            raise FormatError(f"fixed-size list {field.name!r} decoded as {type(values).__name__}", rule=RULE)
+        arr = _fsl_array(st, values, valid)
+    elif pa.types.is_struct(st):
+        if not isinstance(values, Fixed):
+            raise FormatError(f"packed struct {field.name!r} not fixed width", rule=RULE)
+        widths = [storage(c.type).bit_width for c in st]
+        kids = [_fixed_array(storage(c.type), part, None)
+                for c, part in zip(st, packed_node.split(values, widths))]
+        kids = [k.cast(c.type) if k.type != c.type else k for k, c in zip(kids, st)]
+        arr = pa.Array.from_buffers(st, values.n if kids else 0, [_bitmap(valid)], children=kids)
+    elif is_variable(st):
+        if not isinstance(values, Var):
+            raise FormatError(f"variable-width {field.name!r} decoded as {type(values).__name__}", rule=RULE)
+        arr = _var_array(st, values, valid)
+    else:
+        if not isinstance(values, Fixed):
+            raise FormatError(f"fixed-width {field.name!r} decoded as {type(values).__name__}", rule=RULE)
+        arr = _fixed_array(st, values, valid)
+    if pa.types.is_dictionary(t):
+        arr = pc.dictionary_encode(arr)
+        if arr.type.index_type != t.index_type:
+            arr = pa.DictionaryArray.from_arrays(arr.indices.cast(t.index_type), arr.dictionary)
+    elif isinstance(t, pa.ExtensionType):
+        arr = pa.ExtensionArray.from_storage(t, arr)
+    return arr

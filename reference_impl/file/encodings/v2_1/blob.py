@@ -1,0 +1,41 @@
+"""The 2.1 blob layout (blob v1, ``PageLayout.blob_layout``, FILE-ENCODINGS §3.5).
+
+``blob_layout{inner_layout: mini_block{packed_struct{bits [64, 64], flat 128}}, layers}``: each
+row is a descriptor (u64 absolute file position, u64 size) of blob bytes stored as separate
+64-aligned buffers elsewhere in the file. A null is size 0 with position = its def level; an
+empty value is (0, 0). Decoding reads every described range (bounds-checked, counted).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reference_impl.errors import FormatError
+
+from . import mini_block
+from .values import Var
+
+RULE = "ENC-047"
+
+
+def decode(container, layout, buffers, rows: int):
+    """-> ``(Var of blob bytes, validity or None)``."""
+    inner = layout.inner_layout
+    if inner.WhichOneof("layout") != "mini_block_layout":
+        raise FormatError("blob inner layout must be mini-block", rule=RULE)
+    _rep, _dfn, values = mini_block.decode(inner.mini_block_layout, buffers, container.version_name, rows)
+    if values is None or values.bits != 128 or values.n != rows:
+        raise FormatError("blob descriptors must be one (u64, u64) per row", rule=RULE)
+    desc = values.data.view("<u8").reshape(rows, 2).astype(np.int64)
+    pos, size = desc[:, 0], desc[:, 1]
+    if np.any(pos + size > container.size) or np.any(size < 0):
+        raise FormatError("blob descriptor points outside the file", rule=RULE, path=container.path)
+    has_nulls = any(k in (3,) for k in layout.layers)
+    valid = None
+    if has_nulls:
+        valid = ~((size == 0) & (pos > 0))
+    parts = [np.frombuffer(container.read_buffer(int(p), int(s)), np.uint8) for p, s in zip(pos, size) if s]
+    off = np.zeros(rows + 1, np.int64)
+    np.cumsum(size, out=off[1:])
+    data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    return Var(off, data), valid

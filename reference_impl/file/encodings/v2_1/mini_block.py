@@ -1,0 +1,131 @@
+"""The mini-block layout (``PageLayout.mini_block_layout``, FILE-ENCODINGS §3.2).
+
+Page buffers: ``[0]`` chunk metadata, ``[1]`` chunk data, ``[2]`` dictionary (if ``dictionary``
+is set), ``[last]`` repetition index (if ``repetition_index_depth > 0``).
+
+Chunk metadata: one word per chunk, u16 in 2.1, u32 in 2.2 (``has_large_chunk``)::
+
+    chunk_bytes     = ((word >> 4) + 1) * 8
+    values_in_chunk = 1 << (word & 0xF)      # every chunk but the last, whose count is
+                                             # num_items minus the others
+
+Chunk layout (offsets from the chunk start; chunks are back to back in buffer 1)::
+
+    u16 num_levels
+    u16 rep_size                 if rep_compression is set
+    u16 def_size                 if def_compression is set
+    u16 (2.1) / u32 (2.2) size[k] for each of num_buffers value buffers
+    pad to 8; rep bytes, pad to 8; def bytes, pad to 8; value buffers, each padded to 8
+
+Levels are block-decompressed per chunk (count = num_levels); values are mini-block
+decompressed (count = values in the chunk, i.e. visible items). The repetition index holds
+``depth+1`` u64 per chunk; a full scan does not need it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reference_impl.errors import FormatError
+
+from . import compressive, dictionary
+from .values import concat, empty_like, Fixed
+
+RULE = "ENC-041"
+
+
+def _pad8(x: int) -> int:
+    return (x + 7) & ~7
+
+
+def chunk_table(layout, meta, version: str):
+    """``(byte offsets, byte sizes, value counts)`` of every chunk, vectorised."""
+    large = bool(layout.has_large_chunk)
+    if version == "2.1" and large:
+        raise FormatError("has_large_chunk is set in a 2.1 file", rule="ENC-042")
+    if version != "2.1" and not large:
+        raise FormatError(f"a {version} mini-block page must set has_large_chunk", rule="ENC-042")
+    dt = np.dtype("<u4") if large else np.dtype("<u2")
+    if len(meta) % dt.itemsize:
+        raise FormatError("chunk metadata is not a whole number of words", rule=RULE)
+    words = np.frombuffer(meta, dt).astype(np.int64)
+    sizes = ((words >> 4) + 1) * 8
+    logs = words & 0xF
+    counts = np.left_shift(1, logs)
+    n_items = int(layout.num_items)
+    if len(words):
+        if len(words) > 1 and np.any(logs[:-1] == 0):
+            raise FormatError("a non-last chunk has a log2 value count of 0", rule=RULE)
+        before = int(counts[:-1].sum())
+        last = n_items - before
+        if last < 0 or (last == 0 and n_items > 0 and len(words) > 0 and before == n_items and False):
+            raise FormatError(f"chunks hold more than num_items={n_items} values", rule=RULE)
+        if last < 0:
+            raise FormatError(f"chunks hold more than num_items={n_items} values", rule=RULE)
+        counts[-1] = last
+    elif n_items:
+        raise FormatError(f"num_items={n_items} but no chunks", rule=RULE)
+    offsets = np.zeros(len(words), np.int64)
+    if len(words):
+        np.cumsum(sizes[:-1], out=offsets[1:])
+    return offsets, sizes, counts
+
+
+def decode(layout, buffers: list, version: str, rows: int):
+    """Decode a mini-block page -> ``(rep, def, values)`` (levels may be None)."""
+    nb = int(layout.num_buffers)
+    has_rep = layout.HasField("rep_compression")
+    has_def = layout.HasField("def_compression")
+    if not layout.HasField("value_compression"):
+        raise FormatError("mini-block page without value_compression", rule=RULE)
+    expect_nb = compressive.mini_block_buffers(layout.value_compression)
+    if nb != expect_nb:
+        raise FormatError(f"num_buffers={nb}, value encoding needs {expect_nb}", rule=RULE)
+    need = 2 + (1 if layout.HasField("dictionary") else 0) + (1 if layout.repetition_index_depth else 0)
+    if len(buffers) < need:
+        raise FormatError(f"mini-block page has {len(buffers)} buffers, needs {need}", rule=RULE)
+    meta, data = buffers[0], buffers[1]
+    offs, sizes, counts = chunk_table(layout, meta, version)
+    if len(offs) and int(offs[-1] + sizes[-1]) != len(data):
+        raise FormatError(f"chunk sizes add up to {int(offs[-1] + sizes[-1])}, data buffer has {len(data)}",
+                          rule=RULE)
+    large = bool(layout.has_large_chunk)
+    vsz = 4 if large else 2
+    hdr_words = 1 + has_rep + has_def
+    hdr_len = 2 * hdr_words + vsz * nb
+    reps, defs, chunk_bufs = [], [], []
+    mv = memoryview(data)
+    for c in range(len(offs)):
+        start, size = int(offs[c]), int(sizes[c])
+        chunk = mv[start:start + size]
+        if size < hdr_len:
+            raise FormatError(f"chunk {c} of {size} bytes is shorter than its header", rule=RULE)
+        h = np.frombuffer(chunk, "<u2", hdr_words)
+        n_levels = int(h[0])
+        vs = np.frombuffer(chunk, "<u4" if large else "<u2", nb, 2 * hdr_words).astype(np.int64)
+        pos = _pad8(hdr_len)
+        parts = []
+        for sz in ([int(h[1])] if has_rep else []) + ([int(h[1 + has_rep])] if has_def else []) + list(vs):
+            if pos + sz > size:
+                raise FormatError(f"chunk {c} buffers run past its {size} bytes", rule=RULE)
+            parts.append(chunk[pos:pos + sz])
+            pos = _pad8(pos + sz)
+        k = 0
+        if has_rep:
+            reps.append(compressive.levels(layout.rep_compression, parts[k], n_levels))
+            k += 1
+        if has_def:
+            defs.append(compressive.levels(layout.def_compression, parts[k], n_levels))
+            k += 1
+        chunk_bufs.append(parts[k:])
+    counts_l = [int(x) for x in counts]
+    if chunk_bufs:
+        values = compressive.decode_mini_block(layout.value_compression, chunk_bufs, counts_l)
+    else:
+        values = None
+    if layout.HasField("dictionary"):
+        items = compressive.decode_block(layout.dictionary, buffers[2], int(layout.num_dictionary_items))
+        values = dictionary.resolve(values, items)
+    rep = np.concatenate(reps) if reps else None
+    dfn = np.concatenate(defs) if defs else None
+    return rep, dfn, values

@@ -1,0 +1,509 @@
+"""``LanceFileReader``: reading Lance v2.x data files (spec 003, FILE-ENCODINGS).
+
+Usage::
+
+    r = LanceFileReader(store, "data/abc.lance")
+    r.version        # "2.0", "2.1", "2.2" or "2.3"
+    r.num_rows       # FileDescriptor.length
+    r.schema         # pyarrow schema from FileDescriptor.schema (with lance:field_id metadata)
+    r.fields         # the lance.file.Field list
+    r.read_all()     # pa.Table
+    r.read_columns(["a", "b"])   # or field ids
+    r.read_range(start, stop)
+    r.take([3, 17, 99])
+    r.reads          # ranged store reads issued so far (footer/metadata included)
+
+**Field -> column mapping** (FILE-ENCODINGS §1.1). Columns follow the schema's pre-order walk.
+In 2.1+ only *leaves* own a column: primitives, strings/binary, fixed-size lists, packed
+structs and blobs; structs, lists and maps have no column, their validity and offsets come
+from the leaves' rep/def levels. In 2.0 structs (header column) and lists (offsets column) own
+columns too, so the number of columns a field takes is decided by the 2.0 decoder.
+
+**Decoder registry.** Version families are dispatched through :func:`register_decoder`.
+A decoder has the signature::
+
+    decode_column(container, column_index, field, page_range) -> (pa.Array, next_column_index)
+
+* ``container`` -- the :class:`~reference_impl.file.container.FileContainer` (``.columns`` are
+  the parsed ``ColumnMetadata`` messages, ``.read_buffer(pos, size)`` reads bytes with bounds
+  checks and read counting, ``.version_name``, ``.num_rows``, ``.path``);
+* ``column_index`` -- index of the first column of ``field`` in ``container.columns``;
+* ``field`` -- the top-level ``pa.Field`` to decode (from :attr:`LanceFileReader.schema`);
+* ``page_range`` -- ``None`` for all rows, or ``(start, stop)`` top-level rows; a decoder may
+  return more rows than asked as long as the result starts at the first row of the first page
+  it decoded, and then returns ``(array, next_column_index, first_row)``; returning exactly
+  ``stop-start`` rows with a 2-tuple is also fine;
+* returns the decoded array and the index of the column after the field's last one.
+
+The 2.1/2.2 family (``"2.1"``) is registered here; ``"2.0"`` is registered by
+``reference_impl.file.encodings.v2_0`` (a fallback adapter over its ``column`` module is used
+when nothing is registered).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from reference_impl.errors import FormatError, UnsupportedFeature
+
+from . import arrow_types
+from .container import FileContainer, read_container
+from .encodings.v2_1 import blob as blob_layout
+from .encodings.v2_1 import constant as constant_layout
+from .encodings.v2_1 import full_zip, mini_block, repdef
+from .encodings.v2_1.values import Fixed, Var, concat
+from .page import page_layout, read_page_buffers
+
+DECODERS: dict[str, Callable] = {}
+RULE_SCHEMA = "FILE-009"
+RULE_PAGES = "FILE-010"
+
+
+def register_decoder(version_family: str, fn: Callable) -> None:
+    """Register the column decoder of a version family ("2.0" or "2.1")."""
+    DECODERS[version_family] = fn
+
+
+def family(version: str) -> str:
+    return "2.0" if version == "2.0" else "2.1"
+
+
+# --------------------------------------------------------------------------- 2.1/2.2 decoding
+
+@dataclass
+class Node:
+    """A decoded (partial) field: ``kind`` is "leaf", "struct" or "list"."""
+
+    kind: str
+    length: int
+    validity: np.ndarray | None = None
+    offsets: np.ndarray | None = None
+    children: dict = field(default_factory=dict)  # struct: name -> Node; list: "" -> Node
+    values: object = None  # leaf value stream
+
+
+def _leaf_paths(f: pa.Field, prefix=()):
+    """Pre-order leaves of ``f``; each a tuple of fields from the top-level field down."""
+    path = prefix + (f,)
+    t = f.type
+    if arrow_types.is_leaf(f):
+        yield path
+    elif pa.types.is_struct(t):
+        for c in t:
+            yield from _leaf_paths(c, path)
+    elif pa.types.is_map(t):
+        entries = pa.field("entries", pa.struct([t.key_field, t.item_field]), nullable=False)
+        yield from _leaf_paths(entries, path)
+    else:  # list / large_list
+        yield from _leaf_paths(t.value_field, path)
+
+
+def _chain(path, layers, values, leaf_valid) -> Node:
+    """Build the single-leaf node chain along ``path`` from unravelled layers."""
+    node = Node("leaf", layers[-1].length, leaf_valid, values=values)
+    for i in range(len(path) - 2, -1, -1):
+        layer = layers[i]
+        if layer.is_list:
+            node = Node("list", layer.length, layer.validity, layer.offsets, {"": node})
+        else:
+            node = Node("struct", layer.length, layer.validity, children={path[i + 1].name: node})
+    return node
+
+
+def _decode_page_2_1(container: FileContainer, page, path, field_: pa.Field) -> Node:
+    layout = page_layout(page, path=container.path)
+    buffers = read_page_buffers(container, page)
+    rows = int(page.length)
+    leaf = path[-1]
+    kind = layout.WhichOneof("layout")
+    version = container.version_name
+    shape, bits = arrow_types.value_shape(leaf)
+    if kind == "mini_block_layout":
+        lay = layout.mini_block_layout
+        layers = list(lay.layers)
+        rep, dfn, values = mini_block.decode(lay, buffers, version, rows)
+        n_slots = len(rep) if rep is not None else (len(dfn) if dfn is not None else rows)
+        spans = None
+    elif kind == "full_zip_layout":
+        lay = layout.full_zip_layout
+        layers = list(lay.layers)
+        repdef.check_layers(layers)
+        rep, dfn, spans = full_zip.decode(lay, buffers, rows, _max_visible(layers))
+        n_slots = len(spans[0])
+        values = None
+    elif kind == "constant_layout":
+        lay = layout.constant_layout
+        layers = list(lay.layers)
+        rep, dfn, value = constant_layout.decode(lay, buffers, version, rows, "var" if shape == "var" else "fixed", bits)
+        n_slots = len(rep) if rep is not None else (len(dfn) if dfn is not None else rows)
+        if value is None and dfn is None:
+            # simple all-null page: every slot is null at the innermost nullable layer
+            if repdef.max_def(layers) < 1:
+                raise FormatError("all-null constant page without a nullable layer", rule="ENC-044",
+                                  path=container.path)
+            dfn = np.ones(n_slots, np.uint16)
+        values = value
+        spans = "constant"
+    elif kind == "blob_layout":
+        if len(path) != 1:
+            raise UnsupportedFeature("nested blob columns are not supported")
+        values, valid = blob_layout.decode(container, layout.blob_layout, buffers, rows)
+        return Node("leaf", rows, valid, values=values)
+    else:
+        raise UnsupportedFeature(f"page layout {kind!r} is not supported")
+    layers_out, visible = repdef.unravel(layers, rep, dfn, n_slots, rows)
+    n_vis = int(visible.sum())
+    if spans is None:
+        if values is None:
+            values = _empty_values(shape, bits)
+        if values.n != n_vis:
+            raise FormatError(f"page decodes {values.n} values for {n_vis} visible slots",
+                              rule="ENC-046", path=container.path)
+    elif isinstance(spans, str):
+        if values is None:
+            values = _placeholder(shape, bits, n_vis)
+        else:
+            values = values.take(np.zeros(n_vis, np.int64))
+    else:
+        values = full_zip.slot_values(lay, spans, visible)
+    if len(layers_out) != len(path):
+        raise FormatError(f"page has {len(layers_out)} layers, field path {len(path)}",
+                          rule="ENC-040", path=container.path)
+    return _chain(path, layers_out, values, layers_out[-1].validity)
+
+
+def _max_visible(layers) -> int:
+    total = 0
+    for k in layers:
+        if k in repdef.LIST_KINDS:
+            return total
+        total += repdef.NUM_DEF.get(k, 0)
+    return 1 << 30
+
+
+def _empty_values(shape, bits):
+    if shape == "var":
+        return Var(np.zeros(1, np.int64), np.zeros(0, np.uint8))
+    if shape == "fsl":
+        raise FormatError("fixed-size list page without values", rule="ENC-046")
+    return Fixed(np.zeros(0, bool if bits == 1 else np.uint8), bits)
+
+
+def _placeholder(shape, bits, n):
+    if shape == "var":
+        return Var(np.zeros(n + 1, np.int64), np.zeros(0, np.uint8))
+    if shape == "fsl":
+        return None
+    return Fixed(np.zeros(n, bool) if bits == 1 else np.zeros(n * (bits // 8), np.uint8), bits)
+
+
+def _concat_nodes(nodes: list) -> Node:
+    first = nodes[0]
+    if len(nodes) == 1:
+        return first
+    length = sum(n.length for n in nodes)
+    if any(n.validity is not None for n in nodes):
+        validity = np.concatenate([n.validity if n.validity is not None else np.ones(n.length, bool) for n in nodes])
+    else:
+        validity = None
+    if first.kind == "leaf":
+        vals = [n.values for n in nodes]
+        if any(v is None for v in vals):
+            from .encodings.v2_1.values import Fsl  # all-null FSL pages
+            proto = next((v for v in vals if v is not None), None)
+            if proto is None:
+                return Node("leaf", length, validity, values=None)
+            vals = [v if v is not None else Fsl.placeholder(proto, n.length) for v, n in zip(vals, nodes)]
+        return Node("leaf", length, validity, values=concat(vals))
+    if first.kind == "list":
+        offs, base = [np.zeros(1, np.int64)], 0
+        for n in nodes:
+            o = n.offsets - n.offsets[0]
+            offs.append(o[1:] + base)
+            base += int(o[-1])
+        child = _concat_nodes([n.children[""] for n in nodes])
+        return Node("list", length, validity, np.concatenate(offs), {"": child})
+    kids = {k: _concat_nodes([n.children[k] for n in nodes]) for k in first.children}
+    return Node("struct", length, validity, children=kids)
+
+
+def _merge(a: Node, b: Node) -> Node:
+    """Merge two single-leaf trees of the same field (struct children union)."""
+    if a.kind == "struct" and b.kind == "struct":
+        kids = dict(a.children)
+        for k, v in b.children.items():
+            kids[k] = _merge(kids[k], v) if k in kids else v
+        return Node("struct", a.length, a.validity, children=kids)
+    if a.kind == "list" and b.kind == "list":
+        return Node("list", a.length, a.validity, a.offsets, {"": _merge(a.children[""], b.children[""])})
+    return a
+
+
+def _bitmap(valid):
+    if valid is None or valid.all():
+        return None
+    return pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
+
+
+def _to_arrow(f: pa.Field, node: Node) -> pa.Array:
+    t = f.type
+    if node.kind == "leaf":
+        if node.values is None:
+            return pa.nulls(node.length, t)
+        return arrow_types.leaf_array(f, node.values, node.validity)
+    if node.kind == "struct":
+        kids = [_to_arrow(c, node.children[c.name]) if c.name in node.children else pa.nulls(node.length, c.type)
+                for c in t]
+        for c, k in zip(t, kids):
+            if len(k) != node.length:
+                raise FormatError(f"struct child {c.name!r} has {len(k)} rows, struct {node.length}", rule="ENC-046")
+        return pa.Array.from_buffers(t, node.length, [_bitmap(node.validity)], children=kids)
+    # lists and maps
+    if pa.types.is_map(t):
+        entries = pa.field("entries", pa.struct([t.key_field, t.item_field]), nullable=False)
+        child = _to_arrow(entries, node.children[""])
+        offs = node.offsets.astype(np.int32)
+        return pa.Array.from_buffers(t, node.length, [_bitmap(node.validity), pa.py_buffer(offs.tobytes())],
+                                     children=[child])
+    child = _to_arrow(t.value_field, node.children[""])
+    large = pa.types.is_large_list(t)
+    offs = node.offsets - node.offsets[0]
+    if len(offs) and offs[-1] != len(child):
+        raise FormatError(f"list offsets end at {offs[-1]}, child holds {len(child)}", rule="ENC-046")
+    offs = offs.astype(np.int64 if large else np.int32)
+    return pa.Array.from_buffers(t, node.length, [_bitmap(node.validity), pa.py_buffer(offs.tobytes())],
+                                 children=[child])
+
+
+def _page_rows(container: FileContainer, col: int):
+    """``(first_row, length)`` of each page of a 2.1+ column (from priority)."""
+    return [(int(p.priority), int(p.length)) for p in container.columns[col].pages]
+
+
+def decode_column_2_1(container: FileContainer, column_index: int, field_: pa.Field, page_range=None):
+    """Decode one top-level field of a 2.1/2.2 file (the ``"2.1"`` family decoder).
+
+    Returns ``(array, next_column_index, first_row)`` where ``first_row`` is the first row of
+    the pages decoded (the array may extend beyond ``page_range``).
+    """
+    leaves = list(_leaf_paths(field_))
+    if not leaves:
+        return pa.nulls(container.num_rows if page_range is None else page_range[1] - page_range[0], field_.type), column_index, (page_range[0] if page_range else 0)
+    tree = None
+    first_row = None
+    for li, path in enumerate(leaves):
+        col = column_index + li
+        if col >= len(container.columns):
+            raise FormatError(f"field {field_.name!r} needs column {col}, file has {len(container.columns)}",
+                              rule=RULE_SCHEMA, path=container.path)
+        pages = list(container.columns[col].pages)
+        if page_range is not None:
+            start, stop = page_range
+            sel = [p for p in pages if int(p.priority) < stop and int(p.priority) + int(p.length) > start]
+        else:
+            sel = pages
+        fr = int(sel[0].priority) if sel else (page_range[0] if page_range else 0)
+        if first_row is None:
+            first_row = fr
+        elif fr != first_row:
+            raise FormatError(f"columns of {field_.name!r} cut pages at different rows", rule=RULE_PAGES,
+                              path=container.path)
+        nodes = [_decode_page_2_1(container, p, path, field_) for p in sel if int(p.length)]
+        if not nodes:
+            arr = pa.array([], field_.type)
+            return arr, column_index + len(leaves), fr
+        node = _concat_nodes(nodes)
+        tree = node if tree is None else _merge(tree, node)
+    return _to_arrow(field_, tree), column_index + len(leaves), first_row
+
+
+register_decoder("2.1", decode_column_2_1)
+
+
+def _decode_column_2_0_fallback(container: FileContainer, column_index: int, field_: pa.Field, page_range=None):
+    """Adapter over ``encodings.v2_0.column`` when the 2.0 module registers nothing."""
+    from .encodings.v2_0 import column as col20
+
+    def read_range(pos, length):
+        return container.read_buffer(pos, length)
+
+    gbufs = [memoryview(container.read_global_buffer(i)) for i in range(container.num_global_buffers)]
+    cols = [col20.column_from_metadata(m, read_range, path=container.path, file_buffers=gbufs)
+            for m in container.columns]
+    arr, nxt = col20.decode_field(field_, cols, column_index)
+    return arr, nxt
+
+
+# --------------------------------------------------------------------------- public reader
+
+class LanceFileReader:
+    """Reads a Lance 2.0/2.1/2.2 data file from an object store (see module docstring)."""
+
+    def __init__(self, store, key: str, *, size: int | None = None) -> None:
+        self.store, self.key = store, key
+        self.container = read_container(store, key, size=size)
+        if self.container.is_legacy:
+            raise UnsupportedFeature("legacy 0.1 files are read by reference_impl.file.legacy")
+        self.version = self.container.version_name
+        if self.version == "2.3":
+            raise UnsupportedFeature("Lance file version 2.3 (PlanarLayout) is not supported")
+        from reference_impl.table.schema import fields_to_arrow
+
+        self.fields = self.container.fields
+        try:
+            self.schema = fields_to_arrow(self.fields, dict(self.container.descriptor.schema.metadata))
+        except FormatError:
+            raise
+        except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
+            raise FormatError(f"file schema cannot be converted: {exc}", rule=RULE_SCHEMA, path=key) from None
+
+    @property
+    def num_rows(self) -> int:
+        return self.container.num_rows
+
+    @property
+    def reads(self) -> int:
+        return self.container.reader.reads
+
+    @property
+    def bytes_read(self) -> int:
+        return self.container.reader.bytes_read
+
+    def _decoder(self):
+        fam = family(self.version)
+        if fam == "2.0" and fam not in DECODERS:
+            try:
+                import reference_impl.file.encodings.v2_0  # noqa: F401  (may register)
+            except ImportError:
+                pass
+            return DECODERS.get("2.0", _decode_column_2_0_fallback)
+        return DECODERS[fam]
+
+    def _column_starts(self):
+        """Column index of every top-level field (decoding each 2.0 field is needed to know
+        how many columns it takes, so for 2.0 the walk is computed lazily)."""
+        if family(self.version) == "2.0":
+            return None
+        starts, idx = [], 0
+        for f in self.schema:
+            starts.append(idx)
+            idx += len(list(_leaf_paths(f)))
+        if idx != len(self.container.columns):
+            raise FormatError(f"schema needs {idx} columns, file has {len(self.container.columns)}",
+                              rule=RULE_SCHEMA, path=self.key)
+        return starts
+
+    def _select(self, columns) -> list[int]:
+        names = [f.name for f in self.schema]
+        if columns is None:
+            return list(range(len(names)))
+        out = []
+        ids = {int(f.id): f for f in self.fields}
+        for c in columns:
+            if isinstance(c, str):
+                if c not in names:
+                    raise KeyError(c)
+                out.append(names.index(c))
+            else:
+                f = ids.get(int(c))
+                if f is None:
+                    raise KeyError(c)
+                while f.parent_id != -1 and f.parent_id in ids:
+                    f = ids[f.parent_id]
+                out.append(names.index(f.name))
+        return out
+
+    def _read(self, columns, page_range) -> pa.Table:
+        sel = self._select(columns)
+        dec = self._decoder()
+        starts = self._column_starts()
+        arrays = {}
+        if starts is None:  # 2.0: walk every field in order
+            idx = 0
+            for i, f in enumerate(self.schema):
+                res = dec(self.container, idx, f, None)
+                arr, idx = res[0], res[1]
+                if i in sel:
+                    arrays[i] = self._cut(arr, res, page_range)
+        else:
+            for i in sel:
+                f = self.schema.field(i)
+                res = dec(self.container, starts[i], f, page_range)
+                arrays[i] = self._cut(res[0], res, page_range)
+        fields = [self.schema.field(i) for i in sel]
+        return pa.Table.from_arrays([arrays[i] for i in sel],
+                                    schema=pa.schema([f.remove_metadata() if f.metadata else f for f in fields]))
+
+    def _cut(self, arr, res, page_range):
+        first = res[2] if len(res) > 2 else (page_range[0] if page_range else 0)
+        if page_range is None:
+            if len(arr) != self.num_rows:
+                raise FormatError(f"column decodes {len(arr)} rows, file has {self.num_rows}",
+                                  rule=RULE_PAGES, path=self.key)
+            return arr
+        start, stop = page_range
+        if len(res) == 2 and page_range is not None and family(self.version) == "2.0":
+            return arr.slice(start, stop - start)
+        return arr.slice(start - first, stop - start)
+
+    def read_all(self) -> pa.Table:
+        return self._read(None, None)
+
+    def read_columns(self, columns: Sequence) -> pa.Table:
+        return self._read(list(columns), None)
+
+    def read_range(self, start: int, stop: int, columns: Sequence | None = None) -> pa.Table:
+        if not 0 <= start <= stop <= self.num_rows:
+            raise IndexError(f"range [{start}, {stop}) outside 0..{self.num_rows}")
+        return self._read(columns, (start, stop))
+
+    def take(self, indices: Iterable[int], columns: Sequence | None = None) -> pa.Table:
+        """Rows at ``indices`` (any order, repeats allowed); reads only the pages that hold them."""
+        idx = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices, np.int64)
+        if len(idx) and (idx.min() < 0 or idx.max() >= self.num_rows):
+            raise IndexError("take index outside the file")
+        if family(self.version) == "2.0":
+            return self.read_all().select(self._names(columns)).take(pa.array(idx))
+        sel = self._select(columns)
+        starts = self._column_starts()
+        dec = self._decoder()
+        arrays = []
+        for i in sel:
+            f = self.schema.field(i)
+            pages = _page_rows(self.container, starts[i])
+            bounds = np.array([p[0] for p in pages] + [self.num_rows], np.int64)
+            page_of = np.searchsorted(bounds, idx, side="right") - 1
+            parts, pos = [], np.zeros(len(idx), np.int64)
+            chunks = []
+            for pg in np.unique(page_of):
+                s, ln = pages[pg]
+                res = dec(self.container, starts[i], f, (s, s + ln))
+                arr = res[0].slice(s - res[2], ln) if len(res) > 2 else res[0]
+                chunks.append((pg, arr))
+            if not chunks:
+                arrays.append(pa.array([], f.type))
+                continue
+            base = {}
+            total = 0
+            for pg, arr in chunks:
+                base[pg] = total
+                total += len(arr)
+            whole = pa.concat_arrays([a for _, a in chunks]) if len(chunks) > 1 else chunks[0][1]
+            local = idx - np.array([pages[p][0] for p in page_of], np.int64) + np.array([base[p] for p in page_of], np.int64)
+            arrays.append(whole.take(pa.array(local)))
+        fields = [self.schema.field(i).remove_metadata() for i in sel]
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+    def _names(self, columns):
+        return [self.schema.field(i).name for i in self._select(columns)]
+
+
+def open_file(store, key: str, *, size: int | None = None) -> LanceFileReader:
+    return LanceFileReader(store, key, size=size)
+
+
+__all__ = ["DECODERS", "LanceFileReader", "decode_column_2_1", "family", "open_file", "register_decoder"]
