@@ -289,6 +289,11 @@ def _manifest_010(root: Path):
     tag.write_text(json.dumps(doc, indent=2))
 
 
+@corruption("MANIFEST-011", "writer_version.version given a 'v' prefix (v14.0.2)")
+def _manifest_011(root: Path):
+    _edit(root, lambda m: setattr(m.writer_version, "version", "v" + m.writer_version.version))
+
+
 # -- FLAGS ----------------------------------------------------------------------------------
 
 @corruption("FLAGS-001", "reader_feature_flags |= 128 (unknown)")
@@ -466,6 +471,23 @@ def _frag_009(root):
         f = m.fragments.add()
         f.id = m.max_fragment_id + 1
         m.max_fragment_id = f.id
+    _edit(root, edit)
+
+
+@corruption("FRAG-011", "a legacy dataset whose data file lists field ids [1, 0]")
+def _frag_011(root):
+    # rebuild the table as a legacy (0.1) dataset: the rule is about v1 data files only
+    import lance
+    import pyarrow as pa
+
+    for child in list(root.iterdir()):
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+    lance.write_dataset(pa.table({"a": pa.array([1, 2], pa.int64()), "s": pa.array(["x", "y"])}),
+                        str(root), data_storage_version="legacy")
+
+    def edit(m):
+        df = m.fragments[0].files[0]
+        df.fields[0], df.fields[1] = df.fields[1], df.fields[0]
     _edit(root, edit)
 
 
@@ -680,3 +702,7 @@ def _refs_006(root):
 @corruption("REFS-007", "a branch file named 'main' (reserved)")
 def _refs_007(root):
     shutil.copy(_branch(root), root / "_refs" / "branches" / "main.json")
+
+
+# -- INDEX, MEMWAL: cases live in conformance/invalid_index.py (index engineer) -----------------
+from . import invalid_index as _invalid_index  # noqa: E402,F401  (registers its cases)

@@ -426,9 +426,9 @@ def update(ds, values: dict, where=None, *, commit_message: str | None = None):
 def add_columns(ds, data, *, commit_message: str | None = None):
     """Add columns: ``data`` is a pyarrow Table with one row per visible row (in scan
     order), or a pyarrow Schema whose columns are added all-null. Merge (105)."""
+    from .file.writer import write_lance_file
     from .table import operations
     from .table.schema import arrow_to_fields, max_field_id
-    from .file.writer import write_lance_file
     from .write import new_data_file_name
 
     _check_writable(ds)
@@ -714,7 +714,6 @@ def shallow_clone(ds, target: str, ref=None, *, storage_options=None, commit_mes
     references the source's files through ``base_paths``. ``ref``: int, tag name or None."""
     from .io.uri import open_store
     from .table import operations
-    from .table.commit import commit_transaction
 
     src = ds if ref is None else _reopen(ds, ref) if isinstance(ref, int) else _by_tag(ds, ref)
     dst = open_store(target, storage_options)
@@ -775,15 +774,12 @@ def create_branch(ds, name: str, ref=None, *, commit_message: str | None = None)
     txn = operations.clone(v, ref_path=_local_path(src.store), ref_version=v, ref_name=src.branch,
                            branch_name=name, commit_message=commit_message)
 
+    # files the source holds without base_id live in its own directory: the main root,
+    # or tree/{parent branch} (added under the parent branch's name)
+    src_dir = root_path if not src.branch else f"{root_path}/{layout.branch_prefix(src.branch)}"
+
     def prepared(version):
-        m, idx = _clone_manifest(src.manifest, src.list_indices(), v, root_path, name, None)
-        if src.branch:  # the parent branch's own files resolve against its directory
-            parent_id = max(b.id for b in m.base_paths)
-            m.base_paths[-1].is_dataset_root = True
-            m.base_paths[-1].path = f"{root_path}/{layout.branch_prefix(src.branch)}"
-            m.base_paths[-1].name = src.branch
-            del parent_id
-        return m, idx
+        return _clone_manifest(src.manifest, src.list_indices(), v, src_dir, name, src.branch)
 
     commit_at(bstore, txn, v, prepared)
     parent_mapping = []

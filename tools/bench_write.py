@@ -23,9 +23,17 @@ def make_table(rows: int) -> pa.Table:
     letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
     chars = letters[rng.integers(0, len(letters), rows * 20)]
     strings = pa.StringArray.from_buffers(
-        rows, pa.py_buffer(np.arange(0, rows * 20 + 1, 20, dtype=np.int32).tobytes()), pa.py_buffer(chars.tobytes())
+        rows,
+        pa.py_buffer(np.arange(0, rows * 20 + 1, 20, dtype=np.int32).tobytes()),
+        pa.py_buffer(chars.tobytes()),
     )
-    return pa.table({"i": pa.array(np.arange(rows, dtype=np.int64)), "f": pa.array(rng.random(rows)), "s": strings})
+    return pa.table(
+        {
+            "i": pa.array(np.arange(rows, dtype=np.int64)),
+            "f": pa.array(rng.random(rows)),
+            "s": strings,
+        }
+    )
 
 
 def best_of(fn, repeat: int) -> float:
@@ -53,16 +61,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         store = LocalStore(tmp)
         print(f"rows={args.rows}  columns=int64, float64, utf8(20)")
-        print(f"{'version':8} {'ours s':>8} {'pylance s':>10} {'ratio':>7} {'ours MB':>8} {'pylance MB':>11}")
+        print(
+            f"{'version':8} {'ours s':>8} {'pylance s':>10} {'ratio':>7} {'ours MB':>8} {'pylance MB':>11}"
+        )
         for version in args.versions.split(","):
             ours_key = f"ours-{version}.lance"
             theirs = str(Path(tmp) / f"pylance-{version}.lance")
 
-            def ours():
-                write_lance_file(store, ours_key, table, version=version)
+            def ours(key=ours_key, version=version):
+                write_lance_file(store, key, table, version=version)
 
-            def pylance():
-                with lance.file.LanceFileWriter(theirs, table.schema, version=version) as w:
+            def pylance(path=theirs, version=version):
+                with lance.file.LanceFileWriter(path, table.schema, version=version) as w:
                     w.write_batch(table)
 
             t_ours = best_of(ours, args.repeat)
@@ -71,7 +81,9 @@ def main() -> None:
             assert back.equals(table), f"{version}: pylance read back different data"
             size_ours = (Path(tmp) / ours_key).stat().st_size / 1e6
             size_theirs = Path(theirs).stat().st_size / 1e6
-            print(f"{version:8} {t_ours:8.3f} {t_theirs:10.3f} {t_ours / t_theirs:7.1f} {size_ours:8.1f} {size_theirs:11.1f}")
+            print(
+                f"{version:8} {t_ours:8.3f} {t_theirs:10.3f} {t_ours / t_theirs:7.1f} {size_ours:8.1f} {size_theirs:11.1f}"
+            )
 
 
 if __name__ == "__main__":

@@ -244,6 +244,10 @@ def inspect_dataset(uri: str, version=None, *, branch=None, storage_options=None
             "details_type": idx.index_details.type_url if idx.HasField("index_details") else None,
         })
     report["indices"] = indices
+    # -- decoded indexes: every IndexMetadata field and its details (reference_impl.table.index)
+    from reference_impl.table.index import index_report
+    report["index_details"] = index_report(mf.index_section, path=mf.key)
+    # -- end decoded indexes
     report["unknown_fields"] = [
         {"where": where, "field": n, "wire_type": wt, "length": len(raw)}
         for where, items in mf.unknown_fields.items() for n, wt, raw in items]
@@ -321,6 +325,13 @@ def render_tree(r: dict) -> str:
     for i in r["indices"]:
         add(f"│   {i['name']} {i['uuid']} fields={i['fields']} version={i['dataset_version']} "
             f"fragments={i['fragment_bitmap']}")
+    # -- decoded indexes (reference_impl.table.index.render_report)
+    if r.get("index_details"):
+        from reference_impl.table.index import render_report
+        add("├─ index details")
+        for line in render_report(r["index_details"]):
+            add(f"│   {line}")
+    # -- end decoded indexes
     add(f"└─ unknown protobuf fields: {'(none)' if not r['unknown_fields'] else ''}")
     for u in r["unknown_fields"]:
         add(f"    {u['where']}: field {u['field']} wire type {u['wire_type']} {u['length']} B")

@@ -31,6 +31,7 @@ from reference_impl.errors import FormatError, LanceError, NotFound, StoreError
 
 from . import access
 
+
 class DatasetNotFound(LanceError):
     """The store cannot be reached, or the dataset path holds nothing at all."""
 

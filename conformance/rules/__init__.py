@@ -13,6 +13,8 @@ AREA_MODULES: list[str] = [
     "basepath", "refs", "engine",
     "deletion", "rowid",
     "stats", "file_v2_0",
+    "index", "mem_wal",
+    "file", "encoding",
 ]
 
 _loaded = False

@@ -152,3 +152,15 @@ def has_files(ctx):
     for frag in ctx.manifest.fragments:
         if not len(frag.files):
             yield Finding(f"fragment {frag.id} has no data file", _loc(frag))
+
+
+@rule("FRAG-011", title="legacy data files list their field ids sorted", severity="error",
+      spec="004", section="DataFile",
+      clause="In Lance v1 these ids must be sorted but might not always be contiguous.")
+def legacy_sorted(ctx):
+    for frag, df in data_files(ctx):
+        if normalize_version(df.file_major_version, df.file_minor_version) != "legacy":
+            continue
+        ids = list(df.fields)
+        if ids != sorted(ids):
+            yield Finding(f"legacy DataFile.fields {ids} is not sorted", _loc(frag, path=df.path))

@@ -158,3 +158,25 @@ def detached_names(ctx):
     if not detached_name and bit63:
         yield Finding(f"version {ctx.manifest.version} has bit 63 set (detached) but is "
                       f"stored under an attached name", {"path": ctx.manifest_key})
+
+
+_SEMVER = __import__("re").compile(
+    r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$")
+
+
+@rule("MANIFEST-011", title="writer_version names the library and a semver without 'v'",
+      severity="warning", spec="001", section="Manifest",
+      clause="if it is semantically versioned, it should be a valid semver string without any "
+             "'v' prefix. For example: `2.0.0`, `2.0.0-rc.1`.")
+def writer_version(ctx):
+    m = ctx.manifest
+    if not m.HasField("writer_version"):
+        yield Finding("Manifest.writer_version is absent", {"path": ctx.manifest_key})
+        return
+    wv = m.writer_version
+    if not wv.library:
+        yield Finding("writer_version.library is empty", {"path": ctx.manifest_key})
+    looks_semver = wv.version[:1].isdigit() or wv.version[:1] in "vV"
+    if looks_semver and not _SEMVER.match(wv.version):
+        yield Finding(f"writer_version.version {wv.version!r} is not a semver string without "
+                      f"a 'v' prefix", {"path": ctx.manifest_key})

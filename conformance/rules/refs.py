@@ -212,7 +212,7 @@ def branch_field(ctx):
         if mf is not None and mf.manifest.HasField("branch"):
             yield Finding(f"main-branch manifest says branch {mf.manifest.branch!r}",
                           {"version": e.version, "path": e.key})
-    for name, key, _doc, _err in _refs(ctx, "branches"):
+    for name, _key, _doc, _err in _refs(ctx, "branches"):
         if branch_name_problem(name):
             continue
         _branch_versions(ctx, name)

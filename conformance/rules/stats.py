@@ -6,9 +6,11 @@ field's type), one value per page (batch). These deep checks decode them with
 :func:`reference_impl.table.stats.read_page_stats`, read each page with the legacy
 reader, and check the bounds of the spec.
 
-Legacy plain pages store nulls as 0 (and a var-binary page cannot tell a null from an
-empty value), so the value-based checks allow up to ``null_count`` zero/empty slots
-outside the bounds and count nulls as an upper bound only.
+Legacy plain pages keep no validity: a null slot reads back as whatever placeholder the
+writer's Arrow buffer held there (often 0, but pylance 14.0.2 keeps any stale value), and
+a var-binary page cannot tell a null from an empty value. So the value-based checks allow
+up to ``null_count`` slots per page outside the bounds, and ``null_count`` is only checked
+to lie in ``0..page rows``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ catch. Its fixed credentials are ``S3RVER``/``S3RVER``.
 s3rver is a Node.js package, not a Python one, so it is installed with npm into a
 directory of its own, ahead of time with
 
-    python -m conformance.servers.s3rver install [DIR]
+    python -m conformance.servers install-s3rver [DIR]
 
 or, failing that, by the suite's ``s3rver_server`` fixture on first use.
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from ._process import LocalServer, ServerUnavailable
@@ -95,21 +94,9 @@ class S3rverServer(LocalServer):
     def _command(self) -> list[str]:
         if not self.executable:
             raise ServerUnavailable(
-                "s3rver is not installed; install it with `python -m conformance.servers.s3rver install`"
+                "s3rver is not installed; install it with `python -m conformance.servers install-s3rver`"
             )
         assert self.workdir is not None
         data = self.workdir / "data"
         data.mkdir(exist_ok=True)
         return [self.executable, "-d", str(data), "-a", "127.0.0.1", "-p", str(self.port), "--silent"]
-
-
-def _main(argv: list[str]) -> int:
-    if len(argv) >= 1 and argv[0] == "install":
-        print(install_s3rver(argv[1] if len(argv) > 1 else None))
-        return 0
-    print(find_s3rver() or "s3rver not installed")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(_main(sys.argv[1:]))

@@ -147,7 +147,7 @@ def all_types_table(n: int):
     valid = [i % 3 != 1 for i in ids]
 
     def col(values, t):
-        return pa.array([v if ok else None for v, ok in zip(values, valid)], t)
+        return pa.array([v if ok else None for v, ok in zip(values, valid, strict=True)], t)
 
     uuid_storage = pa.array([bytes([i % 256]) * 16 for i in ids], pa.binary(16))
     tensor_storage = pa.FixedSizeListArray.from_arrays(

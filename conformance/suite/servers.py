@@ -2,7 +2,8 @@
 
 Run a test on every store
 -------------------------
-Ask for ``any_store`` and the test runs four times, on a fresh, empty store each time::
+Ask for ``any_store`` and the test runs four times, on a fresh, empty store each time
+(a new directory, a new memory name, or a new prefix in a per-session bucket)::
 
     def test_roundtrip(any_store):               # an reference_impl.io ObjectStore
         any_store.put("a/b", b"x")
@@ -111,13 +112,21 @@ class S3Bucket:
     server: LocalServer
     name: str
     storage_options: dict[str, str] = field(default_factory=dict)
+    _root: ObjectStore | None = field(default=None, repr=False)
 
     @property
     def uri(self) -> str:
         return f"s3://{self.name}"
 
     def store(self, prefix: str = "") -> ObjectStore:
+        """A new store (with a client of its own) on this bucket, rooted at ``prefix``."""
         return open_store(f"{self.uri}/{prefix}" if prefix else self.uri, self.storage_options)
+
+    def shared_root(self) -> ObjectStore:
+        """One store on the bucket's root, made once; its children share its client."""
+        if self._root is None:
+            self._root = self.store()
+        return self._root
 
 
 def _server(request: pytest.FixtureRequest, name: str) -> LocalServer:
@@ -169,10 +178,21 @@ def _location(request: pytest.FixtureRequest, kind: str, tmp_path) -> StoreLocat
         uri = f"memory://{uuid.uuid4().hex}"
         return StoreLocation(kind, uri, {}, open_store(uri))
     if kind in S3_SERVERS:
-        bucket = _new_bucket(request, kind)
-        uri = f"{bucket.uri}/root"
-        return StoreLocation(kind, uri, bucket.storage_options, bucket.store("root"))
+        # One bucket and one client per server and session; each test gets a fresh prefix.
+        shared: dict[str, S3Bucket] = request.getfixturevalue("_s3_session_buckets")
+        if kind not in shared:
+            shared[kind] = _new_bucket(request, kind)
+        bucket = shared[kind]
+        prefix = f"t-{uuid.uuid4().hex[:16]}"
+        return StoreLocation(kind, f"{bucket.uri}/{prefix}", bucket.storage_options,
+                             bucket.shared_root().child(prefix))
     raise ValueError(f"unknown store kind {kind!r}; one of {STORE_KINDS}")
+
+
+@pytest.fixture(scope="session")
+def _s3_session_buckets() -> dict[str, S3Bucket]:
+    """The bucket per server under which ``any_store`` hands out fresh prefixes."""
+    return {}
 
 
 def _kind_params() -> list[Any]:

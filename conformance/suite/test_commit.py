@@ -10,7 +10,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from reference_impl.errors import AlreadyExists, CommitConflict, InvalidInput, NotFound, UnsupportedFeature
+from reference_impl.errors import (
+    AlreadyExists,
+    CommitConflict,
+    InvalidInput,
+    NotFound,
+    UnsupportedFeature,
+)
 from reference_impl.io.local import LocalStore
 from reference_impl.io.uri import open_store
 from reference_impl.proto import transaction_pb2

@@ -64,7 +64,7 @@ def _observed(ds) -> dict:
         "data_storage_version": ds.data_storage_version,
         "count_rows": ds.count_rows(),
         "schema": [{"name": f.name, "type": str(f.type), "nullable": f.nullable, "field_id": i}
-                   for f, i in zip(schema, ids)],
+                   for f, i in zip(schema, ids, strict=True)],
         "field_ids": [f.id for f in ds.lance_schema],
         "nested_ids": _nested_ids(schema),
         "schema_metadata": {k.decode(): v.decode("utf-8", "replace")

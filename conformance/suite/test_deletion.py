@@ -13,7 +13,12 @@ import pytest
 from pyroaring import BitMap
 
 from conformance.suite.scenarios import (
-    SCENARIOS, check, copy_scenario, corrupt_manifest, scenario_info, version_context,
+    SCENARIOS,
+    check,
+    copy_scenario,
+    corrupt_manifest,
+    scenario_info,
+    version_context,
 )
 from reference_impl.errors import FormatError, InvalidInput
 from reference_impl.io.local import LocalStore
@@ -24,7 +29,8 @@ from reference_impl.table import deletion as D
 DELETION_RULES = [f"DELETION-{i:03d}" for i in range(1, 11)]
 
 
-def _arrow_bytes(values, type_=pa.uint32(), batches=1, name="row_id", nullable=False) -> bytes:
+def _arrow_bytes(values, type_=None, batches=1, name="row_id", nullable=False) -> bytes:
+    type_ = pa.uint32() if type_ is None else type_
     schema = pa.schema([pa.field(name, type_, nullable=nullable)])
     sink = io.BytesIO()
     with pa.ipc.new_file(sink, schema) as w:
@@ -188,7 +194,7 @@ def test_pylance_reads_our_deletion_files(pylance, pylance_scenarios, tmp_path):
 def _tracks(path: str) -> list[tuple[str, int]]:
     info = scenario_info(path)
     out = [(path, v) for v in info["versions"]]
-    for b, track in info["branch_versions"].items():
+    for track in info["branch_versions"].values():
         out += [(track["path"], v) for v in track["versions"]]
     if info.get("clone"):
         out += [(info["clone"]["path"], v) for v in info["clone"]["versions"]]

@@ -3,7 +3,8 @@
 Data files are written by ``lance.write_dataset(..., data_storage_version="legacy")``;
 each file is read by our legacy reader (schema from the file's embedded manifest) and
 must equal what ``lance.dataset(path).to_table()`` returns, legacy null semantics
-included (non-string nulls read back as 0 / 0.0 / false / [] / zeroed structs, empty
+included (non-string nulls read back as their placeholder slot -- 0 / 0.0 / false /
+[] / zeroed structs for arrays built from Python lists -- and empty
 strings as null). Malformed tails, tables and offsets must raise ``FormatError``.
 """
 
@@ -22,7 +23,17 @@ from reference_impl.errors import FormatError
 from reference_impl.file.encodings.v2_0.column import strip_field_ids
 from reference_impl.file.legacy import open_legacy
 
-REFUSED_LEGACY = {"map<utf8,int32>": (pa.map_(pa.string(), pa.int32()), "unsupported data type")}
+#: Arrow types pylance 14.0.2 refuses to write in legacy files, with the error it gives
+REFUSED_LEGACY = {
+    "map<utf8,int32>": (pa.map_(pa.string(), pa.int32()), "unsupported data type"),
+    "month_day_nano_interval": (pa.month_day_nano_interval(), "Unsupported data type"),
+    "fixed_size_list<list<int32>>": (pa.list_(pa.list_(pa.int32()), 1), "Unsupported data type"),
+}
+_REFUSED_VALUES = {
+    "map<utf8,int32>": [[("a", 1)], None],
+    "month_day_nano_interval": [(1, 2, 3), None],
+    "fixed_size_list<list<int32>>": [[[1]], None],
+}
 
 
 def write_legacy(lance, path, table, **kwargs):
@@ -81,6 +92,18 @@ def test_every_type_equals_pylance(pylance, tmp_path, data_type, mode):
     assert same_table(mine, ds.to_table())
 
 
+@pytest.mark.parametrize(
+    "arr",
+    [pa.nulls(3), pa.array(["a", None, ""], pa.string_view()), pa.array([b"a", None, b""], pa.binary_view())],
+    ids=["null", "string_view", "binary_view"],
+)
+def test_types_pylance_converts(pylance, tmp_path, arr):
+    # the null type stores nothing; view types are written as utf8/binary
+    ds = write_legacy(pylance, tmp_path / "d", pa.table({"c": arr, "i": pa.array([1, 2, 3])}))
+    (mine,) = read_mine(tmp_path / "d")
+    assert same_table(mine, ds.to_table())
+
+
 def test_dictionary_field(pylance, tmp_path):
     table = pa.table({"d": pa.array(["a", None, "b", "a"] * 5).dictionary_encode()})
     ds = write_legacy(pylance, tmp_path / "d", table)
@@ -113,10 +136,9 @@ def test_empty_table_writes_no_data_file(pylance, tmp_path):
 @pytest.mark.parametrize("name", sorted(REFUSED_LEGACY))
 def test_types_pylance_refuses_in_legacy(pylance, tmp_path, name):
     data_type, message = REFUSED_LEGACY[name]
+    table = pa.table({"c": pa.array(_REFUSED_VALUES[name], data_type)})
     with pytest.raises(Exception, match=message):
-        write_legacy(
-            pylance, tmp_path / "d", pa.table({"c": pa.array([[("a", 1)], None], data_type)})
-        )
+        write_legacy(pylance, tmp_path / "d", table)
 
 
 # -- malformed files --------------------------------------------------------------------------

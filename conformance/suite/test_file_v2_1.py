@@ -303,7 +303,14 @@ def tables(draw, max_rows=200):
 def _roundtrip(lance, tmp_path, data, version):
     table, batch = data
     path = write(lance, tmp_path, table, version, batch=batch if table.num_rows else None)
-    assert_same(ours(tmp_path).read_all(), oracle(lance, path))
+    try:
+        expected = oracle(lance, path)
+    except Exception as exc:  # noqa: BLE001
+        # pylance 14.0.2 cannot always read back its own one-row-page nested files
+        # ("Incorrect number of nulls for StructArray"); then the input is the oracle
+        assert "Incorrect number of nulls" in str(exc) or "panicked" in str(exc), exc
+        expected = table
+    assert_same(ours(tmp_path).read_all(), expected)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

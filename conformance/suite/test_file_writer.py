@@ -33,12 +33,37 @@ VERSIONS = ["2.0", "2.1", "2.2"]
 # ----------------------------------------------------------------------------- data generation
 
 PRIMITIVES = [
-    pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint16(), pa.uint32(),
-    pa.uint64(), pa.float16(), pa.float32(), pa.float64(), pa.decimal128(12, 3), pa.decimal256(40, 5),
-    pa.date32(), pa.date64(),
-    pa.time32("s"), pa.time32("ms"), pa.time64("us"), pa.time64("ns"), pa.timestamp("s"), pa.timestamp("ms"),
-    pa.timestamp("us", tz="UTC"), pa.timestamp("ns", tz="America/New_York"), pa.duration("s"),
-    pa.duration("us"), pa.binary(), pa.large_binary(), pa.string(), pa.large_string(), pa.binary(5),
+    pa.bool_(),
+    pa.int8(),
+    pa.int16(),
+    pa.int32(),
+    pa.int64(),
+    pa.uint8(),
+    pa.uint16(),
+    pa.uint32(),
+    pa.uint64(),
+    pa.float16(),
+    pa.float32(),
+    pa.float64(),
+    pa.decimal128(12, 3),
+    pa.decimal256(40, 5),
+    pa.date32(),
+    pa.date64(),
+    pa.time32("s"),
+    pa.time32("ms"),
+    pa.time64("us"),
+    pa.time64("ns"),
+    pa.timestamp("s"),
+    pa.timestamp("ms"),
+    pa.timestamp("us", tz="UTC"),
+    pa.timestamp("ns", tz="America/New_York"),
+    pa.duration("s"),
+    pa.duration("us"),
+    pa.binary(),
+    pa.large_binary(),
+    pa.string(),
+    pa.large_string(),
+    pa.binary(5),
     pa.dictionary(pa.int32(), pa.string()),
 ]
 FSL_ITEMS = [pa.int8(), pa.int32(), pa.int64(), pa.float32(), pa.float64()]
@@ -56,11 +81,15 @@ def types(depth: int = 2):
         fsl,
         inner.map(pa.list_),
         inner.map(pa.large_list),
-        st.lists(inner, min_size=1, max_size=3).map(lambda ts: pa.struct([(f"f{i}", t) for i, t in enumerate(ts)])),
+        st.lists(inner, min_size=1, max_size=3).map(
+            lambda ts: pa.struct([(f"f{i}", t) for i, t in enumerate(ts)])
+        ),
     )
 
 
-def gen_array(t: pa.DataType, n: int, rng: np.random.Generator, null_p: float, struct_nulls: bool) -> pa.Array:
+def gen_array(
+    t: pa.DataType, n: int, rng: np.random.Generator, null_p: float, struct_nulls: bool
+) -> pa.Array:
     """``n`` pseudo-random values of type ``t`` with roughly ``null_p`` nulls at every level."""
     mask = rng.random(n) < null_p
     m = mask if mask.any() else None
@@ -80,18 +109,31 @@ def gen_array(t: pa.DataType, n: int, rng: np.random.Generator, null_p: float, s
         dt = np.float16 if t == pa.float16() else np.float32 if t == pa.float32() else np.float64
         return pa.array(rng.normal(0, 100, n).astype(dt), t, mask=m)
     if pa.types.is_decimal(t):
-        ints = rng.integers(-10**9, 10**9, n)
-        return pa.array([None if mask[i] else decimal.Decimal(int(ints[i])).scaleb(-t.scale) for i in range(n)], t)
+        ints = rng.integers(-(10**9), 10**9, n)
+        return pa.array(
+            [None if mask[i] else decimal.Decimal(int(ints[i])).scaleb(-t.scale) for i in range(n)],
+            t,
+        )
     if pa.types.is_date32(t) or pa.types.is_time32(t):
-        hi = 86_399 if (pa.types.is_time32(t) and t.unit == "s") else 86_399_999 if pa.types.is_time32(t) else 80_000
+        hi = (
+            86_399
+            if (pa.types.is_time32(t) and t.unit == "s")
+            else 86_399_999
+            if pa.types.is_time32(t)
+            else 80_000
+        )
         return pa.array(rng.integers(0, hi, n).astype(np.int32), pa.int32(), mask=m).cast(t)
     if pa.types.is_date64(t):
-        return pa.array(rng.integers(0, 80_000, n).astype(np.int64) * 86_400_000, pa.int64(), mask=m).cast(t)
+        return pa.array(
+            rng.integers(0, 80_000, n).astype(np.int64) * 86_400_000, pa.int64(), mask=m
+        ).cast(t)
     if pa.types.is_time64(t):
         hi = 86_400 * (10**6 if t.unit == "us" else 10**9)
         return pa.array(rng.integers(0, hi, n).astype(np.int64), pa.int64(), mask=m).cast(t)
     if pa.types.is_timestamp(t) or pa.types.is_duration(t):
-        return pa.array(rng.integers(-(2**40), 2**40, n).astype(np.int64), pa.int64(), mask=m).cast(t)
+        return pa.array(rng.integers(-(2**40), 2**40, n).astype(np.int64), pa.int64(), mask=m).cast(
+            t
+        )
     if pa.types.is_fixed_size_binary(t):
         return pa.array([None if mask[i] else rng.bytes(t.byte_width) for i in range(n)], t)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
@@ -99,13 +141,17 @@ def gen_array(t: pa.DataType, n: int, rng: np.random.Generator, null_p: float, s
             pool = ["", "a", "bb", "héllo", "zzz", "x" * 40]
             vals = [pool[k] for k in rng.integers(0, len(pool), n)]
         else:
-            vals = ["s%d" % k for k in rng.integers(0, 1 << 30, n)]
+            vals = [f"s{k}" for k in rng.integers(0, 1 << 30, n)]
         return pa.array([None if mask[i] else vals[i] for i in range(n)], t)
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
-        return pa.array([None if mask[i] else rng.bytes(int(rng.integers(0, 12))) for i in range(n)], t)
+        return pa.array(
+            [None if mask[i] else rng.bytes(int(rng.integers(0, 12))) for i in range(n)], t
+        )
     if pa.types.is_fixed_size_list(t):
         items = gen_array(t.value_type, n * t.list_size, rng, null_p / 2, struct_nulls)
-        return pa.FixedSizeListArray.from_arrays(items, type=t, mask=pa.array(mask) if m is not None else None)
+        return pa.FixedSizeListArray.from_arrays(
+            items, type=t, mask=pa.array(mask) if m is not None else None
+        )
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         lengths = rng.integers(0, 4, n)
         lengths[mask] = 0
@@ -113,7 +159,9 @@ def gen_array(t: pa.DataType, n: int, rng: np.random.Generator, null_p: float, s
         items = gen_array(t.value_type, int(offsets[-1]), rng, null_p, struct_nulls)
         cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
         otype = pa.int64() if pa.types.is_large_list(t) else pa.int32()
-        return cls.from_arrays(pa.array(offsets, otype), items, type=t, mask=pa.array(mask) if m is not None else None)
+        return cls.from_arrays(
+            pa.array(offsets, otype), items, type=t, mask=pa.array(mask) if m is not None else None
+        )
     if pa.types.is_struct(t):
         children = [gen_array(f.type, n, rng, null_p, struct_nulls) for f in t]
         smask = pa.array(mask) if (struct_nulls and m is not None) else None
@@ -177,7 +225,9 @@ def assert_round_trip(lance, tmp_path, table, version, **kwargs):
     exp = expected(table)
     if not got.equals(exp):
         bad = [c for c in exp.column_names if not got[c].equals(exp[c])]
-        raise AssertionError(f"{version}: columns {bad} differ\n got {got.select(bad)}\n exp {exp.select(bad)}")
+        raise AssertionError(
+            f"{version}: columns {bad} differ\n got {got.select(bad)}\n exp {exp.select(bad)}"
+        )
     assert written.num_rows == table.num_rows
     return written
 
@@ -202,7 +252,9 @@ def parse_file(data: bytes):
 def page_message(page, version):
     wrapper = any_pb2.Any()
     wrapper.ParseFromString(page.encoding.direct.encoding)
-    msg = encodings_v2_0_pb2.ArrayEncoding() if version == "2.0" else encodings_v2_1_pb2.PageLayout()
+    msg = (
+        encodings_v2_0_pb2.ArrayEncoding() if version == "2.0" else encodings_v2_1_pb2.PageLayout()
+    )
     assert wrapper.type_url == "/" + msg.DESCRIPTOR.full_name
     msg.ParseFromString(wrapper.value)
     return msg
@@ -230,10 +282,32 @@ def test_random_tables_read_back_by_pylance(pylance, tmp_path_factory, table):
         assert_round_trip(pylance, tmp, table, version)
 
 
+@settings(max_examples=15)
+@given(table=tables(max_rows=100), cut=st.integers(0, 40), data=st.data())
+def test_sliced_input_tables(pylance, tmp_path_factory, table, cut, data):
+    """Arrays with a non-zero offset (slices) must be written from their visible part only."""
+    length = data.draw(st.integers(0, max(table.num_rows - cut, 0)))
+    part = table.slice(min(cut, table.num_rows), length)
+    for version in VERSIONS:
+        if version == "2.0" and any(has_null_struct(c) for c in part.columns):
+            continue
+        assert_round_trip(pylance, tmp_path_factory.mktemp("s"), part, version)
+
+
+@pytest.fixture(scope="session")
+def slow_selected(request):
+    """The long property run only when asked for with ``-m slow`` (it takes minutes)."""
+    if (
+        "slow" not in (request.config.option.markexpr or "")
+        or "not slow" in request.config.option.markexpr
+    ):
+        pytest.skip("long property run: select it with -m slow")
+
+
 @pytest.mark.slow
 @settings(max_examples=400)
 @given(table=tables(max_rows=3000))
-def test_random_tables_read_back_by_pylance_long(pylance, tmp_path_factory, table):
+def test_random_tables_read_back_by_pylance_long(slow_selected, pylance, tmp_path_factory, table):
     test_random_tables_read_back_by_pylance.hypothesis.inner_test(pylance, tmp_path_factory, table)
 
 
@@ -241,27 +315,57 @@ def test_random_tables_read_back_by_pylance_long(pylance, tmp_path_factory, tabl
 @pytest.mark.parametrize("null_p", [0.0, 0.3, 1.0])
 def test_every_primitive_type(pylance, tmp_path, version, null_p):
     rng = np.random.default_rng(7)
-    table = pa.table({f"c{i}": gen_array(t, 257, rng, null_p, False) for i, t in enumerate(PRIMITIVES)})
+    table = pa.table(
+        {f"c{i}": gen_array(t, 257, rng, null_p, False) for i, t in enumerate(PRIMITIVES)}
+    )
     assert_round_trip(pylance, tmp_path, table, version)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_nested_with_nulls_at_every_level(pylance, tmp_path, version):
     rng = np.random.default_rng(3)
-    t = pa.struct([
-        ("l", pa.list_(pa.list_(pa.int32()))),
-        ("s", pa.list_(pa.struct([("x", pa.string()), ("f", pa.list_(pa.float32(), 3))]))),
-        ("b", pa.large_list(pa.bool_())),
-    ])
+    t = pa.struct(
+        [
+            ("l", pa.list_(pa.list_(pa.int32()))),
+            ("s", pa.list_(pa.struct([("x", pa.string()), ("f", pa.list_(pa.float32(), 3))]))),
+            ("b", pa.large_list(pa.bool_())),
+        ]
+    )
     struct_nulls = version != "2.0"
-    table = pa.table({"st": gen_array(t, 600, rng, 0.25, struct_nulls), "i": gen_array(pa.int64(), 600, rng, 0.1, False)})
+    table = pa.table(
+        {
+            "st": gen_array(t, 600, rng, 0.25, struct_nulls),
+            "i": gen_array(pa.int64(), 600, rng, 0.1, False),
+        }
+    )
     assert_round_trip(pylance, tmp_path, table, version)
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_list_under_null_struct(pylance, tmp_path, version):
+    """Regression (found by the property test): a list layer with no null list of its own
+    under a null struct must still be written nullable, or pylance miscounts items."""
+    inner = pa.array([[0], [None, 1, 1], [1]], pa.list_(pa.int32()))
+    arr = pa.StructArray.from_arrays([inner], names=["f0"], mask=pa.array([False, False, True]))
+    table = pa.table({"c0": arr})
+    assert_round_trip(pylance, tmp_path, table, version)
+    ((layout,),) = written_pages(table, version)
+    assert list(_mb(layout).layers) == [
+        encodings_v2_1_pb2.REPDEF_NULLABLE_ITEM,
+        encodings_v2_1_pb2.REPDEF_NULLABLE_LIST,
+        encodings_v2_1_pb2.REPDEF_NULLABLE_ITEM,
+    ]
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_empty_table(pylance, tmp_path, version):
-    table = pa.table({"a": pa.array([], pa.int32()), "s": pa.array([], pa.string()),
-                      "l": pa.array([], pa.list_(pa.struct([("x", pa.int8())])))})
+    table = pa.table(
+        {
+            "a": pa.array([], pa.int32()),
+            "s": pa.array([], pa.string()),
+            "l": pa.array([], pa.list_(pa.struct([("x", pa.int8())]))),
+        }
+    )
     written = assert_round_trip(pylance, tmp_path, table, version)
     _, _, _, metas = parse_file((tmp_path / "t.lance").read_bytes())
     assert all(len(cm.pages) == 0 for cm in metas)
@@ -271,24 +375,38 @@ def test_empty_table(pylance, tmp_path, version):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_all_null_columns(pylance, tmp_path, version):
     n = 300
-    table = pa.table({
-        "i": pa.nulls(n, pa.int32()), "s": pa.nulls(n, pa.string()), "b": pa.nulls(n, pa.bool_()),
-        "l": pa.array([None, []] * (n // 2), pa.list_(pa.int16())),
-        "le": pa.array([[]] * n, pa.list_(pa.string())),
-        "f": pa.nulls(n, pa.list_(pa.float32(), 4)),
-    })
+    table = pa.table(
+        {
+            "i": pa.nulls(n, pa.int32()),
+            "s": pa.nulls(n, pa.string()),
+            "b": pa.nulls(n, pa.bool_()),
+            "l": pa.array([None, []] * (n // 2), pa.list_(pa.int16())),
+            "le": pa.array([[]] * n, pa.list_(pa.string())),
+            "f": pa.nulls(n, pa.list_(pa.float32(), 4)),
+        }
+    )
     assert_round_trip(pylance, tmp_path, table, version)
 
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_many_pages_and_streamed_batches(pylance, tmp_path, version):
     rng = np.random.default_rng(11)
-    schema = pa.schema([("i", pa.int64()), ("s", pa.string()), ("l", pa.list_(pa.int32())),
-                        ("st", pa.struct([("a", pa.float64()), ("b", pa.large_string())]))])
-    batches = [pa.record_batch([gen_array(f.type, 137, rng, 0.2, False) for f in schema], schema=schema)
-               for _ in range(9)]
+    schema = pa.schema(
+        [
+            ("i", pa.int64()),
+            ("s", pa.string()),
+            ("l", pa.list_(pa.int32())),
+            ("st", pa.struct([("a", pa.float64()), ("b", pa.large_string())])),
+        ]
+    )
+    batches = [
+        pa.record_batch([gen_array(f.type, 137, rng, 0.2, False) for f in schema], schema=schema)
+        for _ in range(9)
+    ]
     store = LocalStore(tmp_path)
-    writer = LanceFileWriter(store, "m.lance", schema, version=version, max_rows_per_page=50, max_page_bytes=4096)
+    writer = LanceFileWriter(
+        store, "m.lance", schema, version=version, max_rows_per_page=50, max_page_bytes=4096
+    )
     for b in batches:
         writer.write_batch(b)
     written = writer.finish()
@@ -306,13 +424,24 @@ def test_many_pages_and_streamed_batches(pylance, tmp_path, version):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_wide_values_long_lists_and_level_page_splits(pylance, tmp_path, version):
     rng = np.random.default_rng(5)
-    table = pa.table({
-        "wide": pa.array([("x" * int(k)) if k % 5 else None for k in rng.integers(0, 700, 200)]),
-        "huge": pa.array(["y" * 40_000 if k == 3 else "z" for k in range(200)], pa.large_string()),
-        "fsl": gen_array(pa.list_(pa.float32(), 96), 200, rng, 0.2, False),
-        "long": pa.array([list(range(9000)) if k == 7 else [k] for k in range(200)], pa.list_(pa.int64())),
-        "many": pa.array([[k, None] if k % 3 else ([] if k % 2 else None) for k in range(200)] * 1, pa.list_(pa.int16())),
-    })
+    table = pa.table(
+        {
+            "wide": pa.array(
+                [("x" * int(k)) if k % 5 else None for k in rng.integers(0, 700, 200)]
+            ),
+            "huge": pa.array(
+                ["y" * 40_000 if k == 3 else "z" for k in range(200)], pa.large_string()
+            ),
+            "fsl": gen_array(pa.list_(pa.float32(), 96), 200, rng, 0.2, False),
+            "long": pa.array(
+                [list(range(9000)) if k == 7 else [k] for k in range(200)], pa.list_(pa.int64())
+            ),
+            "many": pa.array(
+                [[k, None] if k % 3 else ([] if k % 2 else None) for k in range(200)] * 1,
+                pa.list_(pa.int16()),
+            ),
+        }
+    )
     table = pa.concat_tables([table] * 25)  # 5,000 rows, > MAX_LEVELS_PER_PAGE levels
     assert_round_trip(pylance, tmp_path, table, version)
 
@@ -322,14 +451,21 @@ def test_wide_values_long_lists_and_level_page_splits(pylance, tmp_path, version
 
 @pytest.mark.parametrize("version,major,minor", [("2.0", 0, 3), ("2.1", 2, 1), ("2.2", 2, 2)])
 def test_container_layout(version, major, minor):
-    table = pa.table({"a": pa.array([1, None, 3], pa.int32()), "s": pa.array(["x", "yy", None]),
-                      "l": pa.array([[1.5], None, []], pa.list_(pa.float64()))})
+    table = pa.table(
+        {
+            "a": pa.array([1, None, 3], pa.int32()),
+            "s": pa.array(["x", "yy", None]),
+            "l": pa.array([[1.5], None, []], pa.list_(pa.float64())),
+        }
+    )
     store = MemoryStore()
     written = write_lance_file(store, "f.lance", table, version=version)
     data = store.get("f.lance")
     footer, (gpos, gsize), fd, metas = parse_file(data)
     cm0, cmo, gbo, ngb, ncol, fmajor, fminor = footer
-    assert (fmajor, fminor) == (major, minor) == (written.major, written.minor)
+    assert (fmajor, fminor) == (major, minor) == written.footer_version
+    # DataFile says 2.0 for a 2.0 file (pylance 14.0.2), the footer 0.3
+    assert f"{written.major}.{written.minor}" == version
     assert ngb == 1 and written.size == len(data)
     assert gpos % 64 == 0 and cm0 == gpos + gsize  # column metadata straight after global buffer 0
     assert fd.length == 3 and [f.name for f in fd.schema.fields] == ["a", "s", "l", "item"]
@@ -344,7 +480,7 @@ def test_container_layout(version, major, minor):
         col_enc.ParseFromString(enc.value)
         assert col_enc.WhichOneof("column_encoding") == "values"
         for page in cm.pages:
-            for off, size in zip(page.buffer_offsets, page.buffer_sizes):
+            for off, size in zip(page.buffer_offsets, page.buffer_sizes, strict=True):
                 if size:
                     assert off % 64 == 0, "page buffers must be 64-byte aligned"
                     assert set(data[end:off]) <= {0x48}, "filler between buffers is 0x48"
@@ -356,16 +492,26 @@ def test_container_layout(version, major, minor):
 
 
 def test_schema_metadata_and_field_ids(pylance, tmp_path):
-    schema = pa.schema([pa.field("a", pa.int8(), metadata={"k": "v"}),
-                        pa.field("st", pa.struct([("x", pa.list_(pa.string())), ("y", pa.float32())]))],
-                       metadata={"m": "1"})
-    table = pa.table({"a": [1, 2], "st": [{"x": ["p"], "y": 1.0}, {"x": None, "y": None}]}, schema=schema)
+    schema = pa.schema(
+        [
+            pa.field("a", pa.int8(), metadata={"k": "v"}),
+            pa.field("st", pa.struct([("x", pa.list_(pa.string())), ("y", pa.float32())])),
+        ],
+        metadata={"m": "1"},
+    )
+    table = pa.table(
+        {"a": [1, 2], "st": [{"x": ["p"], "y": 1.0}, {"x": None, "y": None}]}, schema=schema
+    )
     store = MemoryStore()
     written = write_lance_file(store, "f.lance", table, version="2.1")
     _, _, fd, _ = parse_file(store.get("f.lance"))
     assert [(f.name, f.id, f.parent_id, f.logical_type) for f in fd.schema.fields] == [
-        ("a", 0, -1, "int8"), ("st", 1, -1, "struct"), ("x", 2, 1, "list"), ("item", 3, 2, "string"),
-        ("y", 4, 1, "float")]
+        ("a", 0, -1, "int8"),
+        ("st", 1, -1, "struct"),
+        ("x", 2, 1, "list"),
+        ("item", 3, 2, "string"),
+        ("y", 4, 1, "float"),
+    ]
     assert fd.schema.metadata["m"] == b"1" and fd.schema.fields[0].metadata["k"] == b"v"
     assert written.fields == [0, 3, 4]
     got = pylance.file.LanceFileReader(_local_copy(store, tmp_path)).read_all().to_table()
@@ -408,11 +554,11 @@ def _mb(layout):
 
 def test_low_cardinality_strings_use_dictionary():
     table = pa.table({"s": pa.array([f"colour{i % 5}" for i in range(1000)])})
-    (page,), = written_pages(table, "2.0")
+    ((page,),) = written_pages(table, "2.0")
     assert page.WhichOneof("array_encoding") == "dictionary"
     assert page.dictionary.num_dictionary_items == 5
     for version in ("2.1", "2.2"):
-        (layout,), = written_pages(table, version)
+        ((layout,),) = written_pages(table, version)
         mb = _mb(layout)
         assert mb.num_dictionary_items == 5
         assert mb.value_compression.WhichOneof("compression") == "inline_bitpacking"
@@ -422,9 +568,9 @@ def test_low_cardinality_strings_use_dictionary():
 
 def test_high_cardinality_strings_use_binary_and_variable():
     table = pa.table({"s": pa.array([f"value-{i:012d}" for i in range(1000)])})
-    (page,), = written_pages(table, "2.0")
+    ((page,),) = written_pages(table, "2.0")
     assert page.WhichOneof("array_encoding") == "binary"
-    (layout,), = written_pages(table, "2.1")
+    ((layout,),) = written_pages(table, "2.1")
     assert _mb(layout).value_compression.WhichOneof("compression") == "variable"
     assert not _mb(layout).HasField("dictionary")
 
@@ -432,10 +578,10 @@ def test_high_cardinality_strings_use_binary_and_variable():
 def test_small_ints_are_bitpacked_in_2_1_and_flat_in_2_0():
     # sequential ids: FILE-ENCODINGS §5.1 "int64 sequential ids" -> MB inline_bitpacking{64}
     table = pa.table({"i": pa.array(np.arange(5000), pa.int64())})
-    (page,), = written_pages(table, "2.0")
+    ((page,),) = written_pages(table, "2.0")
     assert page.nullable.no_nulls.values.flat.bits_per_value == 64
     for version in ("2.1", "2.2"):
-        (layout,), = written_pages(table, version)
+        ((layout,),) = written_pages(table, version)
         mb = _mb(layout)
         assert mb.value_compression.inline_bitpacking.uncompressed_bits_per_value == 64
         assert mb.has_large_chunk == (version == "2.2")
@@ -444,8 +590,8 @@ def test_small_ints_are_bitpacked_in_2_1_and_flat_in_2_0():
 
 def test_low_cardinality_int64_is_dictionary_in_2_2_only():
     table = pa.table({"i": pa.array(np.arange(5000) % 7 * 1_000_003, pa.int64())})
-    (l21,), = written_pages(table, "2.1")
-    (l22,), = written_pages(table, "2.2")
+    ((l21,),) = written_pages(table, "2.1")
+    ((l22,),) = written_pages(table, "2.2")
     assert not _mb(l21).HasField("dictionary")
     assert _mb(l22).num_dictionary_items == 7
     assert _mb(l22).dictionary.general.values.flat.bits_per_value == 64
@@ -454,13 +600,17 @@ def test_low_cardinality_int64_is_dictionary_in_2_2_only():
 def test_full_range_ints_stay_flat():
     rng = np.random.default_rng(1)
     table = pa.table({"i": pa.array(rng.integers(-(2**63), 2**63 - 1, 3000, dtype=np.int64))})
-    (layout,), = written_pages(table, "2.1")
+    ((layout,),) = written_pages(table, "2.1")
     assert _mb(layout).value_compression.flat.bits_per_value == 64
 
 
 def test_wide_values_use_full_zip():
-    table = pa.table({"s": pa.array(["w" * 300, None, "v" * 256]),
-                      "f": pa.array([[1.0] * 64] * 3, pa.list_(pa.float32(), 64))})
+    table = pa.table(
+        {
+            "s": pa.array(["w" * 300, None, "v" * 256]),
+            "f": pa.array([[1.0] * 64] * 3, pa.list_(pa.float32(), 64)),
+        }
+    )
     (s_layout,), (f_layout,) = written_pages(table, "2.1")
     fz = s_layout.full_zip_layout
     assert s_layout.WhichOneof("layout") == "full_zip_layout" and fz.bits_per_offset == 32
@@ -470,19 +620,23 @@ def test_wide_values_use_full_zip():
 
 def test_huge_values_use_per_value_zstd():
     table = pa.table({"s": pa.array(["q" * 50_000, "r"])})
-    (layout,), = written_pages(table, "2.2")
+    ((layout,),) = written_pages(table, "2.2")
     general = layout.full_zip_layout.value_compression.general
     assert general.compression.scheme == encodings_v2_1_pb2.COMPRESSION_ALGORITHM_ZSTD
 
 
 def test_all_null_pages_use_constant_layout():
-    table = pa.table({"i": pa.nulls(10, pa.int32()), "l": pa.array([None, []] * 5, pa.list_(pa.int8()))})
+    table = pa.table(
+        {"i": pa.nulls(10, pa.int32()), "l": pa.array([None, []] * 5, pa.list_(pa.int8()))}
+    )
     (i_layout,), (l_layout,) = written_pages(table, "2.1")
     assert i_layout.WhichOneof("layout") == "constant_layout"
     assert list(i_layout.constant_layout.layers) == [encodings_v2_1_pb2.REPDEF_NULLABLE_ITEM]
     assert list(l_layout.constant_layout.layers) == [
-        encodings_v2_1_pb2.REPDEF_ALL_VALID_ITEM, encodings_v2_1_pb2.REPDEF_NULL_AND_EMPTY_LIST]
-    (page,), = written_pages(table.select(["i"]), "2.0")
+        encodings_v2_1_pb2.REPDEF_ALL_VALID_ITEM,
+        encodings_v2_1_pb2.REPDEF_NULL_AND_EMPTY_LIST,
+    ]
+    ((page,),) = written_pages(table.select(["i"]), "2.0")
     assert page.nullable.WhichOneof("nullability") == "all_nulls"
 
 
@@ -491,44 +645,68 @@ def test_constant_columns(pylance, tmp_path, version):
     """2.2 writes the constant layout (inline or scalar buffer); 2.1 must not (it only
     accepts the all-null form); 2.0 writes plain pages. pylance reads all back equal."""
     n = 300
-    table = pa.table({
-        "i": pa.array([7] * n, pa.int64()), "b": pa.array([True, None] * (n // 2)),
-        "s": pa.array(["same", None] * (n // 2)), "ls": pa.array([""] * n, pa.large_string()),
-        "dec": pa.array([decimal.Decimal("1.5")] * n, pa.decimal128(10, 2)), "fsb": pa.array([b"x" * 40] * n, pa.binary(40)),
-        "l": pa.array([[3, 3], [], None, [3]] * (n // 4), pa.list_(pa.int32())), "w": pa.array(["q" * 300] * n),
-    })
+    table = pa.table(
+        {
+            "i": pa.array([7] * n, pa.int64()),
+            "b": pa.array([True, None] * (n // 2)),
+            "s": pa.array(["same", None] * (n // 2)),
+            "ls": pa.array([""] * n, pa.large_string()),
+            "dec": pa.array([decimal.Decimal("1.5")] * n, pa.decimal128(10, 2)),
+            "fsb": pa.array([b"x" * 40] * n, pa.binary(40)),
+            "l": pa.array([[3, 3], [], None, [3]] * (n // 4), pa.list_(pa.int32())),
+            "w": pa.array(["q" * 300] * n),
+        }
+    )
     assert_round_trip(pylance, tmp_path, table, version)
     if version == "2.0":
         return
     pages = written_pages(table, version)
-    kinds = {name: p[0].WhichOneof("layout") for name, p in zip(table.column_names, pages)}
+    kinds = {
+        name: p[0].WhichOneof("layout") for name, p in zip(table.column_names, pages, strict=True)
+    }
     if version == "2.1":
         assert "constant_layout" not in kinds.values()
         return
     assert set(kinds.values()) == {"constant_layout"}
-    inline = {name: p[0].constant_layout.inline_value for name, p in zip(table.column_names, pages)}
-    assert inline["i"] == struct.pack("<q", 7) and inline["b"] == b"\x01" and inline["l"] == struct.pack("<i", 3)
+    inline = {
+        name: p[0].constant_layout.inline_value
+        for name, p in zip(table.column_names, pages, strict=True)
+    }
+    assert (
+        inline["i"] == struct.pack("<q", 7)
+        and inline["b"] == b"\x01"
+        and inline["l"] == struct.pack("<i", 3)
+    )
     assert not pages[2][0].constant_layout.HasField("inline_value")  # strings: scalar value buffer
 
 
 def test_list_layers_and_repetition_index():
     table = pa.table({"l": pa.array([[1, None], None, [], [4]] * 300, pa.list_(pa.int32()))})
-    (layout,), = written_pages(table, "2.1")
+    ((layout,),) = written_pages(table, "2.1")
     mb = _mb(layout)
-    assert list(mb.layers) == [encodings_v2_1_pb2.REPDEF_NULLABLE_ITEM, encodings_v2_1_pb2.REPDEF_NULL_AND_EMPTY_LIST]
+    assert list(mb.layers) == [
+        encodings_v2_1_pb2.REPDEF_NULLABLE_ITEM,
+        encodings_v2_1_pb2.REPDEF_NULL_AND_EMPTY_LIST,
+    ]
     assert mb.repetition_index_depth == 1 and mb.num_items == 900
 
 
 def test_2_0_list_and_fixed_size_list_trees():
-    table = pa.table({"l": pa.array([[1, 2], None, []], pa.list_(pa.int8())),
-                      "f": pa.array([[1, None], None, [3, 4]], pa.list_(pa.int16(), 2))})
+    table = pa.table(
+        {
+            "l": pa.array([[1, 2], None, []], pa.list_(pa.int8())),
+            "f": pa.array([[1, None], None, [3, 4]], pa.list_(pa.int16(), 2)),
+        }
+    )
     (offsets,), (items,), (fsl,) = written_pages(table, "2.0")
     assert offsets.list.null_offset_adjustment == 3 and offsets.list.num_items == 2
     assert items.nullable.no_nulls.values.flat.bits_per_value == 8
     some = fsl.nullable.some_nulls
     assert some.validity.flat.buffer.buffer_index == 0
     assert some.values.fixed_size_list.dimension == 2
-    assert some.values.fixed_size_list.items.nullable.some_nulls.values.flat.buffer.buffer_index == 2
+    assert (
+        some.values.fixed_size_list.items.nullable.some_nulls.values.flat.buffer.buffer_index == 2
+    )
 
 
 # ----------------------------------------------------------------------------- bit packing
@@ -558,13 +736,26 @@ def _fastlanes_unpack(words: np.ndarray, T: int, W: int) -> np.ndarray:
 def test_fastlanes_pack_inverts_the_spec_decoder(T, W):
     rng = np.random.default_rng(T * 100 + W)
     dt = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[T]
-    values = rng.integers(0, 2**W if W < 64 else 2**63, 1024, dtype=np.uint64).astype(dt) if W else np.zeros(1024, dt)
+    values = (
+        rng.integers(0, 2**W if W < 64 else 2**63, 1024, dtype=np.uint64).astype(dt)
+        if W
+        else np.zeros(1024, dt)
+    )
     packed = fastlanes_pack(values.reshape(1, 1024), T, W)
     assert packed.shape == (1, W * 1024 // T)
     assert list(_fastlanes_unpack(packed[0], T, W)) == [int(v) for v in values]
 
 
-@pytest.mark.parametrize("n,W,padded", [(1024 + 65, 1, True), (1024 + 64, 1, False), (100, 2, False), (129, 2, True), (2048, 3, False)])
+@pytest.mark.parametrize(
+    "n,W,padded",
+    [
+        (1024 + 65, 1, True),
+        (1024 + 64, 1, False),
+        (100, 2, False),
+        (129, 2, True),
+        (2048, 3, False),
+    ],
+)
 def test_out_of_line_tail_is_padded_only_when_strictly_smaller(n, W, padded):
     """FILE-ENCODINGS §4.4: the reader treats a tail as raw iff the buffer is exactly
     full*1024*W/T + r words, so on a size tie the writer must keep the tail raw."""
@@ -579,8 +770,65 @@ def test_out_of_line_tail_is_padded_only_when_strictly_smaller(n, W, padded):
 
 def test_levels_are_out_of_line_bitpacked(pylance, tmp_path):
     table = pa.table({"l": pa.array([[1, None], None, [], [4, 5, 6]] * 700, pa.list_(pa.int32()))})
-    (layout, *_), = written_pages(table, "2.1")
+    ((layout, *_),) = written_pages(table, "2.1")
     mb = _mb(layout)
     assert mb.rep_compression.out_of_line_bitpacking.values.flat.bits_per_value == 1
     assert mb.def_compression.out_of_line_bitpacking.values.flat.bits_per_value == 2
     assert_round_trip(pylance, tmp_path, table, "2.1")
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_runny_values_use_rle(pylance, tmp_path, version):
+    """FILE-ENCODINGS §5.2 rule 3: fewer runs than half the values -> MB rle{flat T, flat 8}."""
+    table = pa.table(
+        {
+            "r": pa.array(
+                np.repeat(np.arange(30), 700), pa.int32()
+            ),  # runs longer than 255 are split
+            "l": pa.array([[5] * 60, None, [6] * 3] * 7000, pa.list_(pa.uint64())),
+            "n": pa.array(np.arange(21000) % 1000, pa.int16()),  # no runs: bit-packed instead
+        }
+    )
+    assert_round_trip(pylance, tmp_path, table, version)
+    (r,), (lst, *_), (n,) = written_pages(table, version)
+    assert _mb(r).value_compression.rle.values.flat.bits_per_value == 32
+    assert (
+        _mb(r).value_compression.rle.run_lengths.flat.bits_per_value == 8
+        and _mb(r).num_buffers == 2
+    )
+    assert _mb(lst).value_compression.WhichOneof("compression") == "rle"
+    assert _mb(n).value_compression.WhichOneof("compression") == "inline_bitpacking"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_field_flushes_on_its_own_page_budget(pylance, tmp_path, version):
+    """Streaming: a field is paged when *its* pending Arrow bytes exceed max_page_bytes."""
+    schema = pa.schema([("tiny", pa.int8()), ("wide", pa.string())])
+    store = LocalStore(tmp_path)
+    writer = LanceFileWriter(store, "s.lance", schema, version=version, max_page_bytes=20_000)
+    batches = [
+        pa.record_batch(
+            [
+                pa.array(np.arange(100) % 100, pa.int8()),
+                pa.array([f"{k:0100d}" for k in range(100)]),
+            ],
+            schema=schema,
+        )
+        for _ in range(30)
+    ]
+    for b in batches:
+        writer.write_batch(b)
+    writer.finish()
+    assert pylance_read(pylance, tmp_path / "s.lance").equals(pa.Table.from_batches(batches))
+    _, _, _, metas = parse_file((tmp_path / "s.lance").read_bytes())
+    assert len(metas[0].pages) == 1 and len(metas[1].pages) >= 10
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_one_large_batch_is_cut_into_pages(pylance, tmp_path, version):
+    table = pa.table({"s": pa.array([f"{k:0300d}" for k in range(2000)]), "i": pa.array(np.arange(2000))})
+    written, got = write_and_read(pylance, tmp_path, table, version, max_page_bytes=64 * 1024)
+    assert got.equals(table)
+    _, _, _, metas = parse_file((tmp_path / "t.lance").read_bytes())
+    assert len(metas[0].pages) >= 2000 * 300 // (64 * 1024)
+    assert sum(p.length for p in metas[0].pages) == 2000

@@ -11,7 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conformance.suite.scenarios import (
-    SCENARIOS, check, copy_scenario, corrupt_manifest, scenario_info, version_context,
+    SCENARIOS,
+    check,
+    copy_scenario,
+    corrupt_manifest,
+    scenario_info,
+    version_context,
 )
 from reference_impl.errors import FormatError
 from reference_impl.io.local import LocalStore
@@ -69,7 +74,7 @@ def segments(draw):
         packed = np.packbits(np.array(bits, np.uint8), bitorder="little").tobytes() if n else b""
         seg.range_with_bitmap.start, seg.range_with_bitmap.end = start, start + n
         seg.range_with_bitmap.bitmap = packed
-        return seg, [v for v, b in zip(values, bits) if b]
+        return seg, [v for v, b in zip(values, bits, strict=True) if b]
     arr, values = draw(encoded_arrays(sorted_=kind == "sorted_array"))
     getattr(seg, kind).CopyFrom(arr)
     return seg, values
@@ -123,7 +128,7 @@ def test_version_sequence_roundtrip(versions):
     data = R.encode_version_sequence(versions)
     assert R.decode_version_sequence(data).tolist() == versions
     runs = R.parse_version_sequence(data).runs
-    assert len(runs) == (0 if not versions else 1 + sum(a != b for a, b in zip(versions, versions[1:])))
+    assert len(runs) == (0 if not versions else 1 + sum(a != b for a, b in zip(versions, versions[1:], strict=False)))
 
 
 def test_version_runs_count_span_length_only():
@@ -140,7 +145,7 @@ def test_version_runs_count_span_length_only():
 
 
 @pytest.mark.slow
-@settings(max_examples=2000)
+@settings(max_examples=300)
 @given(st.lists(segments(), max_size=12))
 def test_decode_every_segment_kind_soak(parts):
     data = _serialize([s for s, _ in parts])
@@ -153,10 +158,12 @@ def test_decode_every_segment_kind_soak(parts):
 def test_large_sequences_are_vectorised():
     """Ten million ids with holes and a shuffled tail decode and encode in numpy."""
     rng = np.random.default_rng(1)
-    ids = np.setdiff1d(np.arange(10_000_000, dtype=np.uint64), rng.integers(0, 10_000_000, 50_000).astype(np.uint64))
+    keep = np.ones(10_000_000, dtype=bool)
+    keep[rng.integers(0, 10_000_000, 50_000)] = False
+    ids = np.flatnonzero(keep).astype(np.uint64)
     ids = np.concatenate([ids, rng.permutation(np.arange(20_000_000, 20_001_000, dtype=np.uint64))])
     data = R.encode_row_id_sequence(ids)
-    assert len(data) < 200_000
+    assert len(data) < 250_000  # ~50k holes as u32 offsets
     assert np.array_equal(R.decode_row_id_sequence(data, physical_rows=ids.size), ids)
     versions = np.repeat(np.arange(1, 101, dtype=np.uint64), ids.size // 100 + 1)[: ids.size]
     assert np.array_equal(R.decode_version_sequence(R.encode_version_sequence(versions)), versions)
@@ -407,3 +414,22 @@ def test_010_versions_without_ids(pylance_scenarios, tmp_path):
     corrupt_manifest(plain, lambda m: setattr(m.fragments[0], "inline_created_at_versions",
                                               R.encode_version_sequence([1] * m.fragments[0].physical_rows)))
     assert len(check("ROWID-010", version_context(plain))) == 1
+
+
+@given(st.lists(st.binary(max_size=64), min_size=3, max_size=3), st.integers(0, 3))
+def test_rules_never_raise_on_garbage(pylance_scenarios, blobs, which):
+    """Random bytes in any sequence field: every ROWID rule reports, none raises."""
+    import dataclasses
+
+    from conformance.rules.context import VersionContext
+
+    base = version_context(pylance_scenarios["stable_row_ids"], V)
+    m = table_pb2.Manifest()
+    m.CopyFrom(base.manifest)
+    frag = m.fragments[which % len(m.fragments)]
+    frag.inline_row_ids, frag.inline_created_at_versions, frag.inline_last_updated_at_versions = blobs
+    ctx = VersionContext(table=base.table, version=V, manifest_key=base.manifest_key,
+                         mf=dataclasses.replace(base.mf, manifest=m))
+    for rid in ROWID_RULES:
+        for finding in check(rid, ctx):
+            assert finding.message

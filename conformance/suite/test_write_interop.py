@@ -74,7 +74,7 @@ SCRIPT = [
 def test_every_operation_reads_alike_at_every_version(tmp_path, pylance, our_reader, stable):
     uri = str(tmp_path / "ds")
     ds = write_dataset(base(), uri, max_rows_per_file=5, enable_stable_row_ids=stable, data_storage_version=FV)
-    for name, step in SCRIPT:
+    for _name, step in SCRIPT:
         ds = step(ds)
         ds = our_reader(uri)
         same(our_reader, pylance, uri, ds.version, stable)
@@ -144,6 +144,15 @@ def test_clone_and_branch_open_in_pylance(tmp_path, pylance, our_reader):
     assert b.version == 2 and b.to_table().equals(c.to_table())
     assert "dev" in pylance.dataset(uri).branches.list()
     assert pylance.dataset(uri).tags.list()["t2"]["version"] == 2
+    # a branch of the branch, after a commit on it
+    write_dataset(base(1).set_column(0, "id", pa.array([500], pa.int64())), f"{uri}/tree/dev", mode="append")
+    dev = our_reader(uri, branch="dev")
+    assert dev.version == 3
+    ops.create_branch(dev, "dev/sub")
+    sub = pylance.dataset(uri).checkout_version(("dev/sub", None))
+    sub.validate()
+    assert sub.version == 3 and 500 in sub.to_table()["id"].to_pylist()
+    assert pylance.dataset(uri).branches.list()["dev/sub"]["parent_branch"] == "dev"
 
 
 def test_index_metadata_is_carried_through_operations(tmp_path, pylance, our_reader):
@@ -163,3 +172,42 @@ def test_index_metadata_is_carried_through_operations(tmp_path, pylance, our_rea
         assert lds.to_table(filter=f"id = {probe}")["s"].to_pylist() == expected
     write_dataset(base(2), uri, mode="overwrite")
     assert pylance.dataset(uri).list_indices() == []
+
+
+def test_tags_create_update_delete(tmp_path, pylance):
+    from reference_impl.dataset import open_dataset
+    from reference_impl.errors import AlreadyExists, NotFound
+
+    uri = str(tmp_path / "ds")
+    write_dataset(base(3), uri, data_storage_version=FV)
+    write_dataset(base(2), uri, mode="append")
+    ds = open_dataset(uri)
+    ops.create_tag(ds, "v-one", 1)
+    with pytest.raises(AlreadyExists):
+        ops.create_tag(ds, "v-one", 2)
+    with pytest.raises(InvalidInput):
+        ops.create_tag(ds, "bad name", 1)
+    tags = pylance.dataset(uri).tags.list()
+    assert tags["v-one"]["version"] == 1
+    created = tags["v-one"]["created_at"]
+    ops.update_tag(ds, "v-one", 2)
+    tags = pylance.dataset(uri).tags.list()
+    assert tags["v-one"]["version"] == 2 and tags["v-one"]["created_at"] == created
+    assert pylance.dataset(uri, version="v-one").count_rows() == 5
+    ops.delete_tag(ds, "v-one")
+    assert pylance.dataset(uri).tags.list() == {}
+    with pytest.raises(NotFound):
+        ops.delete_tag(ds, "v-one")
+
+
+def test_large_deletions_use_roaring_small_ones_arrow(tmp_path, pylance, our_reader):
+    uri = str(tmp_path / "ds")
+    n = 12_000
+    t = pa.table({"id": pa.array(np.arange(n), pa.int64())})
+    ds = write_dataset(t, uri, max_rows_per_file=6_000, data_storage_version=FV)
+    ds = ops.delete(ds, "id < 5500")          # fragment 0: 5500 rows -> Roaring (.bin)
+    ds = ops.delete(ds, "id >= 11990")        # fragment 1: 10 rows -> Arrow (.arrow)
+    names = sorted(p.suffix for p in (tmp_path / "ds" / "_deletions").iterdir())
+    assert names == [".arrow", ".bin"]
+    theirs = same(our_reader, pylance, uri, ds.version, False)
+    assert theirs.num_rows == n - 5500 - 10

@@ -15,7 +15,6 @@ import os
 import shutil
 import tempfile
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import settings
@@ -123,10 +122,10 @@ class WriterMachine(RuleBasedStateMachine):
         ds = lance.dataset(self.uri)
         assert ds.version == len(self.versions)
         ds.validate()
-        got = sorted(zip(*ds.to_table().to_pydict().values()))
+        got = sorted(zip(*ds.to_table().to_pydict().values(), strict=True))
         assert got == sorted(self.versions[-1])
         first = lance.dataset(self.uri, version=1)
-        assert sorted(zip(*first.to_table().to_pydict().values())) == sorted(self.versions[0])
+        assert sorted(zip(*first.to_table().to_pydict().values(), strict=True)) == sorted(self.versions[0])
 
 
 WriterMachine.TestCase.settings = settings(

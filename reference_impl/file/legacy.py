@@ -21,8 +21,10 @@ counts **values** (not bytes).
 Legacy encodings, per field and batch:
 
 * **plain** (fixed width): ``length`` values back to back; booleans are an LSB-first
-  bitmap. Nulls are not encoded: the slot holds 0, so pylance reads a null int/float/bool
-  back as 0 / 0.0 / false.
+  bitmap. Nulls are not encoded: the slot holds the writer's placeholder,
+  read back as a value (0 / 0.0 / false for arrays built from Python lists, which is
+  what FACTS §A observed; any stale value the Arrow buffer held otherwise, as pylance
+  14.0.2 shows).
 * **var-binary** (utf8, binary and their large variants): the page position points at
   ``length + 1`` i64 **absolute file positions**; value *i* is the bytes between offsets
   *i* and *i+1*. "If offsets[i] == offsets[i + 1], we treat the i-th value as Null", so
@@ -56,6 +58,8 @@ TAIL = _struct.Struct("<QHH4s")
 MAGIC = b"LANC"
 #: bound on a protobuf block at the tail (Metadata, embedded Manifest)
 MAX_BLOCK = 64 << 20
+#: stored files up to this size are fetched whole by :func:`open_legacy`
+WHOLE_FILE_LIMIT = 256 << 20
 
 RULE_TAIL = "FILE-060"  # tail, magic, version and Metadata framing
 RULE_TABLE = "FILE-061"  # page table shape and cells inside the file
@@ -174,7 +178,15 @@ def open_legacy(
     key: str | None = None,
     path: str | None = None,
 ) -> LegacyFile:
-    """Open a legacy file from its bytes, or from ``store``/``key`` with ranged reads."""
+    """Open a legacy file from its bytes, or from ``store``/``key``.
+
+    A stored file up to :data:`WHOLE_FILE_LIMIT` bytes is fetched in one read (legacy pages
+    are small and many); a larger one is read range by range.
+    """
+    if data is None and store is not None:
+        size = store.size(key)
+        if size <= WHOLE_FILE_LIMIT:
+            data, path = store.get(key, max_size=WHOLE_FILE_LIMIT), path or key
     if data is not None:
         view = memoryview(data)
         size = len(view)
@@ -280,6 +292,8 @@ class _ColumnReader:
         if pa.types.is_struct(t):
             children = [self.read(c, batch, n) for c in t]
             return pa.StructArray.from_arrays(children, fields=list(t))
+        if pa.types.is_null(t):
+            return pa.nulls(n)  # the null type stores nothing
         fid, pos, length = self.cell(af, batch)
         if pa.types.is_list(t) or pa.types.is_large_list(t):
             width = 8 if pa.types.is_large_list(t) else 4

@@ -284,6 +284,23 @@ def _page_rows(container: FileContainer, col: int):
     return [(int(p.priority), int(p.length)) for p in container.columns[col].pages]
 
 
+MAX_PAGE_ROWS = 1 << 31
+
+
+def _check_pages(container: FileContainer, col: int, pages) -> None:
+    """Page lengths/priorities must tile ``[0, num_rows)`` before anything is allocated."""
+    row = 0
+    for i, p in enumerate(pages):
+        if int(p.length) > MAX_PAGE_ROWS or int(p.priority) != row:
+            raise FormatError(f"column {col} page {i}: priority {p.priority}, length {p.length}, "
+                              f"expected first row {row}", rule="FILE-014" if int(p.priority) != row else "FILE-013",
+                              path=container.path)
+        row += int(p.length)
+    if row != container.num_rows:
+        raise FormatError(f"column {col} pages hold {row} rows, the file {container.num_rows}",
+                          rule="FILE-013", path=container.path)
+
+
 def decode_column_2_1(container: FileContainer, column_index: int, field_: pa.Field, page_range=None):
     """Decode one top-level field of a 2.1/2.2 file (the ``"2.1"`` family decoder).
 
@@ -301,6 +318,7 @@ def decode_column_2_1(container: FileContainer, column_index: int, field_: pa.Fi
             raise FormatError(f"field {field_.name!r} needs column {col}, file has {len(container.columns)}",
                               rule=RULE_SCHEMA, path=container.path)
         pages = list(container.columns[col].pages)
+        _check_pages(container, col, pages)
         if page_range is not None:
             start, stop = page_range
             sel = [p for p in pages if int(p.priority) < stop and int(p.priority) + int(p.length) > start]

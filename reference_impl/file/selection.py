@@ -24,7 +24,9 @@ strings and binary use Binary; fixed width uses Value (Flat) inside Nullable.
    min(n / :data:`DICT_MAX_CARDINALITY_DIVISOR`, :data:`DICT_MAX_CARDINALITY`) distinct
    values and an estimated encoded size under :data:`DICT_MAX_SIZE_RATIO` of the raw
    size. Items are LZ4-compressed (``general``) in 2.2 only.
-3. Fixed-width mini-block values: inline bit-packing when it saves space, else flat.
+3. Fixed-width mini-block values (8/16/32/64-bit): RLE when the page has fewer than
+   :data:`RLE_MAX_RUN_RATIO` x n runs, else inline bit-packing when it saves space,
+   else flat.
 4. Variable mini-block values: ``variable``.
 5. Full-zip values larger than :data:`GENERAL_MIN_VALUE_BYTES`: per-value ZSTD
    (``general``), as pylance does for values over 32 KiB.
@@ -41,7 +43,7 @@ reader; FILE-ENCODINGS §5.3 lists the minimums it accepts):
   inline bit-packing for pages of at most 1,024 levels);
 * pages carrying levels are cut at 4,096 levels (pylance: 65,535), see
   ``encode/v2_1/column.py``;
-* no FSST for strings (``variable`` only), no RLE and no byte-stream-split;
+* no FSST for strings (``variable`` only) and no byte-stream-split;
 * constant pages (2.2) store their levels raw (u16), never RLE/bit-packed; fixed-size
   lists never go constant;
 * field metadata ``lance-encoding:*`` hints are ignored.
@@ -70,6 +72,9 @@ DICT_MAX_SAMPLE_UNIQUE = 0.98
 # 2.0: a prefix this long is checked first; >= 100 distinct values there settles it
 DICT_PREFIX_V2_0 = 1024
 
+# RLE for mini-block fixed-width values (FILE-ENCODINGS §5.2 rule 3, [S])
+RLE_MAX_RUN_RATIO = 0.5
+
 # mini-block vs full-zip (FILE-ENCODINGS §3.3: values of 256 bytes and more go full-zip [E])
 FULL_ZIP_MIN_VALUE_BYTES = 256
 
@@ -81,7 +86,10 @@ def use_dictionary_v2_0(arr: pa.Array) -> bool:
     """2.0: utf8 (not large_utf8, not binary) page with >= 100 rows and < 100 distinct values."""
     if not pa.types.is_string(arr.type) or len(arr) < DICT_MIN_ROWS_V2_0:
         return False
-    if pc.count_distinct(arr.slice(0, DICT_PREFIX_V2_0), mode="all").as_py() >= DICT_MAX_CARDINALITY_V2_0:
+    if (
+        pc.count_distinct(arr.slice(0, DICT_PREFIX_V2_0), mode="all").as_py()
+        >= DICT_MAX_CARDINALITY_V2_0
+    ):
         return False
     return pc.count_distinct(arr, mode="all").as_py() < DICT_MAX_CARDINALITY_V2_0
 
@@ -108,7 +116,9 @@ def use_dictionary_v2_1(values: pa.Array, version: str, raw_bytes: int) -> bool:
     sample = values.take(pa.array(range(0, n, step)[:DICT_SAMPLE_SIZE], pa.int64()))
     if pc.count_distinct(sample, mode="all").as_py() >= DICT_MAX_SAMPLE_UNIQUE * len(sample):
         return False
-    distinct = pc.count_distinct(values, mode="only_valid").as_py() + (1 if values.null_count else 0)
+    distinct = pc.count_distinct(values, mode="only_valid").as_py() + (
+        1 if values.null_count else 0
+    )
     if distinct > min(n // DICT_MAX_CARDINALITY_DIVISOR, DICT_MAX_CARDINALITY):
         return False
     if is_variable_width(values.type):

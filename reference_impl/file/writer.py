@@ -24,7 +24,8 @@ the field ids of the columns and their indices.
 
 Streaming: :class:`LanceFileWriter` keeps at most one pending page worth of Arrow data
 per top-level field (bounded by ``max_page_bytes`` / ``max_rows_per_page``); once a field
-goes over it is encoded and its buffers are appended to the output. The finished bytes
+goes over, that field alone is encoded and its buffers are appended to the output, so
+pages of different columns interleave in the data region as in pylance's files. The finished bytes
 are handed to the object store in one ``put`` (the store protocol has no streaming put).
 """
 
@@ -49,6 +50,9 @@ FILLER = b"\x48"
 
 # footer (major, minor) per requested version; 2.0 files say 0.3 (FACTS.md §A)
 VERSIONS = {"2.0": (0, 3), "2.1": (2, 1), "2.2": (2, 2)}
+# what DataFile.file_major_version / file_minor_version say (pylance 14.0.2 writes 2/0 for
+# a 2.0 file whose footer says 0.3)
+DATA_FILE_VERSIONS = {"2.0": (2, 0), "2.1": (2, 1), "2.2": (2, 2)}
 
 # Page flushing: pylance accumulates about 8 MiB of Arrow data per column (FILE-ENCODINGS §1.2).
 DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024
@@ -57,7 +61,12 @@ DEFAULT_MAX_ROWS_PER_PAGE = 1 << 20
 
 @dataclass(frozen=True)
 class WrittenFile:
-    """What a ``DataFile`` protobuf needs to reference the written file."""
+    """What a ``DataFile`` protobuf needs to reference the written file.
+
+    ``major``/``minor`` are the ``DataFile.file_major_version``/``file_minor_version``
+    values (2.0 for a 2.0 file); ``footer_version`` is what the file's footer says
+    ((0, 3) for 2.0).
+    """
 
     key: str
     size: int
@@ -66,6 +75,7 @@ class WrittenFile:
     minor: int
     fields: list[int] = field(default_factory=list)
     column_indices: list[int] = field(default_factory=list)
+    footer_version: tuple[int, int] = (0, 0)
 
 
 # ----------------------------------------------------------------------------- schema
@@ -74,12 +84,25 @@ class WrittenFile:
 def _logical_type(t: pa.DataType) -> str:
     """The ``lance.file.Field.logical_type`` string pylance 14 writes for an Arrow type."""
     simple = {
-        pa.bool_(): "bool", pa.int8(): "int8", pa.int16(): "int16", pa.int32(): "int32",
-        pa.int64(): "int64", pa.uint8(): "uint8", pa.uint16(): "uint16", pa.uint32(): "uint32",
-        pa.uint64(): "uint64", pa.float16(): "halffloat", pa.float32(): "float",
-        pa.float64(): "double", pa.date32(): "date32:day", pa.date64(): "date64:ms",
-        pa.binary(): "binary", pa.large_binary(): "large_binary", pa.string(): "string",
-        pa.large_string(): "large_string", pa.null(): "null",
+        pa.bool_(): "bool",
+        pa.int8(): "int8",
+        pa.int16(): "int16",
+        pa.int32(): "int32",
+        pa.int64(): "int64",
+        pa.uint8(): "uint8",
+        pa.uint16(): "uint16",
+        pa.uint32(): "uint32",
+        pa.uint64(): "uint64",
+        pa.float16(): "halffloat",
+        pa.float32(): "float",
+        pa.float64(): "double",
+        pa.date32(): "date32:day",
+        pa.date64(): "date64:ms",
+        pa.binary(): "binary",
+        pa.large_binary(): "large_binary",
+        pa.string(): "string",
+        pa.large_string(): "large_string",
+        pa.null(): "null",
     }
     if t in simple:
         return simple[t]
@@ -107,7 +130,12 @@ def _logical_type(t: pa.DataType) -> str:
 def _field_encoding(t: pa.DataType) -> int:
     if pa.types.is_struct(t):
         return file_pb2.NONE
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    ):
         return file_pb2.VAR_BINARY
     return file_pb2.PLAIN
 
@@ -118,11 +146,17 @@ def _own_schema_fields(schema: pa.Schema) -> list[file_pb2.Field]:
 
     def visit(f: pa.Field, parent_id: int) -> None:
         pb = file_pb2.Field(
-            name=f.name, id=len(out), parent_id=parent_id, logical_type=_logical_type(f.type),
-            nullable=f.nullable, encoding=_field_encoding(f.type),
+            name=f.name,
+            id=len(out),
+            parent_id=parent_id,
+            logical_type=_logical_type(f.type),
+            nullable=f.nullable,
+            encoding=_field_encoding(f.type),
         )
         for k, v in (f.metadata or {}).items():
-            pb.metadata[k.decode() if isinstance(k, bytes) else k] = v if isinstance(v, bytes) else v.encode()
+            pb.metadata[k.decode() if isinstance(k, bytes) else k] = (
+                v if isinstance(v, bytes) else v.encode()
+            )
         out.append(pb)
         t = f.type
         if pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -156,19 +190,26 @@ def _normalise_type(t: pa.DataType) -> pa.DataType:
     if pa.types.is_dictionary(t):
         return _normalise_type(t.value_type)
     if pa.types.is_fixed_size_list(t):
-        return pa.list_(pa.field(t.value_field.name, _normalise_type(t.value_type), t.value_field.nullable), t.list_size)
+        return pa.list_(
+            pa.field(t.value_field.name, _normalise_type(t.value_type), t.value_field.nullable),
+            t.list_size,
+        )
     if pa.types.is_large_list(t):
         return pa.large_list(t.value_field.with_type(_normalise_type(t.value_type)))
     if pa.types.is_list(t):
         return pa.list_(t.value_field.with_type(_normalise_type(t.value_type)))
     if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_normalise_type(t.field(i).type)) for i in range(t.num_fields)])
+        return pa.struct(
+            [t.field(i).with_type(_normalise_type(t.field(i).type)) for i in range(t.num_fields)]
+        )
     return t
 
 
 def normalise_schema(schema: pa.Schema) -> pa.Schema:
     """The schema actually written: dictionary types replaced by their value types."""
-    return pa.schema([f.with_type(_normalise_type(f.type)) for f in schema], metadata=schema.metadata)
+    return pa.schema(
+        [f.with_type(_normalise_type(f.type)) for f in schema], metadata=schema.metadata
+    )
 
 
 # ----------------------------------------------------------------------------- writer
@@ -177,7 +218,7 @@ def normalise_schema(schema: pa.Schema) -> pa.Schema:
 class LanceFileWriter:
     """Streams record batches into one Lance data file.
 
-    ``write_batch`` buffers each top-level field's data until it exceeds
+    ``write_batch`` buffers each top-level field's data until that field exceeds
     ``max_page_bytes`` (Arrow memory) or ``max_rows_per_page`` rows, then encodes it into
     pages whose buffers are appended to the file at once. ``finish`` flushes the rest,
     writes global buffer 0, the column metadata, the offset tables and the footer, and
@@ -196,7 +237,9 @@ class LanceFileWriter:
         max_rows_per_page: int = DEFAULT_MAX_ROWS_PER_PAGE,
     ) -> None:
         if version not in VERSIONS:
-            raise InvalidInput(f"unsupported file version {version!r}; expected one of {sorted(VERSIONS)}")
+            raise InvalidInput(
+                f"unsupported file version {version!r}; expected one of {sorted(VERSIONS)}"
+            )
         if max_page_bytes <= 0 or max_rows_per_page <= 0:
             raise InvalidInput("max_page_bytes and max_rows_per_page must be positive")
         self.store = store
@@ -205,17 +248,23 @@ class LanceFileWriter:
         self.major, self.minor = VERSIONS[version]
         self.input_schema = schema
         self.schema = normalise_schema(schema)
-        self.fields = list(schema_fields) if schema_fields is not None else schema_fields_for(self.schema)
+        self.fields = (
+            list(schema_fields) if schema_fields is not None else schema_fields_for(self.schema)
+        )
         self.max_page_bytes = max_page_bytes
         self.max_rows_per_page = max_rows_per_page
         self._out = bytearray()
         self._num_rows = 0
         self._finished = False
         self._encoders, self._column_field_ids = self._make_encoders()
-        self._pages: list[list[file2_pb2.ColumnMetadata.Page]] = [[] for _ in self._column_field_ids]
+        self._pages: list[list[file2_pb2.ColumnMetadata.Page]] = [
+            [] for _ in self._column_field_ids
+        ]
+        # per top-level field: pending arrays, their rows and Arrow bytes, rows already paged
         self._pending: list[list[pa.Array]] = [[] for _ in self.schema]
-        self._pending_rows = 0
-        self._pending_bytes = 0
+        self._pending_rows = [0] * len(self.schema)
+        self._pending_bytes = [0] * len(self.schema)
+        self._field_rows = [0] * len(self.schema)
 
     # -- column plan ---------------------------------------------------------------
     def _make_encoders(self):
@@ -246,6 +295,7 @@ class LanceFileWriter:
             if pa.types.is_struct(t):
                 return 1 + sum(count(t.field(i).type) for i in range(t.num_fields))
             return 1
+
         return sum(count(f.type) for f in schema)
 
     # -- streaming -----------------------------------------------------------------
@@ -257,7 +307,9 @@ class LanceFileWriter:
                 self.write_batch(b)
             return
         if batch.schema.names != self.input_schema.names:
-            raise InvalidInput(f"batch columns {batch.schema.names} differ from the schema {self.input_schema.names}")
+            raise InvalidInput(
+                f"batch columns {batch.schema.names} differ from the schema {self.input_schema.names}"
+            )
         if batch.num_rows == 0:
             return
         for i, f in enumerate(self.schema):
@@ -265,25 +317,35 @@ class LanceFileWriter:
             if arr.type != f.type:
                 arr = arr.cast(f.type)
             self._pending[i].append(arr)
-        self._pending_rows += batch.num_rows
-        self._pending_bytes += batch.nbytes
-        if self._pending_bytes > self.max_page_bytes or self._pending_rows >= self.max_rows_per_page:
-            self._flush()
+            self._pending_rows[i] += len(arr)
+            self._pending_bytes[i] += arr.nbytes
+            if (
+                self._pending_bytes[i] > self.max_page_bytes
+                or self._pending_rows[i] >= self.max_rows_per_page
+            ):
+                self._flush_field(i)
+        self._num_rows += batch.num_rows
 
-    def _flush(self) -> None:
-        if self._pending_rows == 0:
+    def _flush_field(self, i: int) -> None:
+        """Encode field ``i``'s pending rows into pages and append their buffers."""
+        if self._pending_rows[i] == 0:
             return
-        first_row = self._num_rows
-        for i, enc in enumerate(self._encoders):
-            arr = pa.concat_arrays(self._pending[i]) if len(self._pending[i]) > 1 else self._pending[i][0]
-            for start in range(0, len(arr), self.max_rows_per_page):
-                part = arr.slice(start, self.max_rows_per_page)
-                for col_offset, page in enc.encode(part, first_row + start):
-                    self._add_page(enc.first_column + col_offset, page)
-            self._pending[i] = []
-        self._num_rows += self._pending_rows
-        self._pending_rows = 0
-        self._pending_bytes = 0
+        enc = self._encoders[i]
+        arr = (
+            pa.concat_arrays(self._pending[i]) if len(self._pending[i]) > 1 else self._pending[i][0]
+        )
+        first_row = self._field_rows[i]
+        # one flush can hold a single huge batch: cut it into pages of about max_page_bytes
+        bytes_per_row = max(arr.nbytes / max(len(arr), 1), 1.0)
+        rows_per_page = max(1, min(self.max_rows_per_page, int(self.max_page_bytes // bytes_per_row)))
+        for start in range(0, len(arr), rows_per_page):
+            part = arr.slice(start, rows_per_page)
+            for col_offset, page in enc.encode(part, first_row + start):
+                self._add_page(enc.first_column + col_offset, page)
+        self._field_rows[i] += len(arr)
+        self._pending[i] = []
+        self._pending_rows[i] = 0
+        self._pending_bytes[i] = 0
 
     def _pad(self) -> None:
         rem = len(self._out) % ALIGNMENT
@@ -304,7 +366,8 @@ class LanceFileWriter:
         """Write everything after the data buffers and store the file."""
         if self._finished:
             raise InvalidInput("writer already finished")
-        self._flush()
+        for i in range(len(self._encoders)):
+            self._flush_field(i)
         for enc in self._encoders:
             for col_offset, page in enc.finish(self._num_rows):
                 self._add_page(enc.first_column + col_offset, page)
@@ -338,14 +401,29 @@ class LanceFileWriter:
             self._out += struct.pack("<QQ", pos, size)
         gbo_pos = len(self._out)
         self._out += struct.pack("<QQ", gb0_pos, len(gb0))
-        self._out += struct.pack(FOOTER_FORMAT, column_meta_start, cmo_pos, gbo_pos, 1, len(self._pages), self.major, self.minor)
+        self._out += struct.pack(
+            FOOTER_FORMAT,
+            column_meta_start,
+            cmo_pos,
+            gbo_pos,
+            1,
+            len(self._pages),
+            self.major,
+            self.minor,
+        )
         self._out += MAGIC
         data = bytes(self._out)
         self._out = bytearray()
         self.store.put(self.key, data)
         return WrittenFile(
-            key=self.key, size=len(data), num_rows=self._num_rows, major=self.major, minor=self.minor,
-            fields=list(self._column_field_ids), column_indices=list(range(len(self._column_field_ids))),
+            key=self.key,
+            size=len(data),
+            num_rows=self._num_rows,
+            major=DATA_FILE_VERSIONS[self.version][0],
+            minor=DATA_FILE_VERSIONS[self.version][1],
+            footer_version=(self.major, self.minor),
+            fields=list(self._column_field_ids),
+            column_indices=list(range(len(self._column_field_ids))),
         )
 
 
@@ -378,8 +456,13 @@ def write_lance_file(
             schema = first.schema
             batches = _chain(first, batches)
     writer = LanceFileWriter(
-        store, key, schema, version=version, schema_fields=schema_fields,
-        max_page_bytes=max_page_bytes, max_rows_per_page=max_rows_per_page,
+        store,
+        key,
+        schema,
+        version=version,
+        schema_fields=schema_fields,
+        max_page_bytes=max_page_bytes,
+        max_rows_per_page=max_rows_per_page,
     )
     for b in batches:
         writer.write_batch(b)

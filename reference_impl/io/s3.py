@@ -56,6 +56,11 @@ S3-compatible server (moto, SeaweedFS, s3rver, MinIO) understands. Timeouts are 
 and retries few, so an unreachable endpoint fails with ``StoreError`` within seconds
 instead of hanging.
 
+One caveat holds for every S3 client, pylance's included: when a conditional ``PUT``
+succeeded on the server but its answer was lost and the retry then gets 412, the writer
+sees ``AlreadyExists`` for an object it created itself. A commit loop that then reads
+the manifest it "lost" against finds its own transaction there.
+
 One boto3 client is made per store and shared with its children; boto3 clients are
 thread-safe, so one store may be used from many threads at once.
 """

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13index_details.proto\x12\x0blance.table\"\x13\n\x11\x42TreeIndexDetails\"\x14\n\x12\x42itmapIndexDetails\"\x17\n\x15LabelListIndexDetails\"\x13\n\x11NGramIndexDetails\"\x15\n\x13ZoneMapIndexDetails\"\xc0\x02\n\x14InvertedIndexDetails\x12\x1b\n\x0e\x62\x61se_tokenizer\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08language\x18\x02 \x01(\t\x12\x15\n\rwith_position\x18\x03 \x01(\x08\x12\x1d\n\x10max_token_length\x18\x04 \x01(\rH\x01\x88\x01\x01\x12\x12\n\nlower_case\x18\x05 \x01(\x08\x12\x0c\n\x04stem\x18\x06 \x01(\x08\x12\x19\n\x11remove_stop_words\x18\x07 \x01(\x08\x12\x15\n\rascii_folding\x18\x08 \x01(\x08\x12\x18\n\x10min_ngram_length\x18\t \x01(\r\x12\x18\n\x10max_ngram_length\x18\n \x01(\r\x12\x13\n\x0bprefix_only\x18\x0b \x01(\x08\x42\x11\n\x0f_base_tokenizerB\x13\n\x11_max_token_lengthb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x13index_details.proto\x12\x0blance.table\"\x13\n\x11\x42TreeIndexDetails\"\x14\n\x12\x42itmapIndexDetails\"\x17\n\x15LabelListIndexDetails\"\x13\n\x11NGramIndexDetails\",\n\x13ZoneMapIndexDetails\x12\x15\n\rrows_per_zone\x18\x01 \x01(\x04\"\xc0\x02\n\x14InvertedIndexDetails\x12\x1b\n\x0e\x62\x61se_tokenizer\x18\x01 \x01(\tH\x00\x88\x01\x01\x12\x10\n\x08language\x18\x02 \x01(\t\x12\x15\n\rwith_position\x18\x03 \x01(\x08\x12\x1d\n\x10max_token_length\x18\x04 \x01(\rH\x01\x88\x01\x01\x12\x12\n\nlower_case\x18\x05 \x01(\x08\x12\x0c\n\x04stem\x18\x06 \x01(\x08\x12\x19\n\x11remove_stop_words\x18\x07 \x01(\x08\x12\x15\n\rascii_folding\x18\x08 \x01(\x08\x12\x18\n\x10min_ngram_length\x18\t \x01(\r\x12\x18\n\x10max_ngram_length\x18\n \x01(\r\x12\x13\n\x0bprefix_only\x18\x0b \x01(\x08\x42\x11\n\x0f_base_tokenizerB\x13\n\x11_max_token_lengthb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -40,7 +40,7 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_NGRAMINDEXDETAILS']._serialized_start=104
   _globals['_NGRAMINDEXDETAILS']._serialized_end=123
   _globals['_ZONEMAPINDEXDETAILS']._serialized_start=125
-  _globals['_ZONEMAPINDEXDETAILS']._serialized_end=146
-  _globals['_INVERTEDINDEXDETAILS']._serialized_start=149
-  _globals['_INVERTEDINDEXDETAILS']._serialized_end=469
+  _globals['_ZONEMAPINDEXDETAILS']._serialized_end=169
+  _globals['_INVERTEDINDEXDETAILS']._serialized_start=172
+  _globals['_INVERTEDINDEXDETAILS']._serialized_end=492
 # @@protoc_insertion_point(module_scope)

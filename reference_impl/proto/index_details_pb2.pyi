@@ -21,8 +21,10 @@ class NGramIndexDetails(_message.Message):
     def __init__(self) -> None: ...
 
 class ZoneMapIndexDetails(_message.Message):
-    __slots__ = ()
-    def __init__(self) -> None: ...
+    __slots__ = ("rows_per_zone",)
+    ROWS_PER_ZONE_FIELD_NUMBER: _ClassVar[int]
+    rows_per_zone: int
+    def __init__(self, rows_per_zone: _Optional[int] = ...) -> None: ...
 
 class InvertedIndexDetails(_message.Message):
     __slots__ = ("base_tokenizer", "language", "with_position", "max_token_length", "lower_case", "stem", "remove_stop_words", "ascii_folding", "min_ngram_length", "max_ngram_length", "prefix_only")

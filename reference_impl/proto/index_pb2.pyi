@@ -166,3 +166,54 @@ class JsonIndexDetails(_message.Message):
 class BloomFilterIndexDetails(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class VectorIndexDetails(_message.Message):
+    __slots__ = ("metric_type", "hnsw_index_config", "pq", "sq", "flat", "build_params")
+    class BuildParamsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    class HnswIndexConfig(_message.Message):
+        __slots__ = ("max_connections", "construction_ef", "max_level")
+        MAX_CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
+        CONSTRUCTION_EF_FIELD_NUMBER: _ClassVar[int]
+        MAX_LEVEL_FIELD_NUMBER: _ClassVar[int]
+        max_connections: int
+        construction_ef: int
+        max_level: int
+        def __init__(self, max_connections: _Optional[int] = ..., construction_ef: _Optional[int] = ..., max_level: _Optional[int] = ...) -> None: ...
+    class ProductQuantization(_message.Message):
+        __slots__ = ("num_bits", "num_sub_vectors")
+        NUM_BITS_FIELD_NUMBER: _ClassVar[int]
+        NUM_SUB_VECTORS_FIELD_NUMBER: _ClassVar[int]
+        num_bits: int
+        num_sub_vectors: int
+        def __init__(self, num_bits: _Optional[int] = ..., num_sub_vectors: _Optional[int] = ...) -> None: ...
+    class ScalarQuantization(_message.Message):
+        __slots__ = ("num_bits",)
+        NUM_BITS_FIELD_NUMBER: _ClassVar[int]
+        num_bits: int
+        def __init__(self, num_bits: _Optional[int] = ...) -> None: ...
+    class NoCompression(_message.Message):
+        __slots__ = ()
+        def __init__(self) -> None: ...
+    METRIC_TYPE_FIELD_NUMBER: _ClassVar[int]
+    HNSW_INDEX_CONFIG_FIELD_NUMBER: _ClassVar[int]
+    PQ_FIELD_NUMBER: _ClassVar[int]
+    SQ_FIELD_NUMBER: _ClassVar[int]
+    FLAT_FIELD_NUMBER: _ClassVar[int]
+    BUILD_PARAMS_FIELD_NUMBER: _ClassVar[int]
+    metric_type: VectorMetricType
+    hnsw_index_config: VectorIndexDetails.HnswIndexConfig
+    pq: VectorIndexDetails.ProductQuantization
+    sq: VectorIndexDetails.ScalarQuantization
+    flat: VectorIndexDetails.NoCompression
+    build_params: _containers.ScalarMap[str, str]
+    def __init__(self, metric_type: _Optional[_Union[VectorMetricType, str]] = ..., hnsw_index_config: _Optional[_Union[VectorIndexDetails.HnswIndexConfig, _Mapping]] = ..., pq: _Optional[_Union[VectorIndexDetails.ProductQuantization, _Mapping]] = ..., sq: _Optional[_Union[VectorIndexDetails.ScalarQuantization, _Mapping]] = ..., flat: _Optional[_Union[VectorIndexDetails.NoCompression, _Mapping]] = ..., build_params: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class RTreeIndexDetails(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

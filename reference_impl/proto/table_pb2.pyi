@@ -325,7 +325,7 @@ class IndexCatchupProgress(_message.Message):
     def __init__(self, index_name: _Optional[str] = ..., caught_up_generations: _Optional[_Iterable[_Union[MergedGeneration, _Mapping]]] = ...) -> None: ...
 
 class MemWalIndexDetails(_message.Message):
-    __slots__ = ("snapshot_ts_millis", "num_regions", "inline_snapshots", "region_specs", "maintained_indexes", "merged_generations", "index_catchup")
+    __slots__ = ("snapshot_ts_millis", "num_regions", "inline_snapshots", "region_specs", "maintained_indexes", "merged_generations", "index_catchup", "maintain_all_indexes")
     SNAPSHOT_TS_MILLIS_FIELD_NUMBER: _ClassVar[int]
     NUM_REGIONS_FIELD_NUMBER: _ClassVar[int]
     INLINE_SNAPSHOTS_FIELD_NUMBER: _ClassVar[int]
@@ -333,6 +333,7 @@ class MemWalIndexDetails(_message.Message):
     MAINTAINED_INDEXES_FIELD_NUMBER: _ClassVar[int]
     MERGED_GENERATIONS_FIELD_NUMBER: _ClassVar[int]
     INDEX_CATCHUP_FIELD_NUMBER: _ClassVar[int]
+    MAINTAIN_ALL_INDEXES_FIELD_NUMBER: _ClassVar[int]
     snapshot_ts_millis: int
     num_regions: int
     inline_snapshots: bytes
@@ -340,7 +341,8 @@ class MemWalIndexDetails(_message.Message):
     maintained_indexes: _containers.RepeatedScalarFieldContainer[str]
     merged_generations: _containers.RepeatedCompositeFieldContainer[MergedGeneration]
     index_catchup: _containers.RepeatedCompositeFieldContainer[IndexCatchupProgress]
-    def __init__(self, snapshot_ts_millis: _Optional[int] = ..., num_regions: _Optional[int] = ..., inline_snapshots: _Optional[bytes] = ..., region_specs: _Optional[_Iterable[_Union[RegionSpec, _Mapping]]] = ..., maintained_indexes: _Optional[_Iterable[str]] = ..., merged_generations: _Optional[_Iterable[_Union[MergedGeneration, _Mapping]]] = ..., index_catchup: _Optional[_Iterable[_Union[IndexCatchupProgress, _Mapping]]] = ...) -> None: ...
+    maintain_all_indexes: bool
+    def __init__(self, snapshot_ts_millis: _Optional[int] = ..., num_regions: _Optional[int] = ..., inline_snapshots: _Optional[bytes] = ..., region_specs: _Optional[_Iterable[_Union[RegionSpec, _Mapping]]] = ..., maintained_indexes: _Optional[_Iterable[str]] = ..., merged_generations: _Optional[_Iterable[_Union[MergedGeneration, _Mapping]]] = ..., index_catchup: _Optional[_Iterable[_Union[IndexCatchupProgress, _Mapping]]] = ..., maintain_all_indexes: _Optional[bool] = ...) -> None: ...
 
 class RegionSpec(_message.Message):
     __slots__ = ("spec_id", "fields")

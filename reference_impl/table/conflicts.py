@@ -127,7 +127,8 @@ def touched_fragments(txn) -> set[int]:
 
 def _config_keys(txn) -> set[str]:
     body = txn.update_config
-    keys = set(body.upsert_values) | set(body.delete_keys) | set(body.schema_metadata)
+    keys = set(body.upsert_values) | set(body.delete_keys)
+    keys |= {f"schema:{k}" for k in body.schema_metadata}
     keys |= {f"field:{k}" for k in body.field_metadata}
     for tag, umap in (("config", body.config_updates), ("table", body.table_metadata_updates),
                       ("schema", body.schema_metadata_updates)):
@@ -136,21 +137,27 @@ def _config_keys(txn) -> set[str]:
             keys.add(f"{tag}:*")
     for fid in body.field_metadata_updates:
         keys.add(f"field:{fid}")
-    # A replace of a whole map conflicts with any key of that map.
     return keys
 
 
 def _config_overlap(ours, theirs) -> bool:
+    """True when both touch one key of the same map; replacing a whole map (``tag:*``)
+    overlaps with any key of that map."""
     a, b = _config_keys(ours), _config_keys(theirs)
     if a & b:
         return True
     for tag in ("config", "table", "schema"):
         star = f"{tag}:*"
-        def in_map(keys):
-            return {k for k in keys if (k.startswith(tag + ":") if tag != "config" else ":" not in k)}
-        if (star in a and in_map(b)) or (star in b and in_map(a)):
+        if (star in a and _in_map(b, tag)) or (star in b and _in_map(a, tag)):
             return True
     return False
+
+
+def _in_map(keys: set[str], tag: str) -> bool:
+    """Whether ``keys`` holds a key of map ``tag`` (config keys carry no prefix)."""
+    if tag == "config":
+        return any(":" not in k for k in keys)
+    return any(k.startswith(tag + ":") for k in keys)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,9 @@ old file stays for older versions.
 
 Bytes are untrusted: a file larger than ``max_size`` is refused, the number of offsets is
 checked against the fragment's ``physical_rows`` (or ``max_rows``) before a large array
-is built, and every decoding problem is a ``FormatError`` with a DELETION rule id:
+is built (for ``.arrow`` files the IPC footer and batch metadata are read first, so a
+batch or a ZSTD buffer claiming a huge size is refused before pyarrow allocates), and
+every decoding problem is a ``FormatError`` with a DELETION rule id:
 DELETION-001 (file missing), DELETION-003 (content is not the format its type names),
 DELETION-004 (an offset at or beyond ``physical_rows``), DELETION-007 (the Arrow column
 is not one Int32/UInt32 column without nulls or negatives).
@@ -75,12 +77,109 @@ class ArrowDeletionInfo:
     null_count: int
 
 
-def _arrow_table(data: bytes, path: str | None):
+class _Flat:
+    """Just enough of a FlatBuffers reader to look at Arrow IPC metadata before pyarrow
+    decodes (and decompresses) anything. Every read is bounds-checked."""
+
+    def __init__(self, buf: bytes, path: str | None):
+        self.buf, self.path = buf, path
+
+    def _need(self, pos: int, n: int) -> None:
+        if pos < 0 or pos + n > len(self.buf):
+            raise FormatError("Arrow IPC metadata points outside its buffer", rule="DELETION-003",
+                              path=self.path, offset=pos)
+
+    def u(self, fmt: str, pos: int) -> int:
+        import struct
+
+        self._need(pos, struct.calcsize(fmt))
+        return struct.unpack_from("<" + fmt, self.buf, pos)[0]
+
+    def root(self) -> int:
+        return self.u("I", 0)
+
+    def field(self, table: int, index: int) -> int | None:
+        """Absolute position of field ``index`` of the table at ``table``, or None."""
+        vtable = table - self.u("i", table)
+        vsize = self.u("H", vtable)
+        slot = 4 + 2 * index
+        if slot + 2 > vsize:
+            return None
+        off = self.u("H", vtable + slot)
+        return table + off if off else None
+
+    def ref(self, pos: int) -> int:
+        return pos + self.u("I", pos)
+
+    def vector(self, pos: int, item: int) -> tuple[int, int]:
+        """``(start, count)`` of a vector of ``item``-byte structs referenced at ``pos``."""
+        vec = self.ref(pos)
+        count = self.u("I", vec)
+        self._need(vec + 4, count * item)
+        return vec + 4, count
+
+
+_RECORD_BATCH = 3  # MessageHeader.RecordBatch
+
+
+def _check_ipc_sizes(data: bytes, path: str | None, limit: int) -> None:
+    """Refuse an Arrow IPC file whose record batches claim more than ``limit`` rows, or
+    whose compressed buffers claim an uncompressed size beyond what ``limit`` 8-byte
+    values need, before pyarrow allocates for them."""
+    f = _Flat(data, path)
+    footer_len = f.u("i", len(data) - 10)
+    start = len(data) - 10 - footer_len
+    if footer_len <= 0 or start < 8:
+        raise FormatError("Arrow IPC footer length is out of range", rule="DELETION-003",
+                          path=path, offset=len(data) - 10)
+    footer = _Flat(data[start:len(data) - 10], path)
+    batches_at = footer.field(footer.root(), 3)
+    if batches_at is None:
+        return
+    first, count = footer.vector(batches_at, 24)
+    byte_limit = 8 * limit + 4096
+    for i in range(count):
+        block = first + 24 * i
+        offset, meta_len, body_len = (footer.u("q", block), footer.u("i", block + 8),
+                                      footer.u("q", block + 16))
+        if offset < 8 or meta_len < 8 or body_len < 0 or offset + meta_len + body_len > len(data):
+            raise FormatError("Arrow IPC record batch block lies outside the file",
+                              rule="DELETION-003", path=path, offset=offset)
+        fb_at = offset + 8 if f.u("I", offset) == 0xFFFFFFFF else offset + 4
+        msg = _Flat(data[fb_at:offset + meta_len], path)
+        root = msg.root()
+        kind_at = msg.field(root, 1)
+        header_at = msg.field(root, 2)
+        if kind_at is None or msg.u("B", kind_at) != _RECORD_BATCH or header_at is None:
+            raise FormatError("Arrow IPC block is not a record batch", rule="DELETION-003",
+                              path=path, offset=offset)
+        batch = msg.ref(header_at)
+        length_at = msg.field(batch, 0)
+        rows = msg.u("q", length_at) if length_at is not None else 0
+        if rows < 0 or rows > limit:
+            raise FormatError(f"Arrow deletion batch claims {rows} rows, more than {limit}",
+                              rule="DELETION-004", path=path, offset=offset)
+        buffers_at = msg.field(batch, 2)
+        if buffers_at is None or msg.field(batch, 3) is None:
+            continue  # no buffers, or no body compression: sizes are the body's own
+        body = offset + meta_len
+        bstart, bcount = msg.vector(buffers_at, 16)
+        for j in range(bcount):
+            b_off, b_len = msg.u("q", bstart + 16 * j), msg.u("q", bstart + 16 * j + 8)
+            if b_len >= 8:
+                declared = f.u("q", body + b_off)
+                if declared > byte_limit:
+                    raise FormatError(f"Arrow deletion buffer claims {declared} uncompressed "
+                                      f"bytes", rule="DELETION-003", path=path, offset=body + b_off)
+
+
+def _arrow_table(data: bytes, path: str | None, limit: int = DEFAULT_MAX_ROWS):
     import pyarrow as pa
 
     if len(data) < 12 or data[:6] != b"ARROW1" or data[-6:] != b"ARROW1":
         raise FormatError("not an Arrow IPC file (ARROW1 magic missing)", rule="DELETION-003",
                           path=path, offset=0)
+    _check_ipc_sizes(data, path, limit)
     try:
         reader = pa.ipc.open_file(pa.BufferReader(data))
         batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
@@ -105,7 +204,7 @@ def inspect_arrow_deletion_file(data: bytes, path: str | None = None) -> ArrowDe
 def _decode_arrow(data: bytes, path: str | None, limit: int) -> np.ndarray:
     import pyarrow as pa
 
-    schema, batches = _arrow_table(data, path)
+    schema, batches = _arrow_table(data, path, limit)
     if len(schema) != 1 or schema[0].type not in (pa.int32(), pa.uint32()):
         raise FormatError(f"deletion array must be one Int32/UInt32 column, found {schema}",
                           rule="DELETION-007", path=path)

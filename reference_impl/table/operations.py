@@ -32,9 +32,10 @@ update_config(110) config / table metadata / schema metadata / field metadata ed
 Move-stable row ids (spec 001, "Move-Stable Row IDs"): ``next_row_id`` starts at 0; a
 fragment without ``inline_row_ids`` gets the range ``[next_row_id, next_row_id+rows)``
 and ``next_row_id`` advances; its created-at and last-updated-at version sequences are one
-run of the committing version. Fragments that already carry row ids (rewritten or updated
-rows) keep them: pylance 14.0.2 keeps the row id of an updated row (observed), where the
-spec says "typically assigned a new row id".
+run of the committing version. Fragments that already carry row ids (rows moved by a
+rewrite) keep them. Updated rows come back as new fragments without ids, so they get new
+ids, as the spec says ("typically assigned a new row id"); pylance 14.0.2 instead keeps
+the old row id of an updated row (observed). Both read back consistently.
 
 ``max_fragment_id`` is written only when the dataset has (or had) fragments; feature flags
 are recomputed from content (deletion files -> 1, stable row ids -> 2, config -> writer 8,

@@ -259,32 +259,39 @@ def _segment_for_sorted_run(run: np.ndarray) -> rowids_pb2.U64Segment:
     return seg
 
 
-def encode_segments(ids: np.ndarray, *, min_run: int = 8) -> list[rowids_pb2.U64Segment]:
-    """Compact segments for ``ids``: strictly increasing runs of at least ``min_run``
-    values become a Range / RangeWithHoles / RangeWithBitmap / SortedArray (whichever is
-    smallest); the values between such runs become one ``array`` segment."""
+def _loose_segment(values: np.ndarray) -> rowids_pb2.U64Segment:
+    seg = rowids_pb2.U64Segment()
+    kind = "sorted_array" if values.size < 2 or bool(np.all(values[1:] > values[:-1])) else "array"
+    getattr(seg, kind).CopyFrom(encode_array(values))
+    return seg
+
+
+def encode_segments(ids: np.ndarray, *, min_run: int = 8,
+                    max_gap: int = 256) -> list[rowids_pb2.U64Segment]:
+    """Compact segments for ``ids``: strictly increasing runs (split where the next value
+    jumps by more than ``max_gap``) of at least ``min_run`` values become a Range /
+    RangeWithHoles / RangeWithBitmap / SortedArray, whichever is smallest; the values
+    between such runs become one ``sorted_array`` (if increasing) or ``array`` segment."""
     ids = np.asarray(ids, dtype=np.uint64)
     if ids.size == 0:
         return []
-    breaks = np.flatnonzero(ids[1:] <= ids[:-1]) + 1
+    up = ids[1:] > ids[:-1]
+    gap = np.where(up, ids[1:] - np.where(up, ids[:-1], 0), 0)
+    breaks = np.flatnonzero(~up | (gap > max_gap)) + 1
     starts = np.concatenate(([0], breaks))
     ends = np.concatenate((breaks, [ids.size]))
     segments: list[rowids_pb2.U64Segment] = []
     pending_from: int | None = None
-    for s, e in zip(starts.tolist(), ends.tolist()):
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
         if e - s >= min_run or (s == 0 and e == ids.size):
             if pending_from is not None:
-                seg = rowids_pb2.U64Segment()
-                seg.array.CopyFrom(encode_array(ids[pending_from:s]))
-                segments.append(seg)
+                segments.append(_loose_segment(ids[pending_from:s]))
                 pending_from = None
             segments.append(_segment_for_sorted_run(ids[s:e]))
         elif pending_from is None:
             pending_from = s
     if pending_from is not None:
-        seg = rowids_pb2.U64Segment()
-        seg.array.CopyFrom(encode_array(ids[pending_from:]))
-        segments.append(seg)
+        segments.append(_loose_segment(ids[pending_from:]))
     return segments
 
 
@@ -328,7 +335,7 @@ def encode_version_sequence(versions) -> bytes:
         change = np.flatnonzero(versions[1:] != versions[:-1]) + 1
         starts = np.concatenate(([0], change))
         ends = np.concatenate((change, [versions.size]))
-        for s, e in zip(starts.tolist(), ends.tolist()):
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
             run = seq.runs.add()
             run.span.range.start, run.span.range.end = s, e
             run.version = int(versions[s])

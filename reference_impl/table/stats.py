@@ -135,13 +135,14 @@ def _as_int(arr: pa.Array) -> np.ndarray:
 
 
 def check_page_bounds(
-    stats: PageStats, page_values: list[pa.Array], *, nulls_read_as_zero: bool = True
+    stats: PageStats, page_values: list[pa.Array], *, nulls_unmarked: bool = True
 ) -> list[BoundViolation]:
     """Check one field's statistics against the pages' values.
 
-    ``page_values[i]`` is page *i* as read. With ``nulls_read_as_zero`` (legacy plain
-    pages store nulls as 0), up to ``null_count`` zero (or empty) values per page may lie
-    outside the bounds, since they may stand for nulls.
+    ``page_values[i]`` is page *i* as read. With ``nulls_unmarked`` (legacy plain pages keep
+    no validity: a null slot reads back as whatever placeholder the writer's buffer held,
+    often 0), up to ``null_count`` values per page may lie outside the bounds, since they
+    may be those placeholders.
     """
     out: list[BoundViolation] = []
     fid = stats.field_id
@@ -150,29 +151,13 @@ def check_page_bounds(
         nc = None if stats.null_count is None else int(stats.null_count[page])
         if nc is not None and not 0 <= nc <= n:
             out.append(BoundViolation(fid, page, "STATS-002", f"null_count {nc} outside 0..{n}"))
-        if nc is not None and nulls_read_as_zero and n and _fixed(values.type):
-            zeros = _zero_mask(values)
-            if int(zeros.sum()) < nc:
-                out.append(
-                    BoundViolation(
-                        fid,
-                        page,
-                        "STATS-002",
-                        f"null_count {nc} but only {int(zeros.sum())} slots can be null",
-                    )
-                )
-        elif nc is not None and values.null_count > nc and not _var(values.type):
-            out.append(
-                BoundViolation(
-                    fid,
-                    page,
-                    "STATS-002",
-                    f"page has {values.null_count} nulls, null_count says {nc}",
-                )
-            )
-        lo = None if stats.min_value is None else stats.min_value[page]
-        hi = None if stats.max_value is None else stats.max_value[page]
-        out.extend(_check_one(fid, page, values, lo, hi, nc, nulls_read_as_zero))
+        elif nc is not None and not nulls_unmarked and values.null_count > nc:
+            msg = f"page has {values.null_count} nulls, null_count says {nc}"
+            out.append(BoundViolation(fid, page, "STATS-002", msg))
+        # one-slot slices, not scalars: a date bound at the type's extreme has no Python value
+        lo = None if stats.min_value is None else stats.min_value.slice(page, 1)
+        hi = None if stats.max_value is None else stats.max_value.slice(page, 1)
+        out.extend(_check_one(fid, page, values, lo, hi, nc, nulls_unmarked))
     return out
 
 
@@ -194,22 +179,14 @@ def _var(t: pa.DataType) -> bool:
     )
 
 
-def _zero_mask(values: pa.Array) -> np.ndarray:
-    if pa.types.is_boolean(values.type):
-        return ~np.asarray(values.fill_null(False).to_numpy(zero_copy_only=False), bool)
-    if pa.types.is_floating(values.type):
-        return np.asarray(values.fill_null(0).to_numpy(zero_copy_only=False)) == 0
-    return _as_int(values.fill_null(0)) == 0
-
-
-def _check_one(fid, page, values: pa.Array, lo, hi, nc, nulls_as_zero) -> list[BoundViolation]:
+def _check_one(fid, page, values: pa.Array, lo, hi, nc, nulls_unmarked) -> list[BoundViolation]:
     t = values.type
     n = len(values)
     all_null = nc is not None and nc == n and n > 0
     out = []
     if pa.types.is_floating(t):
-        lo_v = None if lo is None or not lo.is_valid else float(lo.as_py())
-        hi_v = None if hi is None or not hi.is_valid else float(hi.as_py())
+        lo_v = None if not _valid(lo) else float(lo.cast(pa.float64())[0].as_py())
+        hi_v = None if not _valid(hi) else float(hi.cast(pa.float64())[0].as_py())
         if all_null:
             if lo_v is not None and lo_v != -np.inf or hi_v is not None and hi_v != np.inf:
                 out.append(
@@ -235,12 +212,12 @@ def _check_one(fid, page, values: pa.Array, lo, hi, nc, nulls_as_zero) -> list[B
             )
         v = np.asarray(values.to_numpy(zero_copy_only=False), np.float64)
         v = v[~np.isnan(v)]
-        out.extend(_outside(fid, page, v, lo_v, hi_v, nc if nulls_as_zero else 0, zero=0.0))
+        out.extend(_outside(fid, page, v, lo_v, hi_v, nc if nulls_unmarked else 0))
         return out
     ext = _extremes(t)
     if ext is not None:
-        lo_v = None if lo is None or not lo.is_valid else int(_as_int(pa.array([lo.as_py()], t))[0])
-        hi_v = None if hi is None or not hi.is_valid else int(_as_int(pa.array([hi.as_py()], t))[0])
+        lo_v = None if not _valid(lo) else int(_as_int(lo)[0])
+        hi_v = None if not _valid(hi) else int(_as_int(hi)[0])
         if all_null:
             if (lo_v, hi_v) != ext and not (lo_v is None and hi_v is None):
                 out.append(
@@ -252,12 +229,12 @@ def _check_one(fid, page, values: pa.Array, lo, hi, nc, nulls_as_zero) -> list[B
                     )
                 )
             return out
-        v = _as_int(values.fill_null(0)) if nulls_as_zero else _as_int(values.drop_null())
-        out.extend(_outside(fid, page, v, lo_v, hi_v, nc if nulls_as_zero else 0, zero=0))
+        v = _as_int(values.fill_null(0)) if nulls_unmarked else _as_int(values.drop_null())
+        out.extend(_outside(fid, page, v, lo_v, hi_v, nc if nulls_unmarked else 0))
         return out
     if _var(t):
-        lo_b = None if lo is None or not lo.is_valid else _bytes(lo.as_py())
-        hi_b = None if hi is None or not hi.is_valid else _bytes(hi.as_py())
+        lo_b = None if not _valid(lo) else _bytes(lo[0].as_py())
+        hi_b = None if not _valid(hi) else _bytes(hi[0].as_py())
         vals = [_bytes(x) for x in values.drop_null().to_pylist()]
         bad = [
             x for x in vals if (lo_b is not None and x < lo_b) or (hi_b is not None and x > hi_b)
@@ -273,8 +250,8 @@ def _check_one(fid, page, values: pa.Array, lo, hi, nc, nulls_as_zero) -> list[B
             )
         return out
     if pa.types.is_boolean(t):
-        lo_v = None if lo is None or not lo.is_valid else bool(lo.as_py())
-        hi_v = None if hi is None or not hi.is_valid else bool(hi.as_py())
+        lo_v = None if not _valid(lo) else bool(lo[0].as_py())
+        hi_v = None if not _valid(hi) else bool(hi[0].as_py())
         v = np.asarray(values.fill_null(False).to_numpy(zero_copy_only=False), np.int64)
         out.extend(
             _outside(
@@ -283,18 +260,21 @@ def _check_one(fid, page, values: pa.Array, lo, hi, nc, nulls_as_zero) -> list[B
                 v,
                 None if lo_v is None else int(lo_v),
                 None if hi_v is None else int(hi_v),
-                nc if nulls_as_zero else 0,
-                zero=0,
+                nc if nulls_unmarked else 0,
             )
         )
     return out
+
+
+def _valid(bound: pa.Array | None) -> bool:
+    return bound is not None and len(bound) == 1 and bound.null_count == 0
 
 
 def _bytes(x) -> bytes:
     return x.encode() if isinstance(x, str) else bytes(x)
 
 
-def _outside(fid, page, v: np.ndarray, lo, hi, allowance, zero) -> list[BoundViolation]:
+def _outside(fid, page, v: np.ndarray, lo, hi, allowance) -> list[BoundViolation]:
     bad = np.zeros(len(v), bool)
     if lo is not None:
         bad |= v < lo
@@ -302,10 +282,8 @@ def _outside(fid, page, v: np.ndarray, lo, hi, allowance, zero) -> list[BoundVio
         bad |= v > hi
     if not bad.any():
         return []
-    bad_zero = int((bad & (v == zero)).sum())
-    others = int(bad.sum()) - bad_zero
-    if others == 0 and bad_zero <= (allowance or 0):
-        return []  # only zero slots, which may be nulls stored as 0
+    if int(bad.sum()) <= (allowance or 0):
+        return []  # no more than null_count slots, which may be null placeholders
     first = v[bad][0]
     return [
         BoundViolation(

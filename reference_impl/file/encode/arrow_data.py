@@ -16,7 +16,12 @@ from ...errors import UnsupportedFeature
 
 
 def is_variable_width(t: pa.DataType) -> bool:
-    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t)
+    return (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_large_binary(t)
+    )
 
 
 def is_large_variable(t: pa.DataType) -> bool:
@@ -54,7 +59,11 @@ def fixed_values(arr: pa.Array) -> np.ndarray:
     t = arr.type
     n = len(arr)
     if pa.types.is_boolean(t):
-        bits = arr.fill_null(False).to_numpy(zero_copy_only=False) if arr.null_count else arr.to_numpy(zero_copy_only=False)
+        bits = (
+            arr.fill_null(False).to_numpy(zero_copy_only=False)
+            if arr.null_count
+            else arr.to_numpy(zero_copy_only=False)
+        )
         return np.packbits(bits, bitorder="little")
     if pa.types.is_fixed_size_list(t):
         return fixed_values(arr.flatten()) if n else np.zeros(0, np.uint8)

@@ -25,7 +25,9 @@ def binary_node(arr: pa.Array, buffers: list[bytes]) -> pb.ArrayEncoding:
     if valid is not None:
         ends = np.where(valid, ends, ends + np.uint64(adjustment))
     node = pb.ArrayEncoding()
-    node.binary.indices.nullable.no_nulls.values.CopyFrom(flat_node(64, buffers, ends.astype("<u8").tobytes()))
+    node.binary.indices.nullable.no_nulls.values.CopyFrom(
+        flat_node(64, buffers, ends.astype("<u8").tobytes())
+    )
     node.binary.bytes.CopyFrom(flat_node(8, buffers, data.tobytes()))
     node.binary.null_adjustment = adjustment
     return node

@@ -28,7 +28,9 @@ from .value import flat_node
 
 
 def _page(node: pb.ArrayEncoding, buffers: list[bytes], length: int) -> EncodedPage:
-    return EncodedPage(buffers=buffers, length=length, encoding=pack_any(node), priority=0, description=node)
+    return EncodedPage(
+        buffers=buffers, length=length, encoding=pack_any(node), priority=0, description=node
+    )
 
 
 def _empty_page() -> EncodedPage:
@@ -42,13 +44,27 @@ def values_node(arr: pa.Array, buffers: list[bytes]) -> pb.ArrayEncoding:
     t = arr.type
     if pa.types.is_fixed_size_list(t):
         if not (pa.types.is_fixed_size_list(t.value_type) or _is_fixed(t.value_type)):
-            raise UnsupportedFeature(f"2.0 fixed_size_list items must be fixed width, not {t.value_type}")
-        return nullable_node(valid_mask(arr), len(arr), buffers, lambda b: fixed_size_list_node(arr, b, values_node))
-    return nullable_node(valid_mask(arr), len(arr), buffers, lambda b: flat_node(fixed_bits(t), b, fixed_values(arr).tobytes()))
+            raise UnsupportedFeature(
+                f"2.0 fixed_size_list items must be fixed width, not {t.value_type}"
+            )
+        return nullable_node(
+            valid_mask(arr), len(arr), buffers, lambda b: fixed_size_list_node(arr, b, values_node)
+        )
+    return nullable_node(
+        valid_mask(arr),
+        len(arr),
+        buffers,
+        lambda b: flat_node(fixed_bits(t), b, fixed_values(arr).tobytes()),
+    )
 
 
 def _is_fixed(t: pa.DataType) -> bool:
-    return not (is_variable_width(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_struct(t))
+    return not (
+        is_variable_width(t)
+        or pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_struct(t)
+    )
 
 
 class _Node:
@@ -73,7 +89,7 @@ class _Node:
             self.kind = "value"
         self.struct_values = 0
 
-    def columns(self) -> list["_Node"]:
+    def columns(self) -> list[_Node]:
         out = [self]
         for c in self.children:
             out.extend(c.columns())

@@ -27,7 +27,9 @@ def dictionary_node(arr: pa.Array, buffers: list[bytes]) -> pb.ArrayEncoding:
     if len(items) > 255:
         raise ValueError("2.0 dictionary pages hold at most 255 items (u8 codes, 0 = null)")
     node = pb.ArrayEncoding()
-    node.dictionary.indices.nullable.no_nulls.values.CopyFrom(flat_node(8, buffers, codes.astype(np.uint8).tobytes()))
+    node.dictionary.indices.nullable.no_nulls.values.CopyFrom(
+        flat_node(8, buffers, codes.astype(np.uint8).tobytes())
+    )
     node.dictionary.items.CopyFrom(binary_node(items, buffers))
     node.dictionary.num_dictionary_items = len(items)
     return node

@@ -29,7 +29,9 @@ def list_offsets_node(arr: pa.Array, buffers: list[bytes]) -> tuple[pb.ArrayEnco
     if valid is not None:
         ends = np.where(valid, ends, ends + np.uint64(adjustment))
     node = pb.ArrayEncoding()
-    node.list.offsets.nullable.no_nulls.values.CopyFrom(flat_node(64, buffers, ends.astype("<u8").tobytes()))
+    node.list.offsets.nullable.no_nulls.values.CopyFrom(
+        flat_node(64, buffers, ends.astype("<u8").tobytes())
+    )
     node.list.null_offset_adjustment = adjustment
     node.list.num_items = num_items
     return node, arr.values.slice(start, num_items)

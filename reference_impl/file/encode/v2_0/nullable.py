@@ -19,7 +19,10 @@ from .value import flat_node
 
 
 def nullable_node(
-    valid: np.ndarray | None, n: int, buffers: list[bytes], values: Callable[[list[bytes]], pb.ArrayEncoding]
+    valid: np.ndarray | None,
+    n: int,
+    buffers: list[bytes],
+    values: Callable[[list[bytes]], pb.ArrayEncoding],
 ) -> pb.ArrayEncoding:
     """Wrap the node built by ``values(buffers)`` according to the validity mask ``valid``."""
     node = pb.ArrayEncoding()

@@ -26,7 +26,8 @@ UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
 _ROW_INDEX = {
-    T: [FL_ORDER[row // 8] * 16 + (row % 8) * 128 + np.arange(BLOCK // T) for row in range(T)] for T in (8, 16, 32, 64)
+    T: [FL_ORDER[row // 8] * 16 + (row % 8) * 128 + np.arange(BLOCK // T) for row in range(T)]
+    for T in (8, 16, 32, 64)
 }
 
 
@@ -89,13 +90,17 @@ class InlineBitpackedValues:
             packed = fastlanes_pack(self.blocks[which], self.T, int(W))
             head = np.full((len(which), 1), W, dtype=dt)
             rows = np.concatenate([head, packed.astype(dt)], axis=1)
-            for b, row in zip(which, rows):
+            for b, row in zip(which, rows, strict=True):
                 self._packed[int(b)] = row.tobytes()
 
     @staticmethod
     def applicable(values: pa.Array) -> bool:
         t = values.type
-        if pa.types.is_boolean(t) or pa.types.is_fixed_size_list(t) or pa.types.is_fixed_size_binary(t):
+        if (
+            pa.types.is_boolean(t)
+            or pa.types.is_fixed_size_list(t)
+            or pa.types.is_fixed_size_binary(t)
+        ):
             return False
         try:
             return fixed_bits(t) in UINT
@@ -121,7 +126,11 @@ class InlineBitpackedValues:
         block[0, :count] = self.blocks.reshape(-1)[start : start + count]
         W = int(bit_widths(block)[0])
         packed = fastlanes_pack(block, self.T, W)
-        return [np.concatenate([np.array([W], dt), packed[0]]).astype(np.dtype(dt).newbyteorder("<")).tobytes()]
+        return [
+            np.concatenate([np.array([W], dt), packed[0]])
+            .astype(np.dtype(dt).newbyteorder("<"))
+            .tobytes()
+        ]
 
 
 # --------------------------------------------------------------------------- out-of-line
@@ -150,7 +159,9 @@ def out_of_line_pack(values: np.ndarray, T: int, W: int) -> bytes:
     full, r = divmod(n, BLOCK)
     parts = []
     if full:
-        parts.append(fastlanes_pack(values[: full * BLOCK].reshape(full, BLOCK), T, W).astype(dt).tobytes())
+        parts.append(
+            fastlanes_pack(values[: full * BLOCK].reshape(full, BLOCK), T, W).astype(dt).tobytes()
+        )
     if r:
         if W * (BLOCK - r) < (T - W) * r:
             tail = np.zeros((1, BLOCK), dt)

@@ -27,6 +27,7 @@ from .flat import FlatValues
 from .full_zip import encode_full_zip
 from .mini_block import encode_mini_block
 from .repdef import Shredded, leaf_paths, row_starts, shred, slice_levels
+from .rle import RleValues, run_count
 from .variable import VariableValues
 
 # Pages carrying levels are cut at row boundaries to at most this many level slots, so
@@ -49,7 +50,9 @@ def _assign_ids(f: pa.Field, ids: Iterator[int], leaves: list[int]) -> None:
         if pa.types.is_fixed_size_list(t) and not (
             pa.types.is_integer(t.value_type) or pa.types.is_floating(t.value_type)
         ):
-            raise UnsupportedFeature(f"2.1+ writer supports fixed_size_list of numbers only, not {t}")
+            raise UnsupportedFeature(
+                f"2.1+ writer supports fixed_size_list of numbers only, not {t}"
+            )
         leaves.append(fid)
 
 
@@ -60,6 +63,10 @@ def value_encoder(values: pa.Array):
         return VariableValues(values)
     if pa.types.is_fixed_size_list(t):
         return FixedSizeListValues(values)
+    if RleValues.applicable(values) and run_count(values) < selection.RLE_MAX_RUN_RATIO * len(
+        values
+    ):
+        return RleValues(values)
     if InlineBitpackedValues.applicable(values):
         packed = InlineBitpackedValues(values)
         if packed.saves_space():
@@ -84,7 +91,11 @@ def encode_leaf_page(sh: Shredded, version: str) -> tuple[list[bytes], object]:
             return encode_constant(sh, value)
     if max_value_bytes(values) >= selection.FULL_ZIP_MIN_VALUE_BYTES:
         return encode_full_zip(sh)
-    raw = variable_parts(values)[1].nbytes if is_variable_width(values.type) else len(values) * max_value_bytes(values)
+    raw = (
+        variable_parts(values)[1].nbytes
+        if is_variable_width(values.type)
+        else len(values) * max_value_bytes(values)
+    )
     if selection.use_dictionary_v2_1(values, version, raw):
         indices, block, enc, n_items = build_dictionary(values, version)
         return encode_mini_block(sh, value_encoder(indices), version, (block, enc, n_items))
@@ -107,7 +118,14 @@ class FieldEncoder21:
             sh = shred(arr, path)
             for page_sh, row0 in self._pages(sh):
                 buffers, layout = encode_leaf_page(page_sh, self.version)
-                out.append((col, EncodedPage(buffers, page_sh.num_rows, pack_any(layout), first_row + row0, layout)))
+                out.append(
+                    (
+                        col,
+                        EncodedPage(
+                            buffers, page_sh.num_rows, pack_any(layout), first_row + row0, layout
+                        ),
+                    )
+                )
         return out
 
     def _pages(self, sh: Shredded):
@@ -120,7 +138,10 @@ class FieldEncoder21:
         while row < nrows:
             lo = int(starts[row])
             nxt = int(np.searchsorted(starts, lo + MAX_LEVELS_PER_PAGE, side="right"))
-            end_row = max(row + 1, nxt - 1 if nxt < nrows or sh.num_levels - lo > MAX_LEVELS_PER_PAGE else nrows)
+            end_row = max(
+                row + 1,
+                nxt - 1 if nxt < nrows or sh.num_levels - lo > MAX_LEVELS_PER_PAGE else nrows,
+            )
             end_row = min(end_row, nrows)
             hi = int(starts[end_row]) if end_row < nrows else sh.num_levels
             yield slice_levels(sh, lo, hi, row, end_row), row

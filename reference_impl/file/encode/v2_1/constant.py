@@ -25,7 +25,13 @@ from __future__ import annotations
 import numpy as np
 
 from ....proto import encodings_v2_1_pb2 as pb
-from ..arrow_data import fixed_bits, fixed_values, is_large_variable, is_variable_width, variable_parts
+from ..arrow_data import (
+    fixed_bits,
+    fixed_values,
+    is_large_variable,
+    is_variable_width,
+    variable_parts,
+)
 from .repdef import Shredded
 
 INLINE_MAX_BYTES = 32
@@ -54,7 +60,11 @@ def constant_value(values) -> bytes | None:
     t = values.type
     if pa.types.is_fixed_size_list(t) or len(values) == values.null_count:
         return None
-    valid = np.ones(len(values), bool) if values.null_count == 0 else values.is_valid().to_numpy(zero_copy_only=False)
+    valid = (
+        np.ones(len(values), bool)
+        if values.null_count == 0
+        else values.is_valid().to_numpy(zero_copy_only=False)
+    )
     pos = np.flatnonzero(valid)
     if is_variable_width(t):
         offsets, data = variable_parts(values)
@@ -62,7 +72,10 @@ def constant_value(values) -> bytes | None:
         if not np.all(lens == lens[0]):
             return None
         first = data[starts[0] : starts[0] + lens[0]]
-        if lens[0] and not np.array_equal(data[starts[:, None] + np.arange(lens[0])], np.broadcast_to(first, (len(pos), int(lens[0])))):
+        if lens[0] and not np.array_equal(
+            data[starts[:, None] + np.arange(lens[0])],
+            np.broadcast_to(first, (len(pos), int(lens[0]))),
+        ):
             return None
         return first.tobytes()
     if pa.types.is_boolean(t):

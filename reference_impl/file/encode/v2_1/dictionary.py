@@ -10,7 +10,6 @@ indices into the items, bit-packed like any 32-bit integers; null slots carry in
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -21,7 +20,9 @@ from .general import LZ4, compress, general_encoding
 from .variable import variable_block
 
 
-def build_dictionary(values: pa.Array, version: str) -> tuple[pa.Array, bytes, pb.CompressiveEncoding, int]:
+def build_dictionary(
+    values: pa.Array, version: str
+) -> tuple[pa.Array, bytes, pb.CompressiveEncoding, int]:
     """``(indices int32 array, dictionary buffer, its encoding, item count)``."""
     encoded = pc.dictionary_encode(values)
     items = encoded.dictionary

@@ -28,13 +28,17 @@ class FixedSizeListValues:
     def __init__(self, values: pa.Array) -> None:
         t = values.type
         if pa.types.is_fixed_size_list(t.value_type) or pa.types.is_boolean(t.value_type):
-            raise UnsupportedFeature(f"2.1+ writer supports fixed_size_list of byte-wide primitives, not {t}")
+            raise UnsupportedFeature(
+                f"2.1+ writer supports fixed_size_list of byte-wide primitives, not {t}"
+            )
         self.dim = t.list_size
         self.item_bits = fixed_bits(t.value_type)
         items = _items(values)
         self.item_bytes = fixed_values(items)
         self.has_validity = items.null_count > 0
-        self.item_valid = items.is_valid().to_numpy(zero_copy_only=False) if self.has_validity else None
+        self.item_valid = (
+            items.is_valid().to_numpy(zero_copy_only=False) if self.has_validity else None
+        )
         self.num_buffers = 2 if self.has_validity else 1
         self.row_bytes = self.dim * self.item_bits // 8
         self.max_chunk_values = chunk_values_for_width(self.dim * self.item_bits)
@@ -62,7 +66,11 @@ class FixedSizeListValues:
         return self.dim * self.item_bits + extra
 
     def per_value_bytes(self) -> np.ndarray:
-        rows = self.item_bytes.reshape(-1, self.row_bytes) if self.row_bytes else np.zeros((0, 0), np.uint8)
+        rows = (
+            self.item_bytes.reshape(-1, self.row_bytes)
+            if self.row_bytes
+            else np.zeros((0, 0), np.uint8)
+        )
         if not self.has_validity:
             return rows
         vb = np.packbits(self.item_valid.reshape(-1, self.dim), axis=1, bitorder="little")

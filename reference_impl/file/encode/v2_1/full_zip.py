@@ -25,12 +25,29 @@ import numpy as np
 import pyarrow as pa
 
 from ....proto import encodings_v2_1_pb2 as pb
-from ..arrow_data import fixed_bits, fixed_values, is_large_variable, is_variable_width, variable_parts
+from ... import selection
+from ..arrow_data import (
+    fixed_bits,
+    fixed_values,
+    is_large_variable,
+    is_variable_width,
+    variable_parts,
+)
 from .fixed_size_list import FixedSizeListValues
 from .general import ZSTD, compress, general_encoding
 from .repdef import Shredded, row_starts
 from .variable import variable_encoding
-from ... import selection
+
+
+def _ragged_copy(dst: np.ndarray, dst_starts, src: np.ndarray, src_starts, lengths) -> None:
+    """``dst[dst_starts[i] : +lengths[i]] = src[src_starts[i] : +lengths[i]]`` for every i, vectorised."""
+    lengths = np.asarray(lengths, np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return
+    segment = np.repeat(np.arange(len(lengths)), lengths)
+    within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    dst[np.asarray(dst_starts, np.int64)[segment] + within] = src[np.asarray(src_starts, np.int64)[segment] + within]
 
 
 def _bits_for(maximum: int) -> int:
@@ -47,26 +64,42 @@ def encode_full_zip(sh: Shredded) -> tuple[list[bytes], pb.PageLayout]:
     cw_bits = bits_rep + bits_def
     cw_bytes = 0 if cw_bits == 0 else 1 if cw_bits <= 8 else 2 if cw_bits <= 16 else 4
 
-    # per visible value: its bytes
+    # payload per level slot (nothing for slots without a value), as one byte stream
     variable = is_variable_width(t)
     vis_slots = np.flatnonzero(sh.visible)
     layout = pb.PageLayout()
     fz = layout.full_zip_layout
+    payload_len = np.zeros(n_levels, np.int64)
     if variable:
         offset_bits = 64 if is_large_variable(t) else 32
+        prefix = offset_bits // 8
         offsets, data = variable_parts(values)
         lengths = np.diff(offsets)
         deff = sh.deff[vis_slots] if sh.deff is not None else np.zeros(len(vis_slots), np.uint16)
         has_value = deff == 0
-        pieces = [data[offsets[i] : offsets[i + 1]].tobytes() for i in range(len(values))]
         compressed = bool(len(lengths)) and int(lengths.max()) > selection.GENERAL_MIN_VALUE_BYTES
         if compressed:
-            pieces = [compress(p, ZSTD) if h else p for p, h in zip(pieces, has_value)]
-        slot_value = [b""] * n_levels
-        for j, s in enumerate(vis_slots):
-            if has_value[j]:
-                p = pieces[j]
-                slot_value[s] = len(p).to_bytes(offset_bits // 8, "little") + p
+            # per-value ZSTD frames (only pages holding values over 32 KiB get here)
+            pieces = [
+                compress(data[offsets[i] : offsets[i + 1]].tobytes(), ZSTD)
+                for i in np.flatnonzero(has_value)
+            ]
+            offsets = np.concatenate([[0], np.cumsum([len(x) for x in pieces], dtype=np.int64)])
+            data = np.frombuffer(b"".join(pieces), np.uint8)
+            lengths = np.zeros(len(has_value), np.int64)
+            lengths[has_value] = np.diff(offsets)
+            starts = np.zeros(len(has_value), np.int64)
+            starts[has_value] = offsets[:-1]
+        else:
+            starts = offsets[:-1]
+        value_len = np.where(has_value, prefix + lengths, 0)
+        payload_len[vis_slots] = value_len
+        payload = np.empty(int(value_len.sum()), np.uint8)
+        pstart = np.cumsum(value_len) - value_len
+        with_value = np.flatnonzero(has_value)
+        prefixes = lengths[with_value].astype(f"<u{prefix}").view(np.uint8).reshape(-1, prefix)
+        payload[(pstart[with_value][:, None] + np.arange(prefix)).reshape(-1)] = prefixes.reshape(-1)
+        _ragged_copy(payload, pstart[with_value] + prefix, data, starts[with_value], lengths[with_value])
         fz.bits_per_offset = offset_bits
         inner = variable_encoding(offset_bits)
         fz.value_compression.CopyFrom(general_encoding(ZSTD, inner) if compressed else inner)
@@ -81,21 +114,25 @@ def encode_full_zip(sh: Shredded) -> tuple[list[bytes], pb.PageLayout]:
             rows = fixed_values(values).reshape(len(values), bits // 8)
             fz.bits_per_value = bits
             fz.value_compression.flat.bits_per_value = bits
-        slot_value = [b""] * n_levels
-        for j, s in enumerate(vis_slots):
-            slot_value[s] = rows[j].tobytes()
+        payload_len[vis_slots] = rows.shape[1]
+        payload = np.ascontiguousarray(rows).reshape(-1)
 
-    if cw_bytes:
+    # slots: [control word][payload]
+    slot_size = cw_bytes + payload_len
+    slot_offsets = np.concatenate([[0], np.cumsum(slot_size)])
+    if cw_bytes == 0:
+        zipped_arr = payload  # slots are just the payloads, back to back
+    else:
+        zipped_arr = np.empty(int(slot_offsets[-1]), np.uint8)
         rep = sh.rep.astype(np.uint32) if sh.rep is not None else np.zeros(n_levels, np.uint32)
         deff = sh.deff.astype(np.uint32) if sh.deff is not None else np.zeros(n_levels, np.uint32)
-        words = (rep << bits_def) | deff
-        cws = [int(w).to_bytes(cw_bytes, "little") for w in words]
-        slots = [c + v for c, v in zip(cws, slot_value)]
-    else:
-        slots = slot_value
-    sizes = np.fromiter((len(s) for s in slots), np.int64, count=n_levels)
-    slot_offsets = np.concatenate([[0], np.cumsum(sizes)])
-    zipped = b"".join(slots)
+        words = ((rep << np.uint32(bits_def)) | deff).astype(f"<u{cw_bytes}").view(np.uint8)
+        cw_pos = slot_offsets[:-1][:, None] + np.arange(cw_bytes)
+        zipped_arr[cw_pos.reshape(-1)] = words
+        has_payload = np.flatnonzero(payload_len)
+        lens = payload_len[has_payload]
+        _ragged_copy(zipped_arr, slot_offsets[has_payload] + cw_bytes, payload, np.cumsum(lens) - lens, lens)
+    zipped = zipped_arr.tobytes()
     buffers = [zipped]
     if variable or sh.rep is not None:
         starts = row_starts(sh)

@@ -27,11 +27,15 @@ def compress(data: bytes, scheme: int) -> bytes:
     if scheme == LZ4:
         return struct.pack("<I", len(data)) + lz4.block.compress(data, store_size=False)
     if scheme == ZSTD:
-        return struct.pack("<Q", len(data)) + zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(data)
+        return struct.pack("<Q", len(data)) + zstandard.ZstdCompressor(level=ZSTD_LEVEL).compress(
+            data
+        )
     raise ValueError(f"unknown compression scheme {scheme}")
 
 
-def general_encoding(scheme: int, inner: pb.CompressiveEncoding, level: int | None = None) -> pb.CompressiveEncoding:
+def general_encoding(
+    scheme: int, inner: pb.CompressiveEncoding, level: int | None = None
+) -> pb.CompressiveEncoding:
     enc = pb.CompressiveEncoding()
     enc.general.compression.scheme = scheme
     if level is not None:

@@ -67,14 +67,21 @@ def plan_chunks(values, nvis: int, level_end_of: callable, level_bytes: int) -> 
                 break
             n //= 2
         if size > MAX_CHUNK_BYTES - 64 or levels > MAX_CHUNK_LEVELS:
-            raise UnsupportedFeature("a mini-block chunk would exceed 32 KiB (too many levels between two values)")
+            raise UnsupportedFeature(
+                "a mini-block chunk would exceed 32 KiB (too many levels between two values)"
+            )
         counts.append(count)
         start += count
         level_start = lend
     return counts
 
 
-def encode_mini_block(sh: Shredded, values, version: str, dictionary: tuple[bytes, pb.CompressiveEncoding, int] | None = None):
+def encode_mini_block(
+    sh: Shredded,
+    values,
+    version: str,
+    dictionary: tuple[bytes, pb.CompressiveEncoding, int] | None = None,
+):
     """``(buffers, PageLayout)`` for one page. ``values`` is a mini-block value encoder."""
     large = version != "2.1"
     nvis = len(sh.values)
@@ -105,7 +112,9 @@ def encode_mini_block(sh: Shredded, values, version: str, dictionary: tuple[byte
         size_fmt = "<I" if large else "<H"
         head = struct.pack("<H", (lend - level_start) if has_levels else 0)
         rep = out_of_line_pack(sh.rep[level_start:lend], 16, rep_w) if sh.rep is not None else None
-        deff = out_of_line_pack(sh.deff[level_start:lend], 16, def_w) if sh.deff is not None else None
+        deff = (
+            out_of_line_pack(sh.deff[level_start:lend], 16, def_w) if sh.deff is not None else None
+        )
         if rep is not None:
             head += struct.pack("<H", len(rep))
         if deff is not None:
@@ -130,7 +139,9 @@ def encode_mini_block(sh: Shredded, values, version: str, dictionary: tuple[byte
             if lend < total_levels and lend > level_start:
                 # the row holding level lend-1 continues into a later chunk?
                 row = int(np.searchsorted(starts, lend - 1, side="right")) - 1
-                open_levels = 0 if row_end_levels[row] < lend else lend - max(int(starts[row]), level_start)
+                open_levels = (
+                    0 if row_end_levels[row] < lend else lend - max(int(starts[row]), level_start)
+                )
             else:
                 open_levels = 0
             rep_index.append((ended, open_levels))

@@ -15,6 +15,8 @@ A leaf's page is a sequence of *level slots*. Each slot has a u16 definition lev
 * Rep numbering: ``max_rep`` = number of list layers, innermost 1; a slot with rep r
   starts the lists of layers 1..r; ``rep == max_rep`` starts a top-level row. An empty
   or null list occupies one slot.
+* A list layer below a null ancestor (a null struct above the list) is written as
+  nullable even when none of its own lists is null, as pylance 14.0.2 does.
 * Visibility: a slot owns a position in the value stream iff it is not below a null
   or empty list (nor below a null ancestor of a list); null items and null structs
   below the innermost list keep a placeholder value.
@@ -71,6 +73,14 @@ def leaf_paths(t: pa.DataType, path=()) -> list[tuple]:
 
 
 def shred(arr: pa.Array, path: tuple) -> Shredded:
+    """Levels and visible values of the leaf reached by ``path`` in ``arr`` (top-level rows).
+
+    Walks the path outermost first keeping, per level slot, its rep level, the step at
+    which it became null or empty (``code``) and its index in the current array (-1 once
+    it has no value). A list step expands every live slot into one slot per item; a
+    null or empty list, or a slot already null above, stays one slot without a value.
+    The codes become def levels once all steps are known (layers are data-dependent).
+    """
     n = len(arr)
     max_rep = sum(1 for s in path if s[0] == LIST)
     rep = np.full(n, max_rep, np.uint16) if max_rep else None
@@ -104,7 +114,10 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
         else:
             nul &= False
         empty = live & (idx >= 0) & ~nul & (slot_len == 0)
-        if nul.any():
+        if nul.any() or not live.all():
+            # A list under a null ancestor is written as nullable even when none of its
+            # own slots is null: pylance 14.0.2 does so (Arrow pushes struct nulls into
+            # the child list) and its reader miscounts visible items otherwise.
             seen_null[p] = True
             code[nul] = 2 * p + 1
         if empty.any():
@@ -158,7 +171,10 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
     deff = table[code] if level > 1 else None
     visible = idx >= 0
     take = idx[visible]
-    values = cur.take(pa.array(take, pa.int64())) if len(take) != len(cur) or cur.offset or not np.array_equal(take, np.arange(len(cur))) else cur
+    if len(take) == len(cur) and np.array_equal(take, np.arange(len(cur))):
+        values = cur  # every leaf slot is visible, in order: no copy
+    else:
+        values = cur.take(pa.array(take, pa.int64()))
     return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
 
 
@@ -177,5 +193,10 @@ def slice_levels(sh: Shredded, lo: int, hi: int, row_lo: int, row_hi: int) -> Sh
     return Shredded(
         None if sh.rep is None else sh.rep[lo:hi],
         None if sh.deff is None else sh.deff[lo:hi],
-        sh.layers, sh.values.slice(vis_before, nvis), vis, row_hi - row_lo, sh.max_rep, sh.max_visible_def,
+        sh.layers,
+        sh.values.slice(vis_before, nvis),
+        vis,
+        row_hi - row_lo,
+        sh.max_rep,
+        sh.max_visible_def,
     )

@@ -1,0 +1,285 @@
+"""The v2.x file container (spec 003 "File Structure") and the FILE/ENC rules.
+
+Positive cases are files written by pylance 14.0.2; negative cases rewrite one thing in a
+pylance file: the footer, a table entry, or a page's protobuf (the tail is re-laid with
+:func:`rewrite_tail`, the data region is kept byte for byte).
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from google.protobuf import any_pb2
+
+from conformance.rules import get_rule, load_all
+from conformance.rules.context import DataFileContext
+from reference_impl.errors import FormatError, UnsupportedFeature
+from reference_impl.file import checks
+from reference_impl.file.container import FOOTER, read_container
+from reference_impl.file.reader import LanceFileReader, register_decoder, DECODERS
+from reference_impl.io.local import LocalStore
+from reference_impl.proto import encodings_v2_1_pb2, file2_pb2
+
+load_all()
+
+
+def write(lance, path, table, version):
+    with lance.file.LanceFileWriter(str(path), table.schema, version=version) as w:
+        w.write_batch(table)
+    return path
+
+
+@pytest.fixture
+def sample(pylance, tmp_path):
+    """A 2.2 file with ints, strings, a dictionary column, lists, a constant and big strings."""
+    n = 500
+    table = pa.table({
+        "i": pa.array(np.arange(n)),
+        "s": pa.array([f"value-{i:08d}-" * 6 for i in range(n)]),
+        "low": pa.array([["alpha-centauri", "betelgeuse-red", "canopus-bright"][i % 3] for i in range(n)]),
+        "l": pa.array([[i, None] if i % 3 else [] for i in range(n)], pa.list_(pa.int32())),
+        "k": pa.array([7] * n, pa.int64()),
+        "big": pa.array(["x" * 300 + str(i) for i in range(n)]),
+    })
+    write(pylance, tmp_path / "f22.lance", table, "2.2")
+    write(pylance, tmp_path / "f21.lance", table, "2.1")
+    return tmp_path, table
+
+
+def rewrite_tail(raw: bytes, container, *, columns=None, version=None, gbufs=None) -> bytes:
+    """Re-lay the tail after the data region with (possibly) changed column metadata."""
+    cols = columns if columns is not None else container.columns
+    head = raw[:container.column_meta_start]
+    out = bytearray(head)
+    cm0 = len(out)
+    positions = []
+    for c in cols:
+        b = c.SerializeToString()
+        positions.append((len(out), len(b)))
+        out += b
+    cmo = len(out)
+    for p, s in positions:
+        out += struct.pack("<QQ", p, s)
+    gbo = len(out)
+    gb = gbufs if gbufs is not None else container.global_buffers
+    for p, s in gb:
+        out += struct.pack("<QQ", p, s)
+    major, minor = version or container.version
+    out += FOOTER.pack(cm0, cmo, gbo, len(gb), len(cols), major, minor, b"LANC")
+    return bytes(out)
+
+
+def mutate_page(tmp_path, name, col, fn, page=0, out="bad.lance"):
+    """Copy ``name`` with ``fn(layout_or_page)`` applied to one page; returns the new key."""
+    raw = (tmp_path / name).read_bytes()
+    c = read_container(LocalStore(str(tmp_path)), name)
+    cols = [file2_pb2.ColumnMetadata.FromString(m.SerializeToString()) for m in c.columns]
+    pg = cols[col].pages[page]
+    a = any_pb2.Any.FromString(pg.encoding.direct.encoding)
+    layout = encodings_v2_1_pb2.PageLayout.FromString(a.value)
+    res = fn(layout, pg)
+    if res != "page-only":
+        a.value = layout.SerializeToString()
+        pg.encoding.direct.encoding = a.SerializeToString()
+    (tmp_path / out).write_bytes(rewrite_tail(raw, c, columns=cols))
+    return out
+
+
+def run_rule(rule_id, tmp_path, key):
+    ctx = DataFileContext(version=None, fragment=None, data_file=None, file_store=LocalStore(str(tmp_path)),
+                          file_key=key)
+    return list(get_rule(rule_id).check(ctx))
+
+
+# ----------------------------------------------------------------------------- container
+
+
+@pytest.mark.parametrize("version,pair", [("2.0", (0, 3)), ("2.1", (2, 1)), ("2.2", (2, 2))])
+def test_read_container_versions(pylance, tmp_path, version, pair):
+    table = pa.table({"a": pa.array([1, 2, 3]), "b": pa.array(["x", None, "z"])})
+    write(pylance, tmp_path / "v.lance", table, version)
+    c = read_container(LocalStore(str(tmp_path)), "v.lance")
+    assert c.version == pair and c.version_name == version
+    assert c.num_rows == 3 and c.num_columns == len(c.columns) == 2
+    assert [f.name for f in c.fields] == ["a", "b"]
+    assert c.global_buffers[0][0] % 64 == 0
+    assert c.reader.reads <= 2
+    r = LanceFileReader(LocalStore(str(tmp_path)), "v.lance")
+    assert r.version == version and r.read_all().column("b").to_pylist() == ["x", None, "z"]
+
+
+def test_legacy_tail_detected(tmp_path):
+    (tmp_path / "old.lance").write_bytes(b"\0" * 100 + struct.pack("<QHH", 40, 0, 2) + b"LANC")
+    c = read_container(LocalStore(str(tmp_path)), "old.lance")
+    assert c.version == (0, 2) and c.is_legacy and c.legacy_metadata_position == 40
+
+
+def test_register_decoder_dispatch(pylance, tmp_path):
+    write(pylance, tmp_path / "v.lance", pa.table({"a": pa.array([5, 6])}), "2.1")
+    calls = []
+    orig = DECODERS["2.1"]
+
+    def spy(container, index, field, page_range):
+        calls.append((index, field.name, page_range))
+        return orig(container, index, field, page_range)
+
+    register_decoder("2.1", spy)
+    try:
+        assert LanceFileReader(LocalStore(str(tmp_path)), "v.lance").read_all().column(0).to_pylist() == [5, 6]
+    finally:
+        register_decoder("2.1", orig)
+    assert calls == [(0, "a", None)]
+
+
+def test_unknown_version_is_unsupported(sample):
+    tmp_path, _ = sample
+    raw = (tmp_path / "f22.lance").read_bytes()
+    c = read_container(LocalStore(str(tmp_path)), "f22.lance")
+    (tmp_path / "v9.lance").write_bytes(rewrite_tail(raw, c, version=(9, 9)))
+    with pytest.raises(UnsupportedFeature):
+        read_container(LocalStore(str(tmp_path)), "v9.lance")
+    assert run_rule("FILE-003", tmp_path, "v9.lance")
+    assert not run_rule("FILE-003", tmp_path, "f22.lance")
+
+
+def test_rewrite_tail_identity(sample):
+    tmp_path, table = sample
+    raw = (tmp_path / "f22.lance").read_bytes()
+    c = read_container(LocalStore(str(tmp_path)), "f22.lance")
+    (tmp_path / "same.lance").write_bytes(rewrite_tail(raw, c))
+    assert LanceFileReader(LocalStore(str(tmp_path)), "same.lance").read_all().equals(table)
+
+
+# ----------------------------------------------------------------------------- FILE rules
+
+def _tail_case(tmp_path, mutate):
+    raw = bytearray((tmp_path / "f22.lance").read_bytes())
+    mutate(raw)
+    (tmp_path / "t.lance").write_bytes(bytes(raw))
+    return "t.lance"
+
+
+@pytest.mark.parametrize("rule_id,mutate", [
+    ("FILE-001", lambda raw: raw.__setitem__(slice(-4, None), b"LANX")),
+    ("FILE-002", lambda raw: raw.__setitem__(slice(-32, -24), struct.pack("<Q", len(raw)))),
+    ("FILE-004", lambda raw: raw.__setitem__(slice(-40 - 16, -40 - 8), struct.pack("<Q", len(raw)))),
+])
+def test_footer_rules(sample, rule_id, mutate):
+    tmp_path, _ = sample
+    assert not run_rule(rule_id, tmp_path, "f22.lance")
+    key = _tail_case(tmp_path, mutate)
+    found = run_rule(rule_id, tmp_path, key)
+    assert found and found[0].location["path"] == key
+    with pytest.raises(FormatError) as ei:
+        read_container(LocalStore(str(tmp_path)), key)
+    assert ei.value.rule == rule_id
+
+
+def test_descriptor_rule(sample):
+    tmp_path, _ = sample
+    raw = bytearray((tmp_path / "f22.lance").read_bytes())
+    c = read_container(LocalStore(str(tmp_path)), "f22.lance")
+    pos, size = c.global_buffers[0]
+    raw[pos:pos + size] = b"\xff" * size
+    (tmp_path / "d.lance").write_bytes(bytes(raw))
+    assert run_rule("FILE-005", tmp_path, "d.lance")
+    assert not run_rule("FILE-005", tmp_path, "f22.lance")
+
+
+def test_column_metadata_rule(sample):
+    tmp_path, _ = sample
+    raw = bytearray((tmp_path / "f22.lance").read_bytes())
+    c = read_container(LocalStore(str(tmp_path)), "f22.lance")
+    raw[c.cmo_offset:c.cmo_offset + 8] = struct.pack("<Q", len(raw) - 5)
+    (tmp_path / "cm.lance").write_bytes(bytes(raw))
+    assert run_rule("FILE-006", tmp_path, "cm.lance")
+    assert not run_rule("FILE-006", tmp_path, "f22.lance")
+
+
+def _set_offset(delta):
+    def fn(layout, page):
+        page.buffer_offsets[0] += delta
+        return "page-only"
+    return fn
+
+
+@pytest.mark.parametrize("rule_id,fn", [
+    ("FILE-011", lambda layout, page: (page.buffer_offsets.__setitem__(0, 10**6), "page-only")[1]),
+    ("FILE-012", _set_offset(8)),
+    ("FILE-013", lambda layout, page: (setattr(page, "length", page.length + 1), "page-only")[1]),
+    ("FILE-014", lambda layout, page: (setattr(page, "priority", 3), "page-only")[1]),
+])
+def test_page_rules(sample, rule_id, fn):
+    tmp_path, _ = sample
+    assert not run_rule(rule_id, tmp_path, "f22.lance")
+    key = mutate_page(tmp_path, "f22.lance", 0, fn)
+    found = run_rule(rule_id, tmp_path, key)
+    assert found, rule_id
+
+
+def test_encoding_type_rule(sample):
+    tmp_path, _ = sample
+    raw = (tmp_path / "f22.lance").read_bytes()
+    c = read_container(LocalStore(str(tmp_path)), "f22.lance")
+    cols = [file2_pb2.ColumnMetadata.FromString(m.SerializeToString()) for m in c.columns]
+    a = any_pb2.Any.FromString(cols[0].pages[0].encoding.direct.encoding)
+    a.type_url = "/lance.encodings.ArrayEncoding"
+    cols[0].pages[0].encoding.direct.encoding = a.SerializeToString()
+    (tmp_path / "e.lance").write_bytes(rewrite_tail(raw, c, columns=cols))
+    assert run_rule("FILE-015", tmp_path, "e.lance")
+    assert not run_rule("FILE-015", tmp_path, "f22.lance")
+
+
+def test_checks_clean_on_pylance_files(sample):
+    tmp_path, _ = sample
+    for name in ("f21.lance", "f22.lance"):
+        r = LanceFileReader(LocalStore(str(tmp_path)), name)
+        assert checks.all_checks(r.container, r) == []
+
+
+# ----------------------------------------------------------------------------- ENC rules
+
+def _col(table, name):
+    return table.column_names.index(name)
+
+
+def _mb(layout):
+    return layout.mini_block_layout
+
+
+ENC_CASES = [
+    ("ENC-042", "i", lambda lay, pg: setattr(_mb(lay), "has_large_chunk", False)),
+    ("ENC-041", "i", lambda lay, pg: (pg.buffer_sizes.__setitem__(1, pg.buffer_sizes[1] - 8), "page-only")[1]),
+    ("ENC-001", "i", lambda lay, pg: _mb(lay).value_compression.Clear() or _mb(lay).value_compression.SetInParent()),
+    ("ENC-003", "s", lambda lay, pg: setattr(_mb(lay).value_compression.fsst.values.variable.offsets.flat, "bits_per_value", 16)),
+    ("ENC-010", "i", lambda lay, pg: setattr(_mb(lay).value_compression.inline_bitpacking, "uncompressed_bits_per_value", 24)),
+    ("ENC-020", "low", lambda lay, pg: setattr(_mb(lay).dictionary.general.compression, "scheme", 2)),
+    ("ENC-030", "s", lambda lay, pg: setattr(_mb(lay).value_compression.fsst, "symbol_table", b"\x07")),
+    ("ENC-040", "l", lambda lay, pg: _mb(lay).layers.__setitem__(1, 2)),
+    ("ENC-043", "big", lambda lay, pg: (pg.buffer_sizes.__setitem__(1, pg.buffer_sizes[1] - 4), "page-only")[1]),
+    ("ENC-044", "k", lambda lay, pg: setattr(lay.constant_layout, "inline_value", b"\x01\x02")),
+    ("ENC-046", "i", lambda lay, pg: setattr(_mb(lay), "num_items", _mb(lay).num_items - 1)),
+]
+
+
+@pytest.mark.parametrize("rule_id,column,fn", ENC_CASES, ids=[c[0] for c in ENC_CASES])
+def test_encoding_rules(sample, rule_id, column, fn):
+    tmp_path, table = sample
+    assert not run_rule(rule_id, tmp_path, "f22.lance")
+    key = mutate_page(tmp_path, "f22.lance", _col(table, column), fn)
+    found = run_rule(rule_id, tmp_path, key)
+    assert found, (rule_id, [f for r in ("ENC-001", "ENC-046") for f in run_rule(r, tmp_path, key)])
+    with pytest.raises((FormatError, UnsupportedFeature)):
+        LanceFileReader(LocalStore(str(tmp_path)), key).read_all()
+
+
+def test_rle_rule(pylance, tmp_path):
+    table = pa.table({"k": pa.array([7] * 300 + [8] * 300, pa.int64())})
+    write(pylance, tmp_path / "r.lance", table, "2.1")
+    assert not run_rule("ENC-012", tmp_path, "r.lance")
+    key = mutate_page(tmp_path, "r.lance", 0,
+                      lambda lay, pg: setattr(_mb(lay).value_compression.rle.run_lengths.flat, "bits_per_value", 16))
+    assert run_rule("ENC-012", tmp_path, key)

@@ -1,0 +1,92 @@
+"""Full-scan benchmark: our LanceFileReader against pylance 14.0.2's, per file version.
+
+Writes 1,000,000 rows (int64, float64, 20-character string) as 2.0, 2.1 and 2.2 files with
+pylance, then for each file times (best of ``--repeat``):
+
+* a raw sequential read of the file's bytes (the I/O floor),
+* ``lance.file.LanceFileReader(path).read_all().to_table()`` (pylance),
+* ``reference_impl.file.reader.LanceFileReader(store, key).read_all()`` (ours),
+
+and prints seconds, MB/s over the file size, and our/pylance ratio. Both readers' tables are
+checked equal once. Usage: ``python tools/bench_scan.py [--rows N] [--repeat K] [--dir D]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import numpy as np
+import pyarrow as pa
+
+
+def make_table(rows: int) -> pa.Table:
+    rng = np.random.default_rng(42)
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", np.uint8)
+    chars = letters[rng.integers(0, len(letters), rows * 20)]
+    offsets = np.arange(rows + 1, dtype=np.int32) * 20
+    strings = pa.Array.from_buffers(pa.string(), rows, [None, pa.py_buffer(offsets.tobytes()),
+                                                        pa.py_buffer(chars.tobytes())])
+    return pa.table({"id": pa.array(np.arange(rows, dtype=np.int64)),
+                     "x": pa.array(rng.random(rows)),
+                     "s": strings})
+
+
+def best(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--dir", default=None)
+    args = ap.parse_args()
+
+    import lance
+
+    from reference_impl.file.reader import LanceFileReader
+    from reference_impl.io.local import LocalStore
+
+    d = args.dir or tempfile.mkdtemp(prefix="bench_scan_")
+    table = make_table(args.rows)
+    print(f"{args.rows} rows (int64, float64, 20-char utf8); best of {args.repeat}; dir {d}")
+    print(f"{'version':8} {'size MB':>8} {'raw s':>8} {'raw MB/s':>9} {'pylance s':>10} "
+          f"{'ours s':>8} {'ours MB/s':>10} {'ours/pylance':>13}")
+    for version in ("2.0", "2.1", "2.2"):
+        name = f"bench_{version}.lance"
+        path = os.path.join(d, name)
+        with lance.file.LanceFileWriter(path, table.schema, version=version) as w:
+            for b in table.to_batches(max_chunksize=100_000):
+                w.write_batch(b)
+        size = os.path.getsize(path)
+        store = LocalStore(d)
+
+        def raw():
+            with open(path, "rb") as f:
+                while f.read(1 << 22):
+                    pass
+
+        def theirs():
+            return lance.file.LanceFileReader(path).read_all().to_table()
+
+        def ours():
+            return LanceFileReader(store, name).read_all()
+
+        got, exp = ours(), theirs()
+        assert got.equals(exp), f"{version}: tables differ"
+        t_raw, t_pl, t_us = best(raw, args.repeat), best(theirs, args.repeat), best(ours, args.repeat)
+        mb = size / 1e6
+        print(f"{version:8} {mb:8.1f} {t_raw:8.3f} {mb / t_raw:9.0f} {t_pl:10.3f} {t_us:8.3f} "
+              f"{mb / t_us:10.0f} {t_us / t_pl:13.2f}")
+
+
+if __name__ == "__main__":
+    main()
