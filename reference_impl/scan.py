@@ -46,9 +46,16 @@ def to_table(
     filter=None,
     with_row_id: bool = False,  # noqa: A002
     with_row_address: bool = False,
+    limit: int | None = None,
+    offset: int | None = None,
     **_ignored,
 ) -> pa.Table:
-    """Scan ``dataset`` (a :class:`reference_impl.dataset.Dataset`) into one Arrow table."""
+    """Scan ``dataset`` (a :class:`reference_impl.dataset.Dataset`) into one Arrow table.
+
+    ``limit``/``offset`` keep rows ``[offset, offset + limit)`` of the filtered result.
+    Other keyword arguments of pylance's scanner (``batch_size``, ``io_buffer_size`` ...)
+    change nothing in the result and are ignored.
+    """
     from reference_impl.file.encodings.v2_0.column import strip_field_ids
 
     full = dataset.schema
@@ -87,7 +94,13 @@ def to_table(
         names.append(ROW_ID)
     if with_row_address:
         names.append(ROW_ADDR)
-    return table.select(names)
+    table = table.select(names)
+    if offset or limit is not None:
+        start = int(offset or 0)
+        if start < 0 or (limit is not None and int(limit) < 0):
+            raise InvalidInput("limit and offset must not be negative")
+        table = table.slice(start, None if limit is None else int(limit))
+    return table
 
 
 def take(dataset, indices, columns: Sequence[str] | None = None, **_ignored) -> pa.Table:

@@ -166,8 +166,8 @@ _SEMVER = __import__("re").compile(
 
 @rule("MANIFEST-011", title="writer_version names the library and a semver without 'v'",
       severity="warning", spec="001", section="Manifest",
-      clause="if it is semantically versioned, it should be a valid semver string without any "
-             "'v' prefix. For example: `2.0.0`, `2.0.0-rc.1`.")
+      clause="However, if it ... is semantically versioned, it should be a valid semver string without any "
+             "'v' ... prefix. For example: `2.0.0`, `2.0.0-rc.1`.")
 def writer_version(ctx):
     m = ctx.manifest
     if not m.HasField("writer_version"):

@@ -207,11 +207,15 @@ def branch_tree(ctx):
 def branch_field(ctx):
     from conformance.engine import access
 
+    # The dataset being validated is main unless its root is {main}/tree/{branch}
+    root = unquote(ctx.store.uri).rstrip("/")
     for e in ctx.selected_entries():
         mf = ctx.manifest_file(e.version)
-        if mf is not None and mf.manifest.HasField("branch"):
-            yield Finding(f"main-branch manifest says branch {mf.manifest.branch!r}",
-                          {"version": e.version, "path": e.key})
+        if mf is None or not mf.manifest.HasField("branch"):
+            continue
+        if not root.endswith("/tree/" + mf.manifest.branch):
+            yield Finding(f"manifest says branch {mf.manifest.branch!r} but the dataset root "
+                          f"is not tree/{mf.manifest.branch}", {"version": e.version, "path": e.key})
     for name, _key, _doc, _err in _refs(ctx, "branches"):
         if branch_name_problem(name):
             continue

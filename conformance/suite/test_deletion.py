@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from pyroaring import BitMap
 
 from conformance.suite.scenarios import (
@@ -133,6 +135,44 @@ def test_bounds():
     with pytest.raises(FormatError) as err:
         D.read_deletion_file(store, "_deletions/none.bin", D.BITMAP)
     assert err.value.rule == "DELETION-001"
+
+
+def test_compressed_size_claims_checked_before_decoding():
+    """A ZSTD buffer whose uncompressed-length prefix claims a terabyte is refused from
+    the IPC metadata alone; a batch claiming more rows than allowed likewise."""
+    data = D.encode_deletion_file(np.arange(10), D.ARROW_ARRAY)
+    prefix = (40).to_bytes(8, "little")  # 10 uint32 values = 40 bytes uncompressed
+    hits = [i for i in range(8, len(data)) if data.startswith(prefix, i)]
+    assert len(hits) == 1
+    bomb = data[:hits[0]] + (1 << 40).to_bytes(8, "little") + data[hits[0] + 8:]
+    with pytest.raises(FormatError) as err:
+        D.decode_deletion_file(bomb, D.ARROW_ARRAY, path="_deletions/bomb.arrow")
+    assert err.value.rule == "DELETION-003" and err.value.offset == hits[0]
+    with pytest.raises(FormatError) as err:
+        D.decode_deletion_file(data, D.ARROW_ARRAY, max_rows=5)
+    assert err.value.rule == "DELETION-004"
+    truncated_footer = data[:-10] + (10**6).to_bytes(4, "little", signed=True) + b"ARROW1"
+    with pytest.raises(FormatError) as err:
+        D.decode_deletion_file(truncated_footer, D.ARROW_ARRAY)
+    assert err.value.rule == "DELETION-003"
+
+
+_VALID = {t: D.encode_deletion_file(np.arange(0, 300, 7), t) for t in (D.ARROW_ARRAY, D.BITMAP)}
+
+
+@given(st.sampled_from([D.ARROW_ARRAY, D.BITMAP]),
+       st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), min_size=1, max_size=8))
+def test_flipped_bytes_never_escape(file_type, edits):
+    """Corrupt a valid file at random places: a result or a FormatError, nothing else."""
+    data = bytearray(_VALID[file_type])
+    for pos, value in edits:
+        data[pos % len(data)] = value
+    try:
+        out = D.decode_deletion_file(bytes(data), file_type, physical_rows=1000)
+    except FormatError as exc:
+        assert exc.rule and exc.rule.startswith("DELETION-")
+    else:
+        assert out.dtype == np.uint32 and (out.size == 0 or int(out[-1]) < 1000)
 
 
 # --------------------------------------------------------------------------- pylance interop

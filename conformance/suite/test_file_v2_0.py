@@ -556,3 +556,48 @@ def test_file_052_unparsable_file_descriptor(dataset_2_0):
     struct.pack_into("<QQ", data, gbo, pos, len(data) * 4)  # global buffer 0 runs past the file
     data_file.write_bytes(bytes(data))
     assert _findings(path, "FILE-052")
+
+
+_BASE_2_0: dict = {}
+
+
+@pytest.fixture(scope="module")
+def base_2_0(tmp_path_factory):
+    if "bytes" not in _BASE_2_0:
+        import lance  # noqa: F401  (the pylance fixture reports a missing part)
+        from lance.file import LanceFileWriter
+
+        path = tmp_path_factory.mktemp("base20") / "b.lance"
+        table = pa.table(
+            {
+                "i": column(pa.int32(), 40, 1, "some"),
+                "s": column(pa.string(), 40, 2, "some"),
+                "d": pa.array(["a", "b", None, "c"] * 30)[:40],
+                "l": column(pa.list_(pa.int64()), 40, 3, "some"),
+                "f": column(pa.list_(pa.float32(), 2), 40, 4, "some"),
+                "st": column(pa.struct([("x", pa.int16())]), 40, 5, "none"),
+            }
+        )
+        writer = LanceFileWriter(str(path), table.schema, version="2.0")
+        writer.write_batch(table)
+        writer.close()
+        data = path.read_bytes()
+        _BASE_2_0["bytes"] = data
+        _BASE_2_0["schema"] = pylance_read(path).schema
+    return _BASE_2_0
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(junk=st.binary(min_size=1, max_size=24), at=st.integers(0, 1 << 20), cut=st.integers(0, 200))
+def test_mutated_pylance_file_raises_only_format_error(pylance, base_2_0, junk, at, cut):
+    data = bytearray(base_2_0["bytes"])
+    at %= len(data)
+    data[at : at + len(junk)] = junk
+    if cut % 4 == 0:
+        data = data[: len(data) - cut]
+    try:
+        read_file_v2_0(bytes(data), base_2_0["schema"])
+    except FormatError:
+        pass

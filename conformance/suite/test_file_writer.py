@@ -832,3 +832,39 @@ def test_one_large_batch_is_cut_into_pages(pylance, tmp_path, version):
     _, _, _, metas = parse_file((tmp_path / "t.lance").read_bytes())
     assert len(metas[0].pages) >= 2000 * 300 // (64 * 1024)
     assert sum(p.length for p in metas[0].pages) == 2000
+
+
+def _layout_summary(layout) -> tuple:
+    kind = layout.WhichOneof("layout")
+    has_dict = kind == "mini_block_layout" and layout.mini_block_layout.HasField("dictionary")
+    return kind, has_dict
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_layout_choices_match_pylance(pylance, tmp_path, version):
+    """FILE-ENCODINGS §5.2 rule 1 (page layout and structural dictionary): on canonical
+    columns our writer picks the same layout as pylance 14.0.2 (value compressions may
+    differ; see selection.py)."""
+    rng = np.random.default_rng(0)
+    n = 5000
+    table = pa.table({
+        "ids": pa.array(np.arange(n, dtype=np.int64)),
+        "floats": pa.array(rng.random(n)),
+        "colours": pa.array([["red", "green", "blue", "cyan", "pink"][k] for k in rng.integers(0, 5, n)]),
+        "names": pa.array([f"{k:020d}" for k in rng.integers(0, 10**18, n)]),
+        "wide": pa.array(["w" * 300 + str(k) for k in range(n)]),
+        "fsl8": pa.array(list(rng.random((n, 8), dtype=np.float32)), pa.list_(pa.float32(), 8)),
+        "fsl128": pa.array(list(rng.random((n, 128), dtype=np.float32)), pa.list_(pa.float32(), 128)),
+        "lists": pa.array([[k, None] if k % 3 else ([] if k % 2 else None) for k in range(n)], pa.list_(pa.int32())),
+        "nulls": pa.nulls(n, pa.int32()),
+        "seven": pa.array([7] * n, pa.int64()),
+        "decimals": pa.array([decimal.Decimal(k % 4) for k in range(n)], pa.decimal128(10, 2)),
+    })
+    theirs = tmp_path / "pylance.lance"
+    with pylance.file.LanceFileWriter(str(theirs), table.schema, version=version) as w:
+        w.write_batch(table)
+    _, _, _, their_metas = parse_file(theirs.read_bytes())
+    ours = written_pages(table, version)
+    for name, meta, pages in zip(table.column_names, their_metas, ours, strict=True):
+        theirs_first = page_message(meta.pages[0], version)
+        assert _layout_summary(pages[0]) == _layout_summary(theirs_first), name

@@ -178,6 +178,12 @@ def test_filter_applies_after_assembly(pylance, small):
         assert_same(ours(small, **kwargs), lds.to_table(**kwargs))
 
 
+def test_limit_and_offset(pylance, small):
+    lds = pylance.dataset(str(small))
+    for kwargs in ({"limit": 5}, {"limit": 4, "offset": 9}, {"offset": 15, "columns": ["a"]}):
+        assert_same(ours(small, **kwargs), lds.to_table(**kwargs))
+
+
 def test_take_follows_scan_order(pylance, small):
     lds = pylance.dataset(str(small))
     idx = [0, 17, 5, 5, 2]

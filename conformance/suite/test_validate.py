@@ -88,6 +88,12 @@ def test_pylance_datasets_conform(datasets, name):
     assert "ENGINE-001" not in report.rules_violated(None)
 
 
+def test_branch_tree_validates_on_its_own(datasets):
+    report = validate(datasets["ops"] + "/tree/dev/x", versions="all", deep=True)
+    assert report.conforms, report.render("text")
+    assert report.versions_checked
+
+
 def test_latest_only_by_default(datasets):
     report = validate(datasets["ops"])
     assert len(report.versions_checked) == 1
@@ -230,7 +236,7 @@ PYLANCE_MISSES = [
     "BASEPATH-001", "BASEPATH-003", "BASEPATH-004", "COMMIT-001", "COMMIT-002", "COMMIT-003",
     "COMMIT-004", "FLAGS-001", "FLAGS-003", "FLAGS-004", "FLAGS-005", "FLAGS-006", "FLAGS-007",
     "FRAG-002", "FRAG-003", "FRAG-005", "FRAG-010", "LAYOUT-002", "LAYOUT-003", "LAYOUT-006",
-    "MANIFEST-008", "MANIFEST-009", "MANIFEST-010", "REFS-001", "REFS-002", "REFS-003",
+    "MANIFEST-008", "MANIFEST-009", "MANIFEST-010", "MANIFEST-011", "REFS-001", "REFS-002", "REFS-003",
     "REFS-004", "REFS-005", "REFS-006", "REFS-007", "SCHEMA-006", "TXN-001", "TXN-002",
     "TXN-003", "TXN-004", "TXN-005", "TXN-006",
 ]

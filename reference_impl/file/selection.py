@@ -126,7 +126,8 @@ def use_dictionary_v2_1(values: pa.Array, version: str, raw_bytes: int) -> bool:
         dict_bytes = distinct * (avg + 4)
     else:
         dict_bytes = distinct * fixed_bits(values.type) / 8
-    encoded = dict_bytes + n * 4  # i32 indices before bit-packing: a conservative estimate
+    index_bits = max(1, (distinct - 1).bit_length())  # indices are bit-packed i32
+    encoded = dict_bytes + n * index_bits / 8
     return encoded < DICT_MAX_SIZE_RATIO * raw_bytes
 
 

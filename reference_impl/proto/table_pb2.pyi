@@ -325,7 +325,14 @@ class IndexCatchupProgress(_message.Message):
     def __init__(self, index_name: _Optional[str] = ..., caught_up_generations: _Optional[_Iterable[_Union[MergedGeneration, _Mapping]]] = ...) -> None: ...
 
 class MemWalIndexDetails(_message.Message):
-    __slots__ = ("snapshot_ts_millis", "num_regions", "inline_snapshots", "region_specs", "maintained_indexes", "merged_generations", "index_catchup", "maintain_all_indexes")
+    __slots__ = ("snapshot_ts_millis", "num_regions", "inline_snapshots", "region_specs", "maintained_indexes", "merged_generations", "index_catchup", "writer_config_defaults", "maintain_all_indexes")
+    class WriterConfigDefaultsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     SNAPSHOT_TS_MILLIS_FIELD_NUMBER: _ClassVar[int]
     NUM_REGIONS_FIELD_NUMBER: _ClassVar[int]
     INLINE_SNAPSHOTS_FIELD_NUMBER: _ClassVar[int]
@@ -333,6 +340,7 @@ class MemWalIndexDetails(_message.Message):
     MAINTAINED_INDEXES_FIELD_NUMBER: _ClassVar[int]
     MERGED_GENERATIONS_FIELD_NUMBER: _ClassVar[int]
     INDEX_CATCHUP_FIELD_NUMBER: _ClassVar[int]
+    WRITER_CONFIG_DEFAULTS_FIELD_NUMBER: _ClassVar[int]
     MAINTAIN_ALL_INDEXES_FIELD_NUMBER: _ClassVar[int]
     snapshot_ts_millis: int
     num_regions: int
@@ -341,8 +349,9 @@ class MemWalIndexDetails(_message.Message):
     maintained_indexes: _containers.RepeatedScalarFieldContainer[str]
     merged_generations: _containers.RepeatedCompositeFieldContainer[MergedGeneration]
     index_catchup: _containers.RepeatedCompositeFieldContainer[IndexCatchupProgress]
+    writer_config_defaults: _containers.ScalarMap[str, str]
     maintain_all_indexes: bool
-    def __init__(self, snapshot_ts_millis: _Optional[int] = ..., num_regions: _Optional[int] = ..., inline_snapshots: _Optional[bytes] = ..., region_specs: _Optional[_Iterable[_Union[RegionSpec, _Mapping]]] = ..., maintained_indexes: _Optional[_Iterable[str]] = ..., merged_generations: _Optional[_Iterable[_Union[MergedGeneration, _Mapping]]] = ..., index_catchup: _Optional[_Iterable[_Union[IndexCatchupProgress, _Mapping]]] = ..., maintain_all_indexes: _Optional[bool] = ...) -> None: ...
+    def __init__(self, snapshot_ts_millis: _Optional[int] = ..., num_regions: _Optional[int] = ..., inline_snapshots: _Optional[bytes] = ..., region_specs: _Optional[_Iterable[_Union[RegionSpec, _Mapping]]] = ..., maintained_indexes: _Optional[_Iterable[str]] = ..., merged_generations: _Optional[_Iterable[_Union[MergedGeneration, _Mapping]]] = ..., index_catchup: _Optional[_Iterable[_Union[IndexCatchupProgress, _Mapping]]] = ..., writer_config_defaults: _Optional[_Mapping[str, str]] = ..., maintain_all_indexes: _Optional[bool] = ...) -> None: ...
 
 class RegionSpec(_message.Message):
     __slots__ = ("spec_id", "fields")

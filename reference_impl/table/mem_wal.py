@@ -11,6 +11,7 @@ that are later merged into the base table. Its state is an index (pylance names 
                          8 maintained_indexes: repeated string
                          9 merged_generations: repeated MergedGeneration
                         10 index_catchup: repeated IndexCatchupProgress
+                        11 writer_config_defaults: map<string, string>  (pylance 14.0.2 only)
                         12 maintain_all_indexes: bool?   (pylance 14.0.2 only) }
     RegionSpec   { 1 spec_id: uint32, 2 fields: repeated RegionField }
     RegionField  { 1 field_id, 2 source_ids: repeated int32, 3 transform?, 4 expression?,
@@ -36,7 +37,9 @@ pylance 14.0.2 ("shards" instead of regions; observed, not in the spec):
 
 * ``initialize_mem_wal(...)`` commits the index with ``num_regions`` = number of shards of
   the sharding spec (e.g. ``num_buckets``), ``region_specs`` = the sharding specs, field 12
-  ``maintain_all_indexes`` = true when no list was given; no ``inline_snapshots`` and no
+  ``maintain_all_indexes`` = true when no list was given (false, written, with a list),
+  field 11 ``writer_config_defaults`` = the writer keyword arguments given to
+  ``initialize_mem_wal`` completed with defaults; no ``inline_snapshots`` and no
   ``snapshot_ts_millis`` (the index is not refreshed by writers);
 * a shard's manifests are ``_mem_wal/{shard_uuid}/manifest/{name}.binpb``, each a raw
   RegionManifest protobuf; ``{name}`` is the version as 64 binary digits, least significant
@@ -274,6 +277,8 @@ def summarize(details) -> dict:
             [uuid_text(m.region_id.uuid), m.generation] for m in c.caught_up_generations]}
             for c in details.index_catchup],
     }
+    if len(details.writer_config_defaults):
+        out["writer_config_defaults"] = dict(details.writer_config_defaults)
     if details.HasField("maintain_all_indexes"):
         out["maintain_all_indexes"] = details.maintain_all_indexes
     if details.HasField("inline_snapshots"):

@@ -129,22 +129,22 @@ class FieldEncoder21:
         return out
 
     def _pages(self, sh: Shredded):
+        """Cut a shredded run of rows into pages of at most MAX_LEVELS_PER_PAGE level slots
+        (at least one row each), at row boundaries."""
         if (sh.rep is None and sh.deff is None) or sh.num_levels <= MAX_LEVELS_PER_PAGE:
             yield sh, 0
             return
         starts = row_starts(sh)
+        ends = np.append(starts[1:], sh.num_levels)  # level after each row's last slot
+        visible_before = np.concatenate([[0], np.cumsum(sh.visible, dtype=np.int64)])
         nrows = len(starts)
         row = 0
         while row < nrows:
             lo = int(starts[row])
-            nxt = int(np.searchsorted(starts, lo + MAX_LEVELS_PER_PAGE, side="right"))
-            end_row = max(
-                row + 1,
-                nxt - 1 if nxt < nrows or sh.num_levels - lo > MAX_LEVELS_PER_PAGE else nrows,
-            )
-            end_row = min(end_row, nrows)
-            hi = int(starts[end_row]) if end_row < nrows else sh.num_levels
-            yield slice_levels(sh, lo, hi, row, end_row), row
+            end_row = int(np.searchsorted(ends, lo + MAX_LEVELS_PER_PAGE, side="right"))
+            end_row = min(max(end_row, row + 1), nrows)
+            hi = int(ends[end_row - 1])
+            yield slice_levels(sh, lo, hi, row, end_row, int(visible_before[lo])), row
             row = end_row
 
     def finish(self, num_rows: int) -> list[tuple[int, EncodedPage]]:

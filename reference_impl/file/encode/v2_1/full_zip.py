@@ -47,7 +47,9 @@ def _ragged_copy(dst: np.ndarray, dst_starts, src: np.ndarray, src_starts, lengt
         return
     segment = np.repeat(np.arange(len(lengths)), lengths)
     within = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    dst[np.asarray(dst_starts, np.int64)[segment] + within] = src[np.asarray(src_starts, np.int64)[segment] + within]
+    dst[np.asarray(dst_starts, np.int64)[segment] + within] = src[
+        np.asarray(src_starts, np.int64)[segment] + within
+    ]
 
 
 def _bits_for(maximum: int) -> int:
@@ -98,8 +100,12 @@ def encode_full_zip(sh: Shredded) -> tuple[list[bytes], pb.PageLayout]:
         pstart = np.cumsum(value_len) - value_len
         with_value = np.flatnonzero(has_value)
         prefixes = lengths[with_value].astype(f"<u{prefix}").view(np.uint8).reshape(-1, prefix)
-        payload[(pstart[with_value][:, None] + np.arange(prefix)).reshape(-1)] = prefixes.reshape(-1)
-        _ragged_copy(payload, pstart[with_value] + prefix, data, starts[with_value], lengths[with_value])
+        payload[(pstart[with_value][:, None] + np.arange(prefix)).reshape(-1)] = prefixes.reshape(
+            -1
+        )
+        _ragged_copy(
+            payload, pstart[with_value] + prefix, data, starts[with_value], lengths[with_value]
+        )
         fz.bits_per_offset = offset_bits
         inner = variable_encoding(offset_bits)
         fz.value_compression.CopyFrom(general_encoding(ZSTD, inner) if compressed else inner)
@@ -131,7 +137,9 @@ def encode_full_zip(sh: Shredded) -> tuple[list[bytes], pb.PageLayout]:
         zipped_arr[cw_pos.reshape(-1)] = words
         has_payload = np.flatnonzero(payload_len)
         lens = payload_len[has_payload]
-        _ragged_copy(zipped_arr, slot_offsets[has_payload] + cw_bytes, payload, np.cumsum(lens) - lens, lens)
+        _ragged_copy(
+            zipped_arr, slot_offsets[has_payload] + cw_bytes, payload, np.cumsum(lens) - lens, lens
+        )
     zipped = zipped_arr.tobytes()
     buffers = [zipped]
     if variable or sh.rep is not None:

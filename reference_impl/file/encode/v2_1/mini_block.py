@@ -28,6 +28,7 @@ row finished in a later chunk.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 import numpy as np
 
@@ -50,7 +51,9 @@ def _log2_exact(n: int) -> int:
     return n.bit_length() - 1
 
 
-def plan_chunks(values, nvis: int, level_end_of: callable, level_bytes: int) -> list[int]:
+def plan_chunks(
+    values, nvis: int, level_end_of: Callable[[int], int], level_bytes: int
+) -> list[int]:
     """Chunk value counts: powers of two (>= 2) except the last, within the byte budget."""
     counts: list[int] = []
     start = 0

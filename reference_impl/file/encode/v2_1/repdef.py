@@ -185,9 +185,11 @@ def row_starts(sh: Shredded) -> np.ndarray:
     return np.flatnonzero(sh.rep == sh.max_rep).astype(np.int64)
 
 
-def slice_levels(sh: Shredded, lo: int, hi: int, row_lo: int, row_hi: int) -> Shredded:
-    """The slots ``[lo, hi)`` covering rows ``[row_lo, row_hi)`` as their own Shredded."""
-    vis_before = int(np.count_nonzero(sh.visible[:lo]))
+def slice_levels(
+    sh: Shredded, lo: int, hi: int, row_lo: int, row_hi: int, vis_before: int
+) -> Shredded:
+    """The slots ``[lo, hi)`` covering rows ``[row_lo, row_hi)`` as their own Shredded;
+    ``vis_before`` = visible slots before ``lo`` (where this page's values start)."""
     vis = sh.visible[lo:hi]
     nvis = int(np.count_nonzero(vis))
     return Shredded(

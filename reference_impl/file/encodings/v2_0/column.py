@@ -34,6 +34,8 @@ from ._common import decode as decode_node
 from .list import decode_list_page
 
 ARRAY_ENCODING_URL = "/lance.encodings.ArrayEncoding"
+#: bound on one page's value count: an all-null page has no buffer to check it against
+MAX_PAGE_VALUES = (1 << 31) - 1
 COLUMN_ENCODING_URL = "/lance.encodings.ColumnEncoding"
 
 
@@ -104,6 +106,13 @@ def column_from_metadata(
         if page.encoding.WhichOneof("location") != "direct":
             raise FormatError(
                 "2.0 page encodings must be direct", rule="FILE-050", path=path, offset=first
+            )
+        if page.length > MAX_PAGE_VALUES:
+            raise FormatError(
+                f"page claims {page.length} values, more than {MAX_PAGE_VALUES} allowed",
+                rule="FILE-051",
+                path=path,
+                offset=first,
             )
         array = unpack_any(
             page.encoding.direct.encoding,

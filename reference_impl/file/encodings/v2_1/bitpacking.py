@@ -121,3 +121,35 @@ def decode_out_of_line(buf, n: int, T: int, W: int) -> np.ndarray:
                           f"padded block ({per})", rule=RULE)
     last = unpack_blocks(tail[:per].reshape(1, per), T, W).reshape(-1)[:r]
     return np.concatenate([out, last])
+
+
+def decode_inline_set(cs, counts, T: int) -> np.ndarray:
+    """Inline bit-packed chunks of a :class:`~.chunks.ChunkSet` (one 1024-value block each)."""
+    check_width(T)
+    dt = UINT[T]
+    B = T // 8
+    counts = np.asarray(counts, np.int64)
+    n = cs.n_chunks
+    starts, sizes = cs.starts[0], cs.sizes[0]
+    if np.any(sizes < B):
+        raise FormatError("inline bit-packed buffer has no width word", rule=RULE)
+    if np.any(counts > 1024):
+        raise FormatError("an inline bit-packed block holds at most 1024 values", rule=RULE)
+    widths = cs.read_uint(0, np.zeros(n, np.int64), B).astype(np.int64)
+    if np.any(widths > T):
+        raise FormatError(f"packed width above {T} bits", rule=RULE)
+    if np.any(sizes < (1 + 1024 * widths // T) * B):
+        raise FormatError("inline bit-packed block shorter than its width needs", rule=RULE)
+    blocks = np.zeros((n, 1024), dt)
+    for W in np.unique(widths).tolist():
+        idx = np.nonzero(widths == W)[0]
+        nw = 1024 * W // T
+        if nw == 0:
+            continue
+        byte_pos = (starts[idx] + B)[:, None] + np.arange(nw * B)
+        words = cs.data[byte_pos].view(dt).reshape(len(idx), nw) if B > 1 else cs.data[byte_pos].reshape(len(idx), nw)
+        blocks[idx] = unpack_blocks(np.ascontiguousarray(words), T, W)
+    if np.all(counts == 1024):
+        return blocks.reshape(-1)
+    keep = np.arange(1024)[None, :] < counts[:, None]
+    return blocks[keep]

@@ -16,6 +16,7 @@ import numpy as np
 from reference_impl.errors import FormatError
 
 from . import bitpacking, byte_stream_split, fixed_size_list, flat, fsst, general, packed_struct, rle, variable
+from .chunks import ChunkSet
 from .values import Fixed, Var
 
 RULE = "ENC-001"
@@ -38,38 +39,41 @@ def mini_block_buffers(node) -> int:
     return 1
 
 
-def decode_mini_block(node, chunks: list, counts: list):
-    """``chunks`` = list of per-chunk value-buffer lists; ``counts`` = values per chunk."""
+def decode_mini_block(node, chunks: ChunkSet, counts: np.ndarray):
+    """Decode every chunk's value buffers (``chunks``) holding ``counts[c]`` values each."""
     k = kind(node)
+    counts = np.asarray(counts, np.int64)
     if k == "flat":
-        return flat.decode_chunks([c[0] for c in chunks], counts, int(node.flat.bits_per_value))
+        return flat.decode_chunk_set(chunks, counts, int(node.flat.bits_per_value))
     if k == "inline_bitpacking":
         T = int(node.inline_bitpacking.uncompressed_bits_per_value)
-        arr = bitpacking.decode_inline([c[0] for c in chunks], counts, T)
+        arr = bitpacking.decode_inline_set(chunks, counts, T)
         return Fixed(arr.view(np.uint8), T)
     if k == "variable":
-        return variable.decode_chunks([c[0] for c in chunks], counts, variable.offset_bits(node.variable))
+        return variable.decode_chunk_set(chunks, counts, variable.offset_bits(node.variable))
     if k == "fsst":
         inner = decode_mini_block(node.fsst.values, chunks, counts)
         if not isinstance(inner, Var):
             raise FormatError("FSST values must be variable", rule=fsst.RULE)
         return fsst.decode(node.fsst.symbol_table, inner)
+    lists = [list(x) for x in zip(*[chunks.buffers(b) for b in range(chunks.n_buffers)])]
+    cl = counts.tolist()
     if k == "rle":
-        return rle.decode_chunks([(c[0], c[1]) for c in chunks], counts, rle.widths(node.rle))
+        return rle.decode_chunks([(c[0], c[1]) for c in lists], cl, rle.widths(node.rle))
     if k == "byte_stream_split":
         v = node.byte_stream_split.values
         if kind(v) != "flat":
             raise FormatError("byte-stream-split values must be flat", rule=byte_stream_split.RULE)
-        return byte_stream_split.decode_chunks([c[0] for c in chunks], counts, int(v.flat.bits_per_value))
+        return byte_stream_split.decode_chunks([c[0] for c in lists], cl, int(v.flat.bits_per_value))
     if k == "general":
         scheme = int(node.general.compression.scheme)
-        new = [[general.decompress(scheme, c[0], cap=MB_CAP)] + list(c[1:]) for c in chunks]
-        return decode_mini_block(node.general.values, new, counts)
+        new = [general.decompress(scheme, c[0], cap=MB_CAP) for c in lists]
+        return decode_mini_block(node.general.values, chunks.with_buffer(0, new), counts)
     if k == "fixed_size_list":
-        return fixed_size_list.decode_chunks(node, chunks, counts)
+        return fixed_size_list.decode_chunks(node, lists, cl)
     if k == "packed_struct":
         _, bits = packed_struct.row_bits(node.packed_struct)
-        return flat.decode_chunks([c[0] for c in chunks], counts, bits)
+        return flat.decode_chunk_set(chunks, counts, bits)
     raise FormatError(f"{k} is not a mini-block encoding", rule=RULE)
 
 

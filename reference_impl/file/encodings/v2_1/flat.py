@@ -47,3 +47,14 @@ def decode_chunks(bufs: list, counts: list, bits: int) -> Fixed:
             raise FormatError(f"chunk of {c} values of {bits} bits needs {c * w} bytes, has {len(b)}", rule=RULE)
         parts.append(np.frombuffer(b, np.uint8, c * w))
     return Fixed(np.concatenate(parts) if parts else np.zeros(0, np.uint8), bits)
+
+
+def decode_chunk_set(cs, counts, bits: int) -> Fixed:
+    """Flat values of every chunk of a :class:`~.chunks.ChunkSet` (buffer 0)."""
+    check_bits(bits)
+    if bits == 1:
+        return decode_chunks(cs.buffers(0), counts.tolist(), 1)
+    need = counts * (bits // 8)
+    if np.any(cs.sizes[0] < need):
+        raise FormatError(f"a chunk's flat buffer is shorter than its {bits}-bit values", rule=RULE)
+    return Fixed(cs.gather(0, need), bits)

@@ -53,34 +53,41 @@ def decode(table: bytes, comp: Var) -> Var:
     coded, sym, lens, nsym = parse_symbol_table(table)
     if not coded:
         return comp
-    data = comp.data[comp.offsets[0]:comp.offsets[-1]].astype(np.int64)
+    data = comp.data[comp.offsets[0]:comp.offsets[-1]].astype(np.intp)
     offs = comp.offsets - comp.offsets[0]
     m = len(data)
     nvals = len(offs) - 1
     if m == 0:
         return Var(np.zeros(nvals + 1, np.int64), np.zeros(0, np.uint8))
     is_esc_byte = data == ESCAPE
-    pos = np.arange(m, dtype=np.int64)
-    value_start = np.zeros(m, bool)
-    starts = offs[:-1][offs[:-1] < m]
-    value_start[starts] = True
-    prev255 = np.concatenate([[False], is_esc_byte[:-1]])
-    run_start = is_esc_byte & (~prev255 | value_start)
-    last_start = np.maximum.accumulate(np.where(run_start, pos, 0))
-    escape = is_esc_byte & (((pos - last_start) & 1) == 0)
-    literal = np.concatenate([[False], escape[:-1]])
-    if escape.any() and (escape[-1] or literal[value_start].any()):
-        raise FormatError("FSST escape code at the end of a value", rule=RULE)
-    code = data.copy()
-    bad = ~literal & ~escape & (code >= nsym)
+    if is_esc_byte.any():
+        pos = np.arange(m, dtype=np.int64)
+        value_start = np.zeros(m, bool)
+        value_start[offs[:-1][offs[:-1] < m]] = True
+        prev255 = np.concatenate([[False], is_esc_byte[:-1]])
+        run_start = is_esc_byte & (~prev255 | value_start)
+        last_start = np.maximum.accumulate(np.where(run_start, pos, 0))
+        escape = is_esc_byte & (((pos - last_start) & 1) == 0)
+        literal = np.concatenate([[False], escape[:-1]])
+        if escape[-1] or literal[value_start].any():
+            raise FormatError("FSST escape code at the end of a value", rule=RULE)
+    else:
+        escape = literal = None
+    code = data
+    if literal is not None:
+        bad = ~literal & ~escape & (code >= nsym)
+    else:
+        bad = code >= nsym
     if bad.any():
         raise FormatError(f"FSST code {int(code[bad][0])} outside the {nsym}-symbol table", rule=RULE)
-    code[literal] += 256
-    tok_len = np.where(escape, 0, lens[np.minimum(code, 511)])
+    if literal is not None:
+        code = code + np.where(literal, 256, 0)
+        tok_len = np.where(escape, 0, lens[code])
+    else:
+        tok_len = lens[code]
     cum = np.zeros(m + 1, np.int64)
     np.cumsum(tok_len, out=cum[1:])
-    total = int(cum[-1])
-    tok = np.repeat(pos, tok_len)
-    within = np.arange(total, dtype=np.int64) - cum[:-1][tok]
-    out = sym[code[tok], within]
+    words = sym.view("<u8").reshape(512)[code]  # 8 symbol bytes per token
+    mask = np.arange(8)[None, :] < tok_len[:, None]
+    out = words.view(np.uint8).reshape(m, 8)[mask]
     return Var(cum[offs], out)

@@ -29,7 +29,7 @@ import numpy as np
 from reference_impl.errors import FormatError
 
 from . import compressive, dictionary
-from .values import concat, empty_like, Fixed
+from .chunks import ChunkSet
 
 RULE = "ENC-041"
 
@@ -93,34 +93,47 @@ def decode(layout, buffers: list, version: str, rows: int):
     vsz = 4 if large else 2
     hdr_words = 1 + has_rep + has_def
     hdr_len = 2 * hdr_words + vsz * nb
-    reps, defs, chunk_bufs = [], [], []
-    mv = memoryview(data)
-    for c in range(len(offs)):
-        start, size = int(offs[c]), int(sizes[c])
-        chunk = mv[start:start + size]
-        if size < hdr_len:
-            raise FormatError(f"chunk {c} of {size} bytes is shorter than its header", rule=RULE)
-        h = np.frombuffer(chunk, "<u2", hdr_words)
-        n_levels = int(h[0])
-        vs = np.frombuffer(chunk, "<u4" if large else "<u2", nb, 2 * hdr_words).astype(np.int64)
-        pos = _pad8(hdr_len)
-        parts = []
-        for sz in ([int(h[1])] if has_rep else []) + ([int(h[1 + has_rep])] if has_def else []) + list(vs):
-            if pos + sz > size:
-                raise FormatError(f"chunk {c} buffers run past its {size} bytes", rule=RULE)
-            parts.append(chunk[pos:pos + sz])
-            pos = _pad8(pos + sz)
-        k = 0
-        if has_rep:
-            reps.append(compressive.levels(layout.rep_compression, parts[k], n_levels))
-            k += 1
-        if has_def:
-            defs.append(compressive.levels(layout.def_compression, parts[k], n_levels))
-            k += 1
-        chunk_bufs.append(parts[k:])
-    counts_l = [int(x) for x in counts]
-    if chunk_bufs:
-        values = compressive.decode_mini_block(layout.value_compression, chunk_bufs, counts_l)
+    d = np.frombuffer(data, np.uint8)
+    n_chunks = len(offs)
+    if n_chunks and np.any(sizes < hdr_len):
+        raise FormatError("a chunk is shorter than its header", rule=RULE)
+
+    def u(rel, width):
+        pos = offs + rel
+        out = np.zeros(n_chunks, np.int64)
+        for b in range(width):
+            out |= d[pos + b].astype(np.int64) << (8 * b)
+        return out
+
+    n_levels = u(0, 2)
+    level_sizes = [u(2 * (1 + i), 2) for i in range(has_rep + has_def)]
+    value_sizes = [u(2 * hdr_words + vsz * k, vsz) for k in range(nb)]
+    pos = offs + _pad8(hdr_len)
+    level_starts = []
+    for sz in level_sizes:
+        level_starts.append(pos)
+        pos = (pos + sz + 7) & ~7
+    value_starts = []
+    for sz in value_sizes:
+        value_starts.append(pos)
+        pos = (pos + sz + 7) & ~7
+    ends = [st + sz for st, sz in zip(level_starts + value_starts, level_sizes + value_sizes)]
+    if n_chunks and ends and np.any(np.max(np.stack(ends), axis=0) > offs + sizes):
+        raise FormatError("chunk buffers run past their chunk", rule=RULE)
+    reps, defs = [], []
+    k = 0
+    for kind, node in (("rep", layout.rep_compression if has_rep else None),
+                       ("def", layout.def_compression if has_def else None)):
+        if node is None:
+            continue
+        st, sz = level_starts[k].tolist(), level_sizes[k].tolist()
+        out = reps if kind == "rep" else defs
+        for c, nl in enumerate(n_levels.tolist()):
+            out.append(compressive.levels(node, d[st[c]:st[c] + sz[c]], nl))
+        k += 1
+    chunk_set = ChunkSet(d, value_starts, value_sizes)
+    if n_chunks:
+        values = compressive.decode_mini_block(layout.value_compression, chunk_set, counts)
     else:
         values = None
     if layout.HasField("dictionary"):

@@ -78,3 +78,40 @@ def decode_block(buf, n: int) -> Var:
     _check(offs, 0, len(buf) - start, "variable block")
     data = np.frombuffer(buf, np.uint8, len(buf) - start, start)
     return Var(offs - offs[0], data[offs[0]:offs[-1]] if n else data[:0])
+
+
+def decode_chunk_set(cs, counts, bits: int) -> Var:
+    """Variable values of every chunk of a :class:`~.chunks.ChunkSet`, vectorised over chunks."""
+    w = bits // 8
+    counts = np.asarray(counts, np.int64)
+    n_chunks = cs.n_chunks
+    starts, sizes = cs.starts[0], cs.sizes[0]
+    if np.any(sizes < (counts + 1) * w):
+        raise FormatError("a variable chunk cannot hold its offsets", rule=RULE)
+    n_off = counts + 1
+    first = np.zeros(n_chunks + 1, np.int64)
+    np.cumsum(n_off, out=first[1:])
+    total = int(first[-1])
+    chunk_of = np.repeat(np.arange(n_chunks), n_off)
+    j = np.arange(total, dtype=np.int64) - first[:-1][chunk_of]
+    pos = starts[chunk_of] + j * w
+    offs = np.zeros(total, np.int64)
+    for b in range(w):
+        offs |= cs.data[pos + b].astype(np.int64) << (8 * b)
+    lo = offs[first[:-1]]
+    hi = offs[first[1:] - 1]
+    if np.any(lo != n_off * w) or np.any(hi > sizes):
+        raise FormatError("variable chunk offsets do not start after the offsets or run past the chunk", rule=RULE)
+    d = np.diff(offs)
+    is_boundary = np.zeros(max(total - 1, 0), bool)
+    is_boundary[first[1:-1] - 1] = True
+    if np.any((d < 0) & ~is_boundary):
+        raise FormatError("variable chunk offsets are not monotonic", rule=RULE)
+    lens = d[~is_boundary]
+    out = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=out[1:])
+    d0 = cs.data
+    st = (starts + lo).tolist()
+    ln = (hi - lo).tolist()
+    data = np.concatenate([d0[a:a + b] for a, b in zip(st, ln)]) if st else np.zeros(0, np.uint8)
+    return Var(out, data)
