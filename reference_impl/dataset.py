@@ -85,6 +85,22 @@ class _Tags:
     def get_version(self, name: str) -> int:
         return refs.resolve_tag(self._ds.root_store, name).version
 
+    def create(self, name: str, version: int | None = None) -> None:
+        """Create tag ``name`` at ``version`` (latest when None); create-if-absent."""
+        from . import dataset_ops
+
+        dataset_ops.create_tag(self._ds, name, version)
+
+    def update(self, name: str, version: int) -> None:
+        from . import dataset_ops
+
+        dataset_ops.update_tag(self._ds, name, version)
+
+    def delete(self, name: str) -> None:
+        from . import dataset_ops
+
+        dataset_ops.delete_tag(self._ds, name)
+
 
 class _Branches:
     def __init__(self, dataset: Dataset) -> None:
@@ -247,6 +263,73 @@ class Dataset:
         from . import scan
 
         return scan.take(self, indices, columns=columns, **kwargs)
+
+    # -- operations (each commits a new version; see dataset_ops.py) ------------------
+    # The names mirror pylance's. Each returns the dataset at the new version.
+    def delete(self, predicate, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.delete(self, predicate, **kw)
+
+    def update(self, values: dict, where=None, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.update(self, values, where, **kw)
+
+    def add_columns(self, data, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.add_columns(self, data, **kw)
+
+    def merge(self, table, on: str, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.merge(self, table, on, **kw)
+
+    def drop_columns(self, columns: list[str], **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.drop_columns(self, columns, **kw)
+
+    def alter_columns(self, *alterations, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.alter_columns(self, *alterations, **kw)
+
+    def compact_files(self, target_rows_per_fragment: int = 1024 * 1024, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.compact_files(self, target_rows_per_fragment, **kw)
+
+    def restore(self, version: int | None = None, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.restore(self, version, **kw)
+
+    def update_config(self, values: dict, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.update_config(self, values, **kw)
+
+    def update_metadata(self, values: dict, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.update_metadata(self, values, **kw)
+
+    def update_schema_metadata(self, values: dict, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.update_schema_metadata(self, values, **kw)
+
+    def create_branch(self, name: str, ref=None, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.create_branch(self, name, ref, **kw)
+
+    def shallow_clone(self, target: str, ref=None, **kw) -> Dataset:
+        from . import dataset_ops
+
+        return dataset_ops.shallow_clone(self, target, ref, **kw)
 
     def __repr__(self) -> str:
         b = f", branch={self.branch!r}" if self.branch else ""

@@ -826,7 +826,9 @@ def test_each_field_flushes_on_its_own_page_budget(pylance, tmp_path, version):
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_one_large_batch_is_cut_into_pages(pylance, tmp_path, version):
-    table = pa.table({"s": pa.array([f"{k:0300d}" for k in range(2000)]), "i": pa.array(np.arange(2000))})
+    table = pa.table(
+        {"s": pa.array([f"{k:0300d}" for k in range(2000)]), "i": pa.array(np.arange(2000))}
+    )
     written, got = write_and_read(pylance, tmp_path, table, version, max_page_bytes=64 * 1024)
     assert got.equals(table)
     _, _, _, metas = parse_file((tmp_path / "t.lance").read_bytes())
@@ -847,19 +849,28 @@ def test_layout_choices_match_pylance(pylance, tmp_path, version):
     differ; see selection.py)."""
     rng = np.random.default_rng(0)
     n = 5000
-    table = pa.table({
-        "ids": pa.array(np.arange(n, dtype=np.int64)),
-        "floats": pa.array(rng.random(n)),
-        "colours": pa.array([["red", "green", "blue", "cyan", "pink"][k] for k in rng.integers(0, 5, n)]),
-        "names": pa.array([f"{k:020d}" for k in rng.integers(0, 10**18, n)]),
-        "wide": pa.array(["w" * 300 + str(k) for k in range(n)]),
-        "fsl8": pa.array(list(rng.random((n, 8), dtype=np.float32)), pa.list_(pa.float32(), 8)),
-        "fsl128": pa.array(list(rng.random((n, 128), dtype=np.float32)), pa.list_(pa.float32(), 128)),
-        "lists": pa.array([[k, None] if k % 3 else ([] if k % 2 else None) for k in range(n)], pa.list_(pa.int32())),
-        "nulls": pa.nulls(n, pa.int32()),
-        "seven": pa.array([7] * n, pa.int64()),
-        "decimals": pa.array([decimal.Decimal(k % 4) for k in range(n)], pa.decimal128(10, 2)),
-    })
+    table = pa.table(
+        {
+            "ids": pa.array(np.arange(n, dtype=np.int64)),
+            "floats": pa.array(rng.random(n)),
+            "colours": pa.array(
+                [["red", "green", "blue", "cyan", "pink"][k] for k in rng.integers(0, 5, n)]
+            ),
+            "names": pa.array([f"{k:020d}" for k in rng.integers(0, 10**18, n)]),
+            "wide": pa.array(["w" * 300 + str(k) for k in range(n)]),
+            "fsl8": pa.array(list(rng.random((n, 8), dtype=np.float32)), pa.list_(pa.float32(), 8)),
+            "fsl128": pa.array(
+                list(rng.random((n, 128), dtype=np.float32)), pa.list_(pa.float32(), 128)
+            ),
+            "lists": pa.array(
+                [[k, None] if k % 3 else ([] if k % 2 else None) for k in range(n)],
+                pa.list_(pa.int32()),
+            ),
+            "nulls": pa.nulls(n, pa.int32()),
+            "seven": pa.array([7] * n, pa.int64()),
+            "decimals": pa.array([decimal.Decimal(k % 4) for k in range(n)], pa.decimal128(10, 2)),
+        }
+    )
     theirs = tmp_path / "pylance.lance"
     with pylance.file.LanceFileWriter(str(theirs), table.schema, version=version) as w:
         w.write_batch(table)

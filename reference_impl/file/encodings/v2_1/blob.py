@@ -2,8 +2,8 @@
 
 ``blob_layout{inner_layout: mini_block{packed_struct{bits [64, 64], flat 128}}, layers}``: each
 row is a descriptor (u64 absolute file position, u64 size) of blob bytes stored as separate
-64-aligned buffers elsewhere in the file. A null is size 0 with position = its def level; an
-empty value is (0, 0). Decoding reads every described range (bounds-checked, counted).
+64-aligned buffers elsewhere in the file. A null is size 0 with a non-zero position (14.0.2 writes
+65536 = def level 1 << 16); an empty value is (0, 0). Decoding reads every described range (bounds-checked, counted).
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ def decode(container, layout, buffers, rows: int):
         raise FormatError("blob descriptors must be one (u64, u64) per row", rule=RULE)
     desc = values.data.view("<u8").reshape(rows, 2).astype(np.int64)
     pos, size = desc[:, 0], desc[:, 1]
-    if np.any(pos + size > container.size) or np.any(size < 0):
+    live = size > 0
+    if np.any(pos[live] + size[live] > container.size) or np.any(size < 0):
         raise FormatError("blob descriptor points outside the file", rule=RULE, path=container.path)
     has_nulls = any(k in (3,) for k in layout.layers)
     valid = None
