@@ -59,6 +59,10 @@ def run(args) -> int:
     except (OSError, ValueError) as exc:
         print(f"lance-conformance validate: {exc}", file=sys.stderr)
         return 2
+    if args.timeout is not None and not args.timeout > 0:
+        print("lance-conformance validate: --timeout must be a positive number of seconds",
+              file=sys.stderr)
+        return 2
     unknown = sorted(set(rules or []) - known) + sorted(set(skip) - known)
     if unknown:
         print(f"lance-conformance validate: unknown rule ids: {', '.join(unknown)}",

@@ -171,7 +171,7 @@ def files_exist(ctx):
                 yield Finding(f"index {i.name!r} file {f.path!r} is missing: {exc}",
                               _loc(ctx, i, file=f.path))
                 continue
-            if f.size_bytes and size != f.size_bytes:
+            if size != f.size_bytes:
                 yield Finding(f"index {i.name!r} file {f.path!r} is {size} bytes, the "
                               f"manifest says {f.size_bytes}", _loc(ctx, i, file=f.path))
 

@@ -139,3 +139,79 @@ def test_reuse_rules_catch_their_cases(base, tmp_path, rule_id):
     shutil.copytree(base, copy)
     CORRUPTIONS[rule_id](copy)
     assert rule_id in validate(str(copy), versions="all").rules_violated("error")
+
+
+# -- writing: a reference-writer compaction that defers the index remap ----------------------
+
+def _compact_deferring_remap(ds):
+    """Compact every fragment of ``ds`` into one with the reference writer, recording the
+    move in the fragment reuse index (fragment_reuse.defer_index_remap) instead of dropping
+    the rewritten fragments from the other indexes."""
+    from reference_impl import dataset_ops as ops
+    from reference_impl.table import operations
+    from reference_impl.table.commit import commit_transaction, load_version
+    from reference_impl.write import write_fragments
+
+    old = list(ds.manifest.fragments)
+    t = ds.to_table(with_row_address=True)
+    new = write_fragments(ds.store, t.select(ds.schema.names), list(ds.manifest.fields),
+                          file_version="2.2", max_rows_per_file=1 << 20)
+    reserved = ops._commit(ds, operations.reserve_fragments(ds.version, len(new)))
+    first = reserved.manifest.max_fragment_id - len(new) + 1
+    for k, f in enumerate(new):
+        f.id = first + k
+    txn = operations.rewrite(reserved.version, [(old, new)])
+    group = fr.reuse_group(old, new, t["_rowaddr"].to_numpy())
+
+    def prepared(version):
+        mf = load_version(reserved.store, version - 1)
+        prev = list(mf.index_section.indices)
+        copies = [type(i).FromString(i.SerializeToString()) for i in prev]
+        m, _ = operations.build_manifest(mf.manifest, txn, version, indices=copies)
+        return m, fr.defer_index_remap(prev, [group], version)
+
+    commit_transaction(reserved.store, txn, prepared=prepared, data_format=("lance", "2.2"))
+
+
+def test_reference_compaction_with_deferred_remap_keeps_index_in_use(tmp_path, pylance):
+    from reference_impl import dataset_ops as ops
+
+    root = str(tmp_path / "ds")
+    ds = pylance.write_dataset(pa.table({"id": np.arange(30, dtype=np.int64)}), root,
+                               max_rows_per_file=10)
+    ds.create_scalar_index("id", "BTREE")
+    ops.delete(open_dataset(root), "id = 5 or id = 12")
+    _compact_deferring_remap(open_dataset(root))
+    lds = pylance.dataset(root)
+    lds.validate()
+    plan = lds.scanner(filter="id = 13").explain_plan()
+    assert "ScalarIndexQuery" in plan and "id_idx" in plan
+    assert lds.to_table(filter="id = 13")["id"].to_pylist() == [13]
+    assert lds.count_rows("id > 3") == 24
+    i = _reuse_index(root)
+    mapping = fr.row_address_mapping(i.details.message)
+    old = sorted(mapping)
+    assert lds.remap_row_addrs(pa.array(old, pa.uint64())).to_pylist() == [mapping[a] for a in old]
+    assert validate(root, versions="all").conforms
+
+
+def test_reuse_group_refuses_inconsistent_input():
+    f_old = table_pb2.DataFragment(id=0, physical_rows=3)
+    f_new = table_pb2.DataFragment(id=1, physical_rows=3)
+    with pytest.raises(FormatError):
+        fr.reuse_group([f_old], [f_new], [0, 1])
+    g = fr.reuse_group([f_old], [f_new], [2, 0, 1])
+    assert fr.decode_treemap(g.changed_row_addrs).tolist() == [0, 1, 2]
+
+
+def test_remap_follows_two_compactions():
+    """v3: fragment 0 (3 rows, row 1 deleted) -> fragment 1; v4: fragment 1 -> fragment 2."""
+    d = reuse_details()
+    v = d.inline.versions.add(dataset_version=4)
+    g = v.groups.add(changed_row_addrs=fr.encode_treemap([1 << 32, (1 << 32) + 1]))
+    g.old_fragments.add(id=1, physical_rows=2)
+    g.new_fragments.add(id=2, physical_rows=2)
+    assert fr.remap(d, [0, 1, 2, 7 << 32]) == [2 << 32, None, (2 << 32) + 1, 7 << 32]
+    flat = fr.row_address_mapping(d)
+    assert flat == {0: 1 << 32, 1: None, 2: (1 << 32) + 1,
+                    1 << 32: 2 << 32, (1 << 32) + 1: (2 << 32) + 1}

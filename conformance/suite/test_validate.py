@@ -212,6 +212,8 @@ def test_cli_formats_and_output(datasets, tmp_path, capsys):
 
 def test_storage_option_syntax(datasets):
     assert main(["validate", datasets["2.1"], "-o", "novalue"]) == 2
+    assert main(["validate", datasets["2.1"], "--timeout", "-1"]) == 2
+    assert main(["validate", datasets["2.1"], "--timeout", "60"]) == 0
     assert main(["validate", datasets["2.1"], "-o", "allow_http=true"]) == 0
 
 

@@ -40,6 +40,7 @@ import pyarrow as pa
 from ..errors import InvalidInput, UnsupportedFeature
 from ..io.base import ObjectStore
 from ..proto import encodings_v2_0_pb2, file2_pb2, file_pb2
+from .encode.arrow_data import check_writable
 from .encode.page import EncodedPage, pack_any
 
 MAGIC = b"LANC"
@@ -248,6 +249,8 @@ class LanceFileWriter:
         self.major, self.minor = VERSIONS[version]
         self.input_schema = schema
         self.schema = normalise_schema(schema)
+        for f in self.schema:
+            check_writable(f.type, f.name)
         self.fields = (
             list(schema_fields) if schema_fields is not None else schema_fields_for(self.schema)
         )
@@ -337,7 +340,9 @@ class LanceFileWriter:
         first_row = self._field_rows[i]
         # one flush can hold a single huge batch: cut it into pages of about max_page_bytes
         bytes_per_row = max(arr.nbytes / max(len(arr), 1), 1.0)
-        rows_per_page = max(1, min(self.max_rows_per_page, int(self.max_page_bytes // bytes_per_row)))
+        rows_per_page = max(
+            1, min(self.max_rows_per_page, int(self.max_page_bytes // bytes_per_row))
+        )
         for start in range(0, len(arr), rows_per_page):
             part = arr.slice(start, rows_per_page)
             for col_offset, page in enc.encode(part, first_row + start):

@@ -206,18 +206,80 @@ def row_address_mapping(details, *, store=None, path: str | None = None) -> dict
 
 def remap(details, addrs, *, store=None) -> list[int | None]:
     """Translate row addresses through every recorded compaction, in version order;
-    addresses no group touched come back unchanged, dropped rows as None."""
-    versions = decode_versions(details, store=store)
-    result: list[int | None] = [int(a) for a in addrs]
-    for v in sorted(versions, key=lambda v: v.dataset_version):
+    addresses no group touched come back unchanged, dropped rows as None (vectorised: one
+    sorted lookup per group)."""
+    result = np.asarray(list(addrs), dtype=np.uint64)
+    dropped = np.zeros(len(result), dtype=bool)
+    for v in sorted(decode_versions(details, store=store), key=lambda v: v.dataset_version):
         for g in v.groups:
             old, new = group_mapping(g)
-            table = dict(zip(old.tolist(), new.tolist()))
-            for i, a in enumerate(result):
-                if a is not None and a in table:
-                    n = table[a]
-                    result[i] = None if n == int(_NONE) else n
-    return result
+            if not len(old):
+                continue
+            order = np.argsort(old, kind="stable")
+            old_sorted, new_sorted = old[order], new[order]
+            pos = np.minimum(np.searchsorted(old_sorted, result), len(old_sorted) - 1)
+            hit = (old_sorted[pos] == result) & ~dropped
+            mapped = new_sorted[pos]
+            dropped |= hit & (mapped == _NONE)
+            result = np.where(hit & (mapped != _NONE), mapped, result)
+    return [None if d else int(x) for x, d in zip(result.tolist(), dropped.tolist())]
+
+
+# -- writing: recording a compaction whose index remap is deferred ------------------------------
+
+def reuse_group(old_fragments, new_fragments, surviving_addrs) -> table_pb2.FragmentReuseIndexDetails.Group:
+    """The ``Group`` of one rewrite group: ``old_fragments`` / ``new_fragments`` are
+    ``DataFragment`` messages, ``surviving_addrs`` the old row addresses of the rows that were
+    rewritten (any order; they must lie in the old fragments and number as many as the new
+    fragments' rows)."""
+    g = table_pb2.FragmentReuseIndexDetails.Group(
+        changed_row_addrs=encode_treemap(np.unique(np.asarray(surviving_addrs, dtype=np.uint64))))
+    for f in old_fragments:
+        deleted = f.deletion_file.num_deleted_rows if f.HasField("deletion_file") else 0
+        g.old_fragments.add(id=f.id, physical_rows=f.physical_rows, num_deleted_rows=deleted)
+    for f in new_fragments:
+        g.new_fragments.add(id=f.id, physical_rows=f.physical_rows)
+    group_mapping(ReuseGroup(decode_treemap(g.changed_row_addrs), _digests(g.old_fragments),
+                             _digests(g.new_fragments)))  # refuse an inconsistent group
+    return g
+
+
+def defer_index_remap(indices, groups, dataset_version: int, *, created_at_ms: int | None = None):
+    """The index list of a version that rewrote fragments without remapping its indexes, as
+    pylance 14.0.2 commits ``compact_files(defer_index_remap=True)``: every index keeps its
+    fragment bitmap (naming the old fragments), and the ``__lance_frag_reuse`` entry gains a
+    ``Version`` with ``groups`` (from :func:`reuse_group`), under a new uuid, its bitmap being
+    the new fragments of all recorded versions. ``indices`` are the previous version's
+    ``IndexMetadata`` messages; returns new messages."""
+    import time
+    import uuid as uuid_mod
+
+    from reference_impl.table.index import FRAG_REUSE_INDEX_NAME, encode_fragment_bitmap
+
+    out, details = [], table_pb2.FragmentReuseIndexDetails()
+    for im in indices:
+        if im.name == FRAG_REUSE_INDEX_NAME:
+            details.ParseFromString(im.index_details.value)
+            continue
+        copy = table_pb2.IndexMetadata()
+        copy.CopyFrom(im)
+        out.append(copy)
+    if details.WhichOneof("content") == "external":
+        raise UnsupportedFeature("appending to external fragment reuse content is not "
+                                 "supported", rule=RULE)
+    version = details.inline.versions.add(dataset_version=dataset_version)
+    version.groups.extend(groups)
+    new_ids = sorted({d.id for v in details.inline.versions for g in v.groups
+                      for d in g.new_fragments})
+    reuse = table_pb2.IndexMetadata(name=FRAG_REUSE_INDEX_NAME, dataset_version=dataset_version,
+                                    fragment_bitmap=encode_fragment_bitmap(new_ids),
+                                    index_version=0,
+                                    created_at=created_at_ms or int(time.time() * 1000))
+    reuse.uuid.uuid = uuid_mod.uuid4().bytes
+    reuse.index_details.type_url = "/lance.table.FragmentReuseIndexDetails"
+    reuse.index_details.value = details.SerializeToString()
+    out.append(reuse)
+    return out
 
 
 def summarize(details) -> dict:

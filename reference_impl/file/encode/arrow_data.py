@@ -91,3 +91,31 @@ def variable_parts(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
 def list_offsets(arr: pa.Array) -> np.ndarray:
     """n+1 int64 offsets of a (large) list array into ``arr.values`` (not rebased)."""
     return arr.offsets.to_numpy().astype(np.int64)
+
+
+def check_writable(t: pa.DataType, path: str = "") -> None:
+    """Raise UnsupportedFeature unless ``t`` is made of types this writer encodes:
+    booleans, numbers, decimals, temporal types, (large) binary/strings, fixed-size
+    binary, fixed-size lists, (large) lists and structs."""
+    if pa.types.is_struct(t):
+        for i in range(t.num_fields):
+            check_writable(t.field(i).type, f"{path}.{t.field(i).name}")
+        return
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        check_writable(t.value_type, f"{path}.item")
+        return
+    if (
+        is_variable_width(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_temporal(t)
+        or pa.types.is_fixed_size_binary(t)
+    ):
+        if pa.types.is_interval(t):
+            raise UnsupportedFeature(
+                f"field {path.lstrip('.')!r}: {t} is not written by this writer"
+            )
+        return
+    raise UnsupportedFeature(f"field {path.lstrip('.')!r}: {t} is not written by this writer")
