@@ -207,7 +207,7 @@ def type_url_case(ctx):
     for i in indices(ctx):
         if i.type_url is not None:
             spellings.setdefault(i.type_url.lower(), set()).add(i.type_url)
-    for low, seen in sorted(spellings.items()):
+    for _low, seen in sorted(spellings.items()):
         if len(seen) > 1:
             yield Finding(f"type URL spelled {sorted(seen)} in one version; readers compare "
                           f"them ignoring case", {"path": ctx.manifest_key})
@@ -312,7 +312,7 @@ def reuse_versions(ctx):
         if i.details.message.WhichOneof("content") != "inline":
             continue
         vs = [int(v.dataset_version) for v in i.details.message.inline.versions]
-        if any(b < a for a, b in zip(vs, vs[1:])):
+        if any(b < a for a, b in zip(vs, vs[1:], strict=False)):
             yield Finding(f"index {i.name!r}: version entries out of order {vs}", _loc(ctx, i))
         late = [v for v in vs if v > v_now]
         if late:

@@ -293,7 +293,7 @@ def epochs_monotonic(ctx):
     for region, items in _region_manifests(ctx.store, ctx.cache).items():
         if isinstance(items, LanceError):
             continue
-        for (v1, _k1, a), (v2, k2, b) in zip(items, items[1:]):
+        for (v1, _k1, a), (v2, k2, b) in zip(items, items[1:], strict=False):
             if b.writer_epoch < a.writer_epoch:
                 yield Finding(f"region {region}: writer_epoch falls from {a.writer_epoch} "
                               f"(version {v1}) to {b.writer_epoch} (version {v2})",
@@ -314,7 +314,7 @@ def region_manifest_state(ctx):
             for rid, msg in _region_problems(_from_manifest(rm, key), None):
                 if rid == "MEMWAL-011":
                     yield Finding(msg, {"path": key})
-        for (v1, _k1, a), (v2, k2, b) in zip(items, items[1:]):
+        for (v1, _k1, a), (v2, k2, b) in zip(items, items[1:], strict=False):
             if b.current_generation < a.current_generation:
                 yield Finding(f"region {region}: current_generation falls from "
                               f"{a.current_generation} (version {v1}) to "

@@ -13,8 +13,14 @@ import pytest
 
 from conformance.engine import validate
 from conformance.invalid import CORRUPTIONS
-from conformance.invalid_index import (REGION, inject, mem_wal_entry, region_manifest,
-                                       valid_mem_wal, write_region_manifests)
+from conformance.invalid_index import (
+    REGION,
+    inject,
+    mem_wal_entry,
+    region_manifest,
+    valid_mem_wal,
+    write_region_manifests,
+)
 from reference_impl.dataset import open_dataset
 from reference_impl.errors import FormatError
 from reference_impl.io.uri import open_store
@@ -176,8 +182,6 @@ def test_bad_snapshots_raise_format_error(data):
 
 
 def test_snapshot_missing_a_column_is_refused():
-    import pyarrow as pa
-
     from reference_impl.file.writer import write_lance_file
     from reference_impl.io.memory import MemoryStore
 

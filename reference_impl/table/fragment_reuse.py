@@ -200,7 +200,7 @@ def row_address_mapping(details, *, store=None, path: str | None = None) -> dict
         for g in v.groups:
             old, new = group_mapping(g, path=path)
             out.update((int(o), None if n == _NONE else int(n))
-                       for o, n in zip(old.tolist(), new.tolist()))
+                       for o, n in zip(old.tolist(), new.tolist(), strict=True))
     return out
 
 
@@ -222,7 +222,7 @@ def remap(details, addrs, *, store=None) -> list[int | None]:
             mapped = new_sorted[pos]
             dropped |= hit & (mapped == _NONE)
             result = np.where(hit & (mapped != _NONE), mapped, result)
-    return [None if d else int(x) for x, d in zip(result.tolist(), dropped.tolist())]
+    return [None if d else int(x) for x, d in zip(result.tolist(), dropped.tolist(), strict=True)]
 
 
 # -- writing: recording a compaction whose index remap is deferred ------------------------------

@@ -118,7 +118,7 @@ def read_region_snapshots(details, *, path: str | None = None) -> list[RegionSna
     from reference_impl.file.reader import LanceFileReader
     from reference_impl.io.memory import MemoryStore
 
-    store = MemoryStore(f"mem-wal-snapshot-{_uuid_mod_hex()}")
+    store = MemoryStore(_scratch_name())
     store.put("snapshot.lance", data)
     try:
         reader = LanceFileReader(store, "snapshot.lance")
@@ -151,8 +151,9 @@ def read_region_snapshots(details, *, path: str | None = None) -> list[RegionSna
     return out
 
 
-def _uuid_mod_hex() -> str:
-    return _uuidlib.uuid4().hex
+def _scratch_name() -> str:
+    """A fresh in-memory store name (memory stores of one name share their objects)."""
+    return f"mem-wal-snapshot-{_uuidlib.uuid4().hex}"
 
 
 def snapshot_schema():
@@ -184,7 +185,7 @@ def encode_region_snapshots(regions: list[RegionSnapshot], *, version: str = "2.
         rows["flushed_generations"].append([{"generation": g, "path": p}
                                             for g, p in r.flushed_generations])
     table = pa.table(rows, schema=snapshot_schema())
-    store = MemoryStore(f"mem-wal-snapshot-{_uuid_mod_hex()}")
+    store = MemoryStore(_scratch_name())
     write_lance_file(store, "snapshot.lance", table, version=version)
     return store.get("snapshot.lance")
 
