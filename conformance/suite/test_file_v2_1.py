@@ -62,7 +62,7 @@ def _leaf(t: pa.DataType, n: int, rng, mask, mode: str) -> pa.Array:
         return pa.array([None if m else decimal.Decimal(int(v)).scaleb(-t.scale) for v, m in zip(ints, mask)], t)
     if pa.types.is_fixed_size_binary(t):
         raw = rng.integers(0, 256, n * t.byte_width, dtype=np.uint8).reshape(n, t.byte_width)
-        if mode != "random":
+        if mode != "random" and n:
             raw[:] = raw[0]
         return pa.array([None if m else bytes(r) for r, m in zip(raw, mask)], t)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):

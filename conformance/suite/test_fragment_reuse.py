@@ -215,3 +215,49 @@ def test_remap_follows_two_compactions():
     flat = fr.row_address_mapping(d)
     assert flat == {0: 1 << 32, 1: None, 2: (1 << 32) + 1,
                     1 << 32: 2 << 32, (1 << 32) + 1: (2 << 32) + 1}
+
+
+def _property_case(sizes, deleted_masks, new_sizes_seed):
+    """Old fragments 0..n-1 with ``sizes`` rows and deletions; survivors split over new
+    fragments 100.. in chunks derived from ``new_sizes_seed``."""
+    old, survivors = [], []
+    for fid, (n, mask) in enumerate(zip(sizes, deleted_masks, strict=True)):
+        dead = [k for k in range(n) if mask >> k & 1]
+        f = table_pb2.DataFragment(id=fid, physical_rows=n)
+        if dead:
+            f.deletion_file.num_deleted_rows = len(dead)
+        old.append(f)
+        survivors += [(fid << 32) + k for k in range(n) if k not in dead]
+    new, left, fid = [], len(survivors), 100
+    while left:
+        take = min(left, 1 + new_sizes_seed % 7)
+        new.append(table_pb2.DataFragment(id=fid, physical_rows=take))
+        left, fid = left - take, fid + 1
+    return old, new, survivors
+
+
+def test_mapping_properties():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.integers(1, 20), min_size=1, max_size=5).flatmap(
+        lambda sizes: st.tuples(st.just(sizes),
+                                st.lists(st.integers(0, (1 << 20) - 1), min_size=len(sizes),
+                                         max_size=len(sizes)),
+                                st.integers(0, 1000))))
+    def check(case):
+        sizes, masks, seed = case
+        old, new, survivors = _property_case(sizes, masks, seed)
+        g = fr.reuse_group(old, new, survivors)
+        d = table_pb2.FragmentReuseIndexDetails()
+        d.inline.versions.add(dataset_version=2).groups.append(g)
+        mapping = fr.row_address_mapping(d)
+        assert len(mapping) == sum(sizes)
+        moved = [mapping[a] for a in sorted(mapping) if mapping[a] is not None]
+        targets = [(f.id << 32) + k for f in new for k in range(f.physical_rows)]
+        assert moved == targets  # survivors land in order on the new rows
+        assert sorted(a for a, b in mapping.items() if b is not None) == survivors
+        assert fr.remap(d, sorted(mapping)) == [mapping[a] for a in sorted(mapping)]
+
+    check()
