@@ -28,7 +28,9 @@ CORRUPTIONS: dict[str, Callable[[Path], None]] = {}
 DESCRIPTIONS: dict[str, str] = {}
 # Rules of other areas that state the same requirement as a case's rule, so the case
 # necessarily breaks them too (listed in case.json as "also").
-ALSO: dict[str, list[str]] = {"FLAGS-004": ["ROWID-008"]}
+ALSO: dict[str, list[str]] = {}
+# Cases that must be validated with deep=True (besides those of deep rules).
+DEEP: set[str] = set()
 U64_MAX = (1 << 64) - 1
 # An absolute base path no file references (so nothing is read from it).
 OTHER_BASE = "/lance-conformance/elsewhere/ds"
@@ -63,7 +65,149 @@ def write_base(path: Path) -> Path:
     ds = lance.dataset(uri)
     ds.tags.create("t1", 1)
     ds.create_branch("dev")
+    normalize(Path(uri))
     return Path(uri)
+
+
+# -- determinism ----------------------------------------------------------------------------
+
+# Where the base dataset "lives" for the references pylance writes as absolute paths (the
+# branch's base path and the clone's ref_path): a fixed placeholder instead of the temporary
+# directory the generator used, so every run writes the same bytes.
+BASE_ROOT = "/lance-conformance/base/ds"
+FIXED_SECONDS = 1_700_000_000  # 2023-11-14T22:13:20Z
+FIXED_ISO = "2023-11-14T22:13:20Z"
+_NS = __import__("uuid").UUID("6f1c2d3e-4b5a-4c6d-8e7f-0a1b2c3d4e5f")
+
+
+def _seeded_uuid(label: str):
+    import uuid
+
+    return uuid.uuid5(_NS, label)
+
+
+def normalize(root: Path, *, placeholder: str = BASE_ROOT) -> Path:
+    """Make a pylance-written dataset byte-reproducible, in place.
+
+    pylance draws a fresh UUID for every data file and transaction, a random u64 for every
+    deletion file, stamps manifests and refs with the clock and records the dataset's
+    absolute path in a branch's base path. This pass renames every such file to a name
+    derived from its place in the history (seeded UUIDs, small deletion ids), rewrites the
+    manifests and transactions that name them (decode, edit, encode), fixes every timestamp,
+    replaces the dataset's path by ``placeholder`` and recomputes the refs' ``manifestSize``.
+    What a validator checks (structure, counts, cross references) is unchanged.
+    """
+    root = Path(root)
+    real = str(root.resolve())
+    branches = sorted((root / "tree").iterdir()) if (root / "tree").is_dir() else []
+    tracks = [("", "_versions")] + [
+        (f"tree/{b.name}/", f"tree/{b.name}/_versions") for b in branches if b.is_dir()]
+    data_map: dict[str, str] = {}
+    del_map: dict[tuple[int, int, int], int] = {}
+    from reference_impl.table.layout import data_file_name
+
+    # 1. name every data file and deletion file in first-seen order over the history
+    for _prefix, sub in tracks:
+        for _v, p in manifests(root, sub):
+            m, _i, _t = split_manifest(p.read_bytes())
+            for frag in m.fragments:
+                for df in frag.files:
+                    if df.path not in data_map and (root / "data" / df.path).exists():
+                        data_map[df.path] = data_file_name(
+                            _seeded_uuid(f"data-{len(data_map)}").bytes)
+                if frag.HasField("deletion_file"):
+                    d = frag.deletion_file
+                    key = (int(frag.id), int(d.read_version), int(d.id))
+                    del_map.setdefault(key, 1000 + len(del_map))
+    for old, new in data_map.items():
+        (root / "data" / old).rename(root / "data" / new)
+    for (fid, rv, old), new in del_map.items():
+        for ext in ("arrow", "bin"):
+            src = root / "_deletions" / f"{fid}-{rv}-{old}.{ext}"
+            if src.exists():
+                src.rename(root / "_deletions" / f"{fid}-{rv}-{new}.{ext}")
+
+    def fix(msg, frag_id=None):
+        """Rewrite names, ids and paths inside any manifest or transaction message."""
+        name = msg.DESCRIPTOR.name
+        if name == "DataFragment":
+            frag_id = int(msg.id)
+        if name == "DataFile" and msg.path in data_map:
+            msg.path = data_map[msg.path]
+        elif name == "DeletionFile" and frag_id is not None:
+            key = (frag_id, int(msg.read_version), int(msg.id))
+            if key in del_map:
+                msg.id = del_map[key]
+        for fd, value in msg.ListFields():
+            if fd.type == fd.TYPE_MESSAGE:
+                if fd.message_type.GetOptions().map_entry:
+                    continue
+                items = value if fd.is_repeated else [value]
+                for sub in items:
+                    fix(sub, frag_id)
+            elif fd.type == fd.TYPE_STRING and not fd.is_repeated:
+                if value == real or value.rstrip("/") == real:
+                    setattr(msg, fd.name, placeholder)
+
+    # 2. transactions: seeded uuids, names, contents; then the manifests that name them
+    for prefix, sub in tracks:
+        txn_dir = root / prefix / "_transactions"
+        for v, p in manifests(root, sub):
+            m, idx, txn = split_manifest(p.read_bytes())
+            fix(m)
+            m.timestamp.seconds, m.timestamp.nanos = FIXED_SECONDS + v, 0
+            t = transaction_pb2.Transaction.FromString(txn) if txn is not None else None
+            if m.transaction_file:
+                old_name = m.transaction_file
+                label = f"txn-{prefix}{v}"
+                new_uuid = str(_seeded_uuid(label))
+                file_txn = None
+                if (txn_dir / old_name).exists():
+                    file_txn = transaction_pb2.Transaction.FromString(
+                        (txn_dir / old_name).read_bytes())
+                    (txn_dir / old_name).unlink()
+                for tx in (t, file_txn):
+                    if tx is not None:
+                        fix(tx)
+                        tx.uuid = new_uuid
+                new_name = f"{old_name.split('-', 1)[0]}-{new_uuid}.txn"
+                if file_txn is not None:
+                    (txn_dir / new_name).write_bytes(file_txn.SerializeToString())
+                m.transaction_file = new_name
+            elif t is not None:
+                fix(t)
+            p.write_bytes(encode_manifest(m, index=idx,
+                                          txn=t.SerializeToString() if t is not None else None))
+
+    # 3. refs: fixed clocks, seeded identifiers, manifest sizes of the rewritten manifests
+    def manifest_size(branch, version):
+        sub = "_versions" if not branch else f"tree/{branch}/_versions"
+        for v, p in manifests(root, sub):
+            if v == version:
+                return p.stat().st_size
+        return None
+
+    for tag in sorted((root / "_refs" / "tags").glob("*.json")) if (root / "_refs" / "tags").is_dir() else ():
+        doc = json.loads(tag.read_text())
+        for k in ("createdAt", "updatedAt"):
+            if k in doc:
+                doc[k] = FIXED_ISO
+        size = manifest_size(doc.get("branch"), doc.get("version"))
+        if size is not None and "manifestSize" in doc:
+            doc["manifestSize"] = size
+        tag.write_text(json.dumps(doc, indent=2))
+    for br in sorted((root / "_refs" / "branches").glob("*.json")) if (root / "_refs" / "branches").is_dir() else ():
+        doc = json.loads(br.read_text())
+        if "createAt" in doc:
+            doc["createAt"] = FIXED_SECONDS
+        ident = doc.get("identifier") or {}
+        for i, pair in enumerate(ident.get("version_mapping") or []):
+            pair[1] = _seeded_uuid(f"branch-{br.stem}-{i}").hex
+        size = manifest_size(doc.get("parentBranch"), doc.get("parentVersion"))
+        if size is not None and "manifestSize" in doc:
+            doc["manifestSize"] = size
+        br.write_text(json.dumps(doc, indent=2))
+    return root
 
 
 # -- manifest helpers ------------------------------------------------------------------------
@@ -484,6 +628,7 @@ def _frag_011(root):
         shutil.rmtree(child) if child.is_dir() else child.unlink()
     lance.write_dataset(pa.table({"a": pa.array([1, 2], pa.int64()), "s": pa.array(["x", "y"])}),
                         str(root), data_storage_version="legacy")
+    normalize(root)
 
     def edit(m):
         df = m.fragments[0].files[0]
@@ -702,6 +847,192 @@ def _refs_006(root):
 @corruption("REFS-007", "a branch file named 'main' (reserved)")
 def _refs_007(root):
     shutil.copy(_branch(root), root / "_refs" / "branches" / "main.json")
+
+
+# -- DELETION -------------------------------------------------------------------------------
+# The base's version 3 deletes offset 1 of fragment 0 (3 rows) with the Arrow file
+# _deletions/0-2-1000.arrow (read_version 2, id 1000, num_deleted_rows 1).
+
+def _deletion_key(root: Path) -> Path:
+    d = _latest_m(root).fragments[0].deletion_file
+    ext = "bin" if d.file_type == 1 else "arrow"
+    return root / "_deletions" / f"0-{d.read_version}-{d.id}.{ext}"
+
+
+def _arrow_ipc(columns: dict, batches: int = 1, type_=None) -> bytes:
+    """An Arrow IPC file of ``columns`` (name -> values), repeated over ``batches`` batches."""
+    import io
+
+    import pyarrow as pa
+
+    arrays = {k: pa.array(v, type_) for k, v in columns.items()}
+    batch = pa.record_batch(list(arrays.values()), names=list(arrays))
+    sink = io.BytesIO()
+    with pa.ipc.new_file(sink, batch.schema) as w:
+        for _ in range(batches):
+            w.write_batch(batch)
+    return sink.getvalue()
+
+
+def _set_deletion(root: Path, **fields):
+    def edit(m):
+        for k, v in fields.items():
+            setattr(m.fragments[0].deletion_file, k, v)
+    _edit(root, edit)
+
+
+@corruption("DELETION-001", "fragment 0's deletion file removed")
+def _deletion_001(root):
+    _deletion_key(root).unlink()
+
+
+@corruption("DELETION-002", "DeletionFile.file_type set to 5 (neither ARROW_ARRAY nor BITMAP)")
+def _deletion_002(root):
+    _set_deletion(root, file_type=5)
+
+
+@corruption("DELETION-003", "the Arrow deletion file replaced by bytes that are not Arrow IPC")
+def _deletion_003(root):
+    _deletion_key(root).write_bytes(b"not an arrow file at all")
+
+
+@corruption("DELETION-004", "the deletion file lists offset 7 of a 3-row fragment")
+def _deletion_004(root):
+    _deletion_key(root).write_bytes(_arrow_ipc({"row_id": [7]}, type_=__import__("pyarrow").uint32()))
+
+
+@corruption("DELETION-005", "num_deleted_rows set to 2 (the file holds one offset)")
+def _deletion_005(root):
+    _set_deletion(root, num_deleted_rows=2)
+
+
+@corruption("DELETION-006", "deletion file read_version set to 3, the manifest's own version "
+                            "(file renamed to 0-3-1000.arrow)")
+def _deletion_006(root):
+    old = _deletion_key(root)
+    _set_deletion(root, read_version=3)
+    old.rename(_deletion_key(root))
+
+
+@corruption("DELETION-007", "the Arrow deletion file's column is int64")
+def _deletion_007(root):
+    _deletion_key(root).write_bytes(_arrow_ipc({"row_id": [1]}, type_=__import__("pyarrow").int64()))
+
+
+@corruption("DELETION-008", "the Arrow deletion file holds its offsets in two batches ([1], [])")
+def _deletion_008(root):
+    import io
+
+    import pyarrow as pa
+
+    schema = pa.schema([pa.field("row_id", pa.uint32(), nullable=False)])
+    sink = io.BytesIO()
+    with pa.ipc.new_file(sink, schema) as w:
+        w.write_batch(pa.record_batch([pa.array([1], pa.uint32())], schema=schema))
+        w.write_batch(pa.record_batch([pa.array([], pa.uint32())], schema=schema))
+    _deletion_key(root).write_bytes(sink.getvalue())
+
+
+@corruption("DELETION-009", "an empty deletion file (no offsets, num_deleted_rows 0)")
+def _deletion_009(root):
+    _deletion_key(root).write_bytes(_arrow_ipc({"row_id": []}, type_=__import__("pyarrow").uint32()))
+    _set_deletion(root, num_deleted_rows=0)
+
+
+@corruption("DELETION-010", "the Arrow deletion file lists offset 1 twice")
+def _deletion_010(root):
+    _deletion_key(root).write_bytes(_arrow_ipc({"row_id": [1, 1]}, type_=__import__("pyarrow").uint32()))
+
+
+# -- ROWID ----------------------------------------------------------------------------------
+# Each case first turns the base's latest version into a stable-row-id version (flag 2 in
+# both flag fields, fragment 0 ids [0, 3), fragment 1 ids [3, 5), next_row_id 5), as
+# pylance writes with enable_stable_row_ids, then breaks one thing.
+
+def _range_seq(start: int, end: int) -> bytes:
+    seq = rowids_pb2.RowIdSequence()
+    seg = seq.segments.add()
+    seg.range.start, seg.range.end = start, end
+    return seq.SerializeToString()
+
+
+def _stable(root: Path, edit: Callable | None = None):
+    def full(m):
+        m.reader_feature_flags |= 2
+        m.writer_feature_flags |= 2
+        m.fragments[0].inline_row_ids = _range_seq(0, 3)
+        m.fragments[1].inline_row_ids = _range_seq(3, 5)
+        m.next_row_id = 5
+        if edit:
+            edit(m)
+    _edit(root, full)
+
+
+def _versions_seq(versions) -> bytes:
+    from reference_impl.table.rowids import encode_version_sequence
+
+    return encode_version_sequence(versions)
+
+
+@corruption("ROWID-001", "fragment 1's inline row id sequence replaced by undecodable bytes")
+def _rowid_001(root):
+    _stable(root, lambda m: setattr(m.fragments[1], "inline_row_ids", b"\xff\xff\xff"))
+
+
+@corruption("ROWID-002", "fragment 1 (2 rows) carries the one-id sequence [3, 4)")
+def _rowid_002(root):
+    _stable(root, lambda m: setattr(m.fragments[1], "inline_row_ids", _range_seq(3, 4)))
+
+
+@corruption("ROWID-003", "fragment 1's row ids [0, 2) repeat live ids of fragment 0")
+def _rowid_003(root):
+    _stable(root, lambda m: setattr(m.fragments[1], "inline_row_ids", _range_seq(0, 2)))
+
+
+@corruption("ROWID-004", "next_row_id set to 4 although fragment 1 holds row id 4")
+def _rowid_004(root):
+    _stable(root, lambda m: setattr(m, "next_row_id", 4))
+
+
+@corruption("ROWID-005", "fragment 1 (2 rows) has a created-at version sequence of 1 entry")
+def _rowid_005(root):
+    _stable(root, lambda m: setattr(m.fragments[1], "inline_created_at_versions",
+                                    _versions_seq([2])))
+
+
+@corruption("ROWID-006", "fragment 1's rows created at version 9 in version 3")
+def _rowid_006(root):
+    _stable(root, lambda m: setattr(m.fragments[1], "inline_created_at_versions",
+                                    _versions_seq([9, 9])))
+
+
+@corruption("ROWID-007", "fragment 1's rows created at version 2 but last updated at 1")
+def _rowid_007(root):
+    def edit(m):
+        m.fragments[1].inline_created_at_versions = _versions_seq([2, 2])
+        m.fragments[1].inline_last_updated_at_versions = _versions_seq([1, 1])
+    _stable(root, edit)
+
+
+@corruption("ROWID-008", "flag 2 set but fragment 0 carries no row id sequence")
+def _rowid_008(root):
+    _stable(root, lambda m: m.fragments[0].ClearField("inline_row_ids"))
+
+
+@corruption("ROWID-009", "fragment 1's row ids point at an external range past the end of "
+                         "an existing file (its data file)")
+def _rowid_009(root):
+    def edit(m):
+        ext = m.fragments[1].external_row_ids
+        ext.path = "data/" + m.fragments[1].files[0].path
+        ext.offset, ext.size = m.fragments[1].files[0].file_size_bytes + 64, 16
+    _stable(root, edit)
+
+
+@corruption("ROWID-010", "created-at versions on fragment 1 of a table without row ids")
+def _rowid_010(root):
+    _edit(root, lambda m: setattr(m.fragments[1], "inline_created_at_versions",
+                                  _versions_seq([2, 2])))
 
 
 # -- INDEX, MEMWAL: cases live in conformance/invalid_index.py (index engineer) -----------------

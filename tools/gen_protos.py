@@ -27,8 +27,8 @@ _PYI_IMPORT = re.compile(r"^import (\w+_pb2) as (\w+)$", re.MULTILINE)
 
 def generate(out_dir: Path) -> list[Path]:
     """Run protoc over every .proto file and write fixed-up bindings to ``out_dir``."""
-    from grpc_tools import protoc  # only needed to (re)generate
     import grpc_tools
+    from grpc_tools import protoc  # only needed to (re)generate
 
     out_dir.mkdir(parents=True, exist_ok=True)
     protos = sorted(p.name for p in PROTO_DIR.glob("*.proto"))

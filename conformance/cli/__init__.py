@@ -23,6 +23,8 @@ COMMANDS: list[str] = [
     "validate", "rules",
     "inspect",
     "dump",
+    "stress",
+    "fixtures", "run",
 ]
 
 

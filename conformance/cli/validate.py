@@ -75,12 +75,28 @@ def run(args) -> int:
     else:
         versions = "latest"
     progress = _Progress(sys.stderr) if (args.progress or sys.stderr.isatty()) else None
-    try:
-        report = validate(args.uri, versions=versions, deep=args.deep, rules=rules, skip=skip,
-                          storage_options=opts, progress=progress, timeout=args.timeout)
-    except DatasetNotFound as exc:
-        print(f"lance-conformance validate: {exc}", file=sys.stderr)
-        return 2
+    # --- engine selection (spark engine, conformance/engine/spark.py) ---
+    if getattr(args, "engine", "local") == "spark":
+        from conformance.engine.spark import SparkEngineError
+        from conformance.engine.spark import validate as spark_validate
+
+        try:
+            report = spark_validate(args.uri, master=args.master, versions=versions,
+                                    deep=args.deep, rules=rules, skip=skip,
+                                    storage_options=opts, progress=progress,
+                                    timeout=args.timeout)
+        except (DatasetNotFound, SparkEngineError) as exc:
+            print(f"lance-conformance validate: {exc}", file=sys.stderr)
+            return 2
+    # --- end engine selection ---
+    else:
+        try:
+            report = validate(args.uri, versions=versions, deep=args.deep, rules=rules,
+                              skip=skip, storage_options=opts, progress=progress,
+                              timeout=args.timeout)
+        except DatasetNotFound as exc:
+            print(f"lance-conformance validate: {exc}", file=sys.stderr)
+            return 2
     text = report.render(args.format)
     if args.output:
         try:
@@ -117,6 +133,13 @@ def register(subparsers) -> None:
                    help="time limit for the dataset in seconds")
     p.add_argument("--progress", action="store_true",
                    help="show a progress bar on stderr even when it is not a terminal")
+    # --- engine selection (spark engine, conformance/engine/spark.py) ---
+    p.add_argument("--engine", choices=("local", "spark"), default="local",
+                   help="where deep data-file checks run: this process or Spark tasks")
+    p.add_argument("--master", default=None, metavar="URL",
+                   help="Spark master for --engine spark: local[*] (default), local[N] "
+                        "or spark://HOST:PORT")
+    # --- end engine selection ---
     p.set_defaults(func=run)
 
 

@@ -17,7 +17,10 @@ from reference_impl.io.base import check_key
 
 from .registry import Finding, rule
 
-KNOWN_DIRS = {"data", "_versions", "_transactions", "_deletions", "_indices", "_refs", "tree"}
+# The spec's sub-directories, plus `_mem_wal/` which pylance 14.0.2 creates for its MemWAL
+# shards (observed behaviour, not in the spec's layout list).
+KNOWN_DIRS = {"data", "_versions", "_transactions", "_deletions", "_indices", "_refs", "tree",
+              "_mem_wal"}
 DATA_NAME = re.compile(r"^[01]{24}[0-9a-f]{26}\.lance$")
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 ID_PATTERN = re.compile(r"^[A-Z]+-\d{3}$")
 
@@ -42,7 +42,7 @@ SPEC_FILES = {
 }
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     """``error``: a reader would read wrong data, or the spec says *must*.
     ``warning``: the spec says *should*, or a convention only pylance shows."""
 
@@ -50,7 +50,7 @@ class Severity(str, Enum):
     WARNING = "warning"
 
 
-class Scope(str, Enum):
+class Scope(StrEnum):
     """What a check looks at, and so which context it receives."""
 
     TABLE = "table"          # the whole dataset: every version, refs, branches

@@ -283,3 +283,14 @@ def test_rle_rule(pylance, tmp_path):
     key = mutate_page(tmp_path, "r.lance", 0,
                       lambda lay, pg: setattr(_mb(lay).value_compression.rle.run_lengths.flat, "bits_per_value", 16))
     assert run_rule("ENC-012", tmp_path, key)
+
+
+def test_legacy_file_from_pylance(pylance, tmp_path):
+    pylance.write_dataset(pa.table({"a": pa.array(range(10))}), str(tmp_path / "ds"),
+                          data_storage_version="legacy")
+    data = tmp_path / "ds" / "data"
+    name = next(p.name for p in data.iterdir() if p.suffix == ".lance")
+    c = read_container(LocalStore(str(data)), name)
+    assert c.is_legacy and c.version_name == "0.1" and c.num_rows == 10
+    with pytest.raises(UnsupportedFeature):
+        LanceFileReader(LocalStore(str(data)), name)

@@ -22,6 +22,13 @@ type                                    version  pylance's error (prefix)
                                                  the Field list then has a ``fixed_size_list:struct:2``
                                                  field with children, which our schema conversion
                                                  refuses (FormatError SCHEMA-053)
+``fixed_size_list<utf8, 3>``            2.1/2.2  writer *panics*: ``compute_stat should only be called
+                                                 once during DataBlock construction``
+(sliced ``struct<list<...>>`` batches)  2.1/2.2  writer panics ``assertion failed: end <= self.len()``;
+                                                 the tests write materialised (``take``) batches
+(one-row pages, nested struct nulls)    2.1      pylance's *reader* fails on its own file:
+                                                 ``Incorrect number of nulls for StructArray``; the
+                                                 property test then compares with the input table
 ======================================  =======  =====================================================
 """
 
@@ -132,6 +139,8 @@ NESTED_TYPES = [
     pa.struct([("l", pa.list_(pa.float32())), ("s", pa.struct([("x", pa.bool_())]))]),
     pa.list_(pa.struct([("k", pa.int16()), ("v", pa.large_binary())])),
     pa.list_(pa.float32(), 4), pa.list_(pa.int64(), 64), pa.list_(pa.list_(pa.int8(), 2), 3),
+    pa.list_(pa.list_(pa.float32(), 3)), pa.struct([("v", pa.list_(pa.int16(), 2)), ("t", pa.bool_())]),
+    pa.list_(pa.bool_()), pa.large_list(pa.list_(pa.float64(), 70)),
 ]
 
 
@@ -277,6 +286,10 @@ def test_pylance_refusals(pylance, tmp_path):
     fsl_struct = pa.table({"f": make_column(pa.list_(pa.struct([("a", pa.int32())]), 2), 10, 3, "none")})
     with pytest.raises(Exception, match="FixedSizeList<Struct> is not enabled"):
         write(lance, tmp_path, fsl_struct, "2.1", name="fs21.lance")
+    fsl_str = pa.table({"f": make_column(pa.list_(pa.string(), 3), 10, 4, "none")})
+    for v in VERSIONS:
+        with pytest.raises(BaseException, match="compute_stat should only be called once"):
+            write(lance, tmp_path, fsl_str, v, name=f"fstr{v}.lance")
     # 2.2 accepts FixedSizeList<Struct> at write time (contrary to FILE-ENCODINGS §1.1); our
     # schema conversion then refuses the field with a typed error rather than guessing
     write(lance, tmp_path, fsl_struct, "2.2", name="fs22.lance")
@@ -340,3 +353,20 @@ def test_blob_columns(pylance, tmp_path, version):
     got = r.read_all()
     assert_same(got, oracle(pylance, path))
     assert got.column(0).to_pylist() == table.column(0).to_pylist()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_fsst_with_escapes(pylance, tmp_path, version):
+    """Rare characters force FSST escape codes (255 + literal byte), also in runs of 0xFF bytes."""
+    rng = np.random.default_rng(3)
+    vals = ["".join(chr(int(c)) for c in rng.integers(32, 0x2FF, int(k))) + "common-suffix"
+            for k in rng.integers(0, 30, 6000)]
+    vals[5] = "\u00ff" * 3
+    vals[6] = None
+    table = pa.table({"s": pa.array(vals)})
+    path = write(pylance, tmp_path, table, version)
+    r = ours(tmp_path)
+    from reference_impl.file.page import page_layout
+    layout = page_layout(r.container.columns[0].pages[0], path=path)
+    assert layout.mini_block_layout.value_compression.WhichOneof("compression") == "fsst"
+    assert_same(r.read_all(), oracle(pylance, path))

@@ -89,7 +89,7 @@ def _fixed_array(t: pa.DataType, v: Fixed, valid) -> pa.Array:
     else:
         if v.bits != t.bit_width:
             raise FormatError(f"{t} column decoded as {v.bits}-bit values", rule=RULE)
-        data = pa.py_buffer(np.ascontiguousarray(v.data).tobytes())
+        data = pa.py_buffer(np.ascontiguousarray(v.data))
     return pa.Array.from_buffers(t, n, [_bitmap(valid), data])
 
 
@@ -102,8 +102,8 @@ def _var_array(t: pa.DataType, v: Var, valid) -> pa.Array:
         base = pa.string() if pa.types.is_string_view(t) else pa.binary()
         return pa.Array.from_buffers(base, v.n, [_bitmap(valid), pa.py_buffer(offs.tobytes()),
                                                  pa.py_buffer(v.data.tobytes())]).cast(t)
-    return pa.Array.from_buffers(t, v.n, [_bitmap(valid), pa.py_buffer(offs.tobytes()),
-                                          pa.py_buffer(np.ascontiguousarray(v.data).tobytes())])
+    return pa.Array.from_buffers(t, v.n, [_bitmap(valid), pa.py_buffer(offs),
+                                          pa.py_buffer(np.ascontiguousarray(v.data))])
 
 
 def _fsl_array(t: pa.DataType, v: Fsl, valid) -> pa.Array:
@@ -112,11 +112,22 @@ def _fsl_array(t: pa.DataType, v: Fsl, valid) -> pa.Array:
     while pa.types.is_fixed_size_list(inner):
         types.append(inner)
         inner = inner.value_type
+    v = v.with_dims([x.list_size for x in types])
     if [x.list_size for x in types] != list(v.dims):
         raise FormatError(f"fixed-size list dims {v.dims} do not match the type {t}", rule=RULE)
     by_layer = dict(zip(v.vlayers, v.validity))
     last = len(types) - 1
-    arr = _fixed_array(storage(inner), v.items, by_layer.get(last))
+    items = v.items
+    if v.const_items is not None:
+        it = storage(inner)
+        width = 1 if pa.types.is_boolean(it) else it.bit_width // 8
+        const = v.const_items or bytes(width)
+        if len(const) != width and not pa.types.is_boolean(it):
+            raise FormatError(f"constant item of {len(const)} bytes for {it}", rule=RULE)
+        k = v.items.n
+        items = (Fixed(np.full(k, bool(const[0] & 1)), 1) if pa.types.is_boolean(it)
+                 else Fixed(np.tile(np.frombuffer(const, np.uint8), k), width * 8))
+    arr = _fixed_array(storage(inner), items, by_layer.get(last))
     rows = v.n
     for depth in range(last, -1, -1):
         length = rows * int(np.prod(v.dims[:depth])) if depth else rows

@@ -111,6 +111,7 @@ class FileContainer:
     columns: list[file2_pb2.ColumnMetadata] = field(default_factory=list)
     descriptor: file_pb2.FileDescriptor | None = None
     legacy_metadata_position: int | None = None
+    legacy_metadata: object = None
     reader: CountingReader | None = None
 
     @property
@@ -153,6 +154,26 @@ def parse_footer(tail: bytes, size: int, *, path: str = "") -> tuple:
     return tuple(vals)
 
 
+def _legacy(reader: CountingReader, key: str, size: int, major: int, minor: int, pos: int) -> FileContainer:
+    """A legacy (0.1) tail: the Metadata block at ``pos`` is a u32-LE length and a
+    ``lance.file.Metadata`` protobuf; the row count is its last ``batch_offsets`` entry."""
+    c = FileContainer(path=key, size=size, version=(major, minor), version_name="0.1",
+                      legacy_metadata_position=pos, reader=reader)
+    avail = size - LEGACY_TAIL_SIZE - pos
+    if avail < 4 or avail > MAX_METADATA_BYTES:
+        return c
+    raw = reader.read(pos, avail, rule=RULE_TABLES, what="legacy metadata")
+    (length,) = struct.unpack_from("<I", raw)
+    if length > avail - 4:
+        raise FormatError(f"legacy Metadata length {length} runs past the tail", rule=RULE_TABLES,
+                          path=key, offset=pos)
+    meta = _parse(file_pb2.Metadata(), raw[4:4 + length], rule=RULE_DESCRIPTOR, path=key, offset=pos,
+                  what="legacy Metadata")
+    c.legacy_metadata = meta
+    c.num_rows = int(meta.batch_offsets[-1]) if len(meta.batch_offsets) else 0
+    return c
+
+
 def read_container(store, key: str, *, size: int | None = None,
                    load_columns: bool = True) -> FileContainer:
     """Read and validate a file's tail: footer, CMO/GBO tables, FileDescriptor, column metadata.
@@ -180,8 +201,7 @@ def read_container(store, key: str, *, size: int | None = None,
         if pos > size - LEGACY_TAIL_SIZE:
             raise FormatError(f"legacy metadata position {pos} lies past the tail", rule=RULE_TABLES,
                               path=key, offset=size - LEGACY_TAIL_SIZE)
-        return FileContainer(path=key, size=size, version=(major, minor), version_name="0.1",
-                             legacy_metadata_position=pos, reader=reader)
+        return _legacy(reader, key, size, major, minor, pos)
     name = version_name(major, minor)
     cm0, cmo, gbo, n_gb, n_cols, major, minor = parse_footer(tail, size, path=key)
     foot = size - FOOTER_SIZE

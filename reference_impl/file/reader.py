@@ -495,7 +495,6 @@ class LanceFileReader:
             pages = _page_rows(self.container, starts[i])
             bounds = np.array([p[0] for p in pages] + [self.num_rows], np.int64)
             page_of = np.searchsorted(bounds, idx, side="right") - 1
-            parts, pos = [], np.zeros(len(idx), np.int64)
             chunks = []
             for pg in np.unique(page_of):
                 s, ln = pages[pg]

@@ -146,9 +146,9 @@ def decode_inline_set(cs, counts, T: int) -> np.ndarray:
         nw = 1024 * W // T
         if nw == 0:
             continue
-        byte_pos = (starts[idx] + B)[:, None] + np.arange(nw * B)
-        words = cs.data[byte_pos].view(dt).reshape(len(idx), nw) if B > 1 else cs.data[byte_pos].reshape(len(idx), nw)
-        blocks[idx] = unpack_blocks(np.ascontiguousarray(words), T, W)
+        d = cs.data
+        raw = np.concatenate([d[s + B:s + B + nw * B] for s in starts[idx].tolist()])
+        blocks[idx] = unpack_blocks(raw.view(dt).reshape(len(idx), nw), T, W)
     if np.all(counts == 1024):
         return blocks.reshape(-1)
     keep = np.arange(1024)[None, :] < counts[:, None]

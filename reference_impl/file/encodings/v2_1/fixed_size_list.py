@@ -29,9 +29,17 @@ def layers(node):
         node = f.values
         if len(dims) > 16:
             raise FormatError("fixed-size lists nested too deeply", rule=RULE)
+    if node.WhichOneof("compression") == "constant":
+        return dims, flags, 0  # constant items (the per-value writer's all-null FSL)
     if node.WhichOneof("compression") != "flat":
         raise FormatError("fixed-size list items must be flat", rule=RULE)
     return dims, flags, int(node.flat.bits_per_value)
+
+
+def _constant_of(node) -> bytes:
+    while node.WhichOneof("compression") == "fixed_size_list":
+        node = node.fixed_size_list.values
+    return bytes(node.constant.value)
 
 
 def num_buffers(node) -> int:
@@ -43,6 +51,8 @@ def decode_chunks(node, bufs: list, counts: list) -> Fsl:
     from . import flat
 
     dims, flags, bits = layers(node)
+    if bits == 0:
+        raise FormatError("constant fixed-size list items in a mini-block page", rule=RULE)
     flat.check_bits(bits)
     dim = int(np.prod(dims))
     cum = np.cumprod(dims)
@@ -81,5 +91,8 @@ def decode_pv(node, raw: Fixed) -> Fsl:
     ib = (bits // 8) * dim
     if pos + ib != W:
         raise FormatError(f"full-zip FSL value of {W} bytes, expected {pos + ib}", rule=RULE)
+    vl = [i for i, f in enumerate(flags) if f]
+    if bits == 0:
+        return Fsl(dim, Fixed(np.zeros(n * dim, bool), 1), validity, dims, vl, _constant_of(node))
     items = Fixed(np.ascontiguousarray(mat[:, pos:]).reshape(-1), bits)
-    return Fsl(dim, items, validity, dims, [i for i, f in enumerate(flags) if f])
+    return Fsl(dim, items, validity, dims, vl)

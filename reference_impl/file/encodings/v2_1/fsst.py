@@ -9,8 +9,10 @@ The symbol table (one per page, in the protobuf) is 2,312 bytes::
 
 A compressed value is a sequence of tokens: code ``c < 255`` emits the first ``len[c]`` bytes of
 symbol ``c``; code 255 (escape) emits the next byte literally. Decoding here is vectorised over
-all values: escape/literal positions come from the parity inside each run of 255 bytes, then
-every output byte is gathered from a 512 x 8 table (rows 256.. are the literal bytes).
+all values: escape/literal positions come from the parity inside each run of 255 bytes; output
+positions are the running sum of token lengths, and the output is filled one byte plane at a
+time (plane ``j`` = byte ``j`` of every token longer than ``j``) from a 512 x 8 table whose rows
+256.. are the literal bytes.
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def decode(table: bytes, comp: Var) -> Var:
     coded, sym, lens, nsym = parse_symbol_table(table)
     if not coded:
         return comp
-    data = comp.data[comp.offsets[0]:comp.offsets[-1]].astype(np.intp)
+    data = comp.data[comp.offsets[0]:comp.offsets[-1]]
     offs = comp.offsets - comp.offsets[0]
     m = len(data)
     nvals = len(offs) - 1
@@ -80,14 +82,24 @@ def decode(table: bytes, comp: Var) -> Var:
         bad = code >= nsym
     if bad.any():
         raise FormatError(f"FSST code {int(code[bad][0])} outside the {nsym}-symbol table", rule=RULE)
+    lens8 = lens.astype(np.uint8)
     if literal is not None:
-        code = code + np.where(literal, 256, 0)
-        tok_len = np.where(escape, 0, lens[code])
+        code = code.astype(np.uint16) + np.where(literal, 256, 0).astype(np.uint16)
+        tok_len = np.where(escape, 0, lens8[code]).astype(np.uint8)
     else:
-        tok_len = lens[code]
+        tok_len = lens8[code]
     cum = np.zeros(m + 1, np.int64)
-    np.cumsum(tok_len, out=cum[1:])
-    words = sym.view("<u8").reshape(512)[code]  # 8 symbol bytes per token
-    mask = np.arange(8)[None, :] < tok_len[:, None]
-    out = words.view(np.uint8).reshape(m, 8)[mask]
+    np.cumsum(tok_len, dtype=np.int64, out=cum[1:])
+    # byte plane j: every token longer than j writes its symbol's byte j at cum[token] + j
+    out = np.empty(int(cum[-1]), np.uint8)
+    first = np.flatnonzero(tok_len) if literal is not None else None
+    if first is None:
+        out[cum[:-1]] = sym[:, 0][code]
+    else:
+        out[cum[first]] = sym[:, 0][code[first]]
+    for j in range(1, 8):
+        sel = np.flatnonzero(tok_len > j)
+        if not len(sel):
+            break
+        out[cum[sel] + j] = sym[:, j][code[sel]]
     return Var(cum[offs], out)

@@ -58,8 +58,6 @@ def chunk_table(layout, meta, version: str):
             raise FormatError("a non-last chunk has a log2 value count of 0", rule=RULE)
         before = int(counts[:-1].sum())
         last = n_items - before
-        if last < 0 or (last == 0 and n_items > 0 and len(words) > 0 and before == n_items and False):
-            raise FormatError(f"chunks hold more than num_items={n_items} values", rule=RULE)
         if last < 0:
             raise FormatError(f"chunks hold more than num_items={n_items} values", rule=RULE)
         counts[-1] = last

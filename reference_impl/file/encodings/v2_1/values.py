@@ -66,6 +66,8 @@ class Fsl:
     validity: list = field(default_factory=list)  # bool arrays, one per flagged layer
     dims: list = field(default_factory=list)  # dim of each nested layer, outermost first
     vlayers: list = field(default_factory=list)  # layer index of each validity array
+    const_items: bytes | None = None  # items are this constant (b"" = zeros); ``items`` then
+    # only carries the item count (as 1-bit placeholders)
 
     @property
     def n(self) -> int:
@@ -75,7 +77,27 @@ class Fsl:
         """The same rows with a validity array for each of ``layers`` (missing = all valid)."""
         have = dict(zip(self.vlayers, self.validity))
         val = [have.get(li, np.ones(self.n * int(np.prod(self.dims[:li + 1])), bool)) for li in layers]
-        return Fsl(self.dim, self.items, val, self.dims, list(layers))
+        return Fsl(self.dim, self.items, val, self.dims, list(layers), self.const_items)
+
+    def with_dims(self, dims: list) -> "Fsl":
+        """Constant items whose node elided inner all-null FSL layers, re-shaped to ``dims``."""
+        if self.const_items is None or list(dims[:len(self.dims)]) != list(self.dims) or len(dims) == len(self.dims):
+            return self
+        full = int(np.prod(dims))
+        return Fsl(full, Fixed(np.zeros(self.n * full, bool), 1), self.validity, list(dims), self.vlayers,
+                   self.const_items)
+
+    def materialise(self, bits: int) -> "Fsl":
+        """Constant items turned into real ``bits``-wide items."""
+        k = self.items.n
+        if bits == 1:
+            items = Fixed(np.full(k, bool(self.const_items[:1] and self.const_items[0] & 1)), 1)
+        else:
+            const = self.const_items or bytes(bits // 8)
+            if len(const) != bits // 8:
+                raise FormatError("constant fixed-size list item of the wrong width", rule="ENC-014")
+            items = Fixed(np.tile(np.frombuffer(const, np.uint8), k), bits)
+        return Fsl(self.dim, items, self.validity, self.dims, self.vlayers)
 
     @staticmethod
     def placeholder(proto: "Fsl", n: int) -> "Fsl":
@@ -92,7 +114,7 @@ class Fsl:
         for v, li in zip(self.validity, self.vlayers):
             c = int(np.prod(self.dims[:li + 1]))
             val.append(v[(idx[:, None] * c + np.arange(c)).reshape(-1)])
-        return Fsl(self.dim, self.items.take(item_idx), val, self.dims, self.vlayers)
+        return Fsl(self.dim, self.items.take(item_idx), val, self.dims, self.vlayers, self.const_items)
 
 
 def concat(parts: list):
@@ -115,6 +137,13 @@ def concat(parts: list):
         data = np.concatenate([p.data[p.offsets[0]:p.offsets[-1]] for p in parts])
         return Var(off, data)
     if isinstance(first, Fsl):
+        real = [p for p in parts if p.const_items is None]
+        deepest = max((p.dims for p in parts), key=len)
+        parts = [p.with_dims(deepest) for p in parts]
+        first = parts[0]
+        if real and len(real) != len(parts):
+            bits = real[0].items.bits
+            parts = [p if p.const_items is None else p.materialise(bits) for p in parts]
         layers = sorted({li for p in parts for li in p.vlayers})
         parts = [p.with_layers(layers) for p in parts]
         items = concat([p.items for p in parts])

@@ -37,24 +37,6 @@ def _check(offs: np.ndarray, lo: int, hi: int, what: str) -> None:
         raise FormatError(f"{what} offsets are not monotonic inside [{lo}, {hi}]", rule=RULE)
 
 
-def decode_chunks(bufs: list, counts: list, bits: int) -> Var:
-    dt = DTYPES[bits]
-    w = dt.itemsize
-    lens, datas = [], []
-    for b, n in zip(bufs, counts):
-        if len(b) < (n + 1) * w:
-            raise FormatError(f"variable chunk of {len(b)} bytes cannot hold {n + 1} offsets", rule=RULE)
-        offs = np.frombuffer(b, dt, n + 1).astype(np.int64)
-        _check(offs, (n + 1) * w, len(b), "variable chunk")
-        lens.append(np.diff(offs))
-        datas.append(np.frombuffer(b, np.uint8, int(offs[-1] - offs[0]), int(offs[0])))
-    total = sum(len(x) for x in lens)
-    out = np.zeros(total + 1, np.int64)
-    if lens:
-        np.cumsum(np.concatenate(lens), out=out[1:])
-    return Var(out, np.concatenate(datas) if datas else np.zeros(0, np.uint8))
-
-
 def decode_block(buf, n: int) -> Var:
     if len(buf) < 8:
         raise FormatError("variable block shorter than its header", rule=RULE)

@@ -1,0 +1,168 @@
+"""The Spark validation engine: the driver plans, Spark tasks deep-check the data files.
+
+The work is the local engine's (:mod:`.local`), split across machines:
+
+* the driver runs :func:`.local.plan`: it reads ``_versions/`` and the manifests and runs
+  every table- and version-scope rule, producing the driver's findings and one
+  :class:`~.local.DataFileItem` per data file (only with ``deep``);
+* the items are spread over ``partitions`` Spark tasks
+  (``sc.parallelize(items, n).mapPartitions(...)``); each task first checks that it can
+  read the manifests its items name, then runs :func:`.local.run_data_file_item` on each
+  (decode every page, deletion files, row ids, statistics) and returns the findings;
+* the driver gathers them and :func:`.local.merge` builds the report, so the JSON is the
+  local engine's apart from ``elapsed_s``.
+
+Failure modes, all raised as :class:`SparkEngineError` (the CLI's exit 2), never a stuck
+job: the master is unreachable or grants no executor within ``connect_timeout`` seconds;
+an executor cannot read the dataset (another machine's local path, a ``memory://`` store
+of the driver process, missing credentials); a task dies. ``timeout`` bounds the whole
+validation like the local engine does: the Spark job is cancelled and the report carries
+``ENGINE-002``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from urllib.parse import urlparse
+
+from conformance.report import Report, Violation
+from reference_impl.errors import LanceError
+
+from .local import DataFileItem, DatasetNotFound, _engine_violation, merge, plan, run_data_file_item
+
+EXECUTOR_UNREADABLE = "LANCE-CONFORMANCE-EXECUTOR-UNREADABLE"
+
+
+class SparkEngineError(LanceError):
+    """Spark could not run the data-file checks: master, executors or tasks failed."""
+
+
+class ExecutorCannotRead(RuntimeError):
+    """Raised inside a Spark task whose executor cannot read the dataset."""
+
+
+def _absolute(uri: str) -> str:
+    """A plain local path made absolute, so executors with another working directory
+    find it; URIs with a scheme are returned as they are."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and os.name == "nt"):
+        path = parsed.path if parsed.scheme == "file" else uri
+        return os.path.abspath(path)
+    return uri
+
+
+def check_items(items: Iterable[DataFileItem]) -> Iterator[list[Violation]]:
+    """A Spark task's body: prove the dataset is readable here, then check each item.
+
+    ``run_data_file_item`` treats a missing manifest as "reported by the metadata rules"
+    and returns nothing; on an executor that would silently skip every deep check, so a
+    manifest the driver read but this executor cannot is an error of the whole job."""
+    from reference_impl.io.uri import open_store
+
+    seen: set[tuple] = set()
+    for item in items:
+        where = (item.uri, item.storage_options, item.manifest_key)
+        if where not in seen:
+            seen.add(where)
+            try:
+                store = open_store(item.uri, dict(item.storage_options))
+                readable = store.exists(item.manifest_key)
+            except Exception as exc:  # noqa: BLE001 - reported to the driver as one reason
+                raise ExecutorCannotRead(
+                    f"{EXECUTOR_UNREADABLE}: executor on {os.uname().nodename} (pid "
+                    f"{os.getpid()}) cannot open {item.uri}: {type(exc).__name__}: {exc}"
+                ) from None
+            if not readable:
+                raise ExecutorCannotRead(
+                    f"{EXECUTOR_UNREADABLE}: executor on {os.uname().nodename} (pid "
+                    f"{os.getpid()}) cannot read {item.uri}/{item.manifest_key}")
+        yield run_data_file_item(item)
+
+
+def _short_reason(exc: BaseException) -> str:
+    """The useful line of a Py4J/Spark exception (they carry whole JVM stack traces)."""
+    text = str(exc)
+    for line in text.splitlines():
+        if EXECUTOR_UNREADABLE in line:
+            return line.split(EXECUTOR_UNREADABLE + ": ", 1)[-1].strip()
+    for line in text.splitlines():
+        line = line.strip()
+        if line and not line.startswith(("at ", "Traceback", "File ", "\t")):
+            return line[:500]
+    return type(exc).__name__
+
+
+def run_items(spark, items: list[DataFileItem], *, partitions: int | None = None,
+              deadline: float | None = None) -> tuple[list[list[Violation]], bool]:
+    """Run the items as Spark tasks; ``(findings per item, finished)``.
+
+    ``finished`` is False when ``deadline`` passed and the job was cancelled."""
+    if not items:
+        return [], True
+    sc = spark.sparkContext
+    n = partitions or min(len(items), max(1, sc.defaultParallelism) * 4)
+    n = max(1, min(int(n), len(items)))
+    group = f"lance-conformance-validate-{os.getpid()}-{time.monotonic_ns()}"
+    box: dict = {}
+
+    def job():
+        try:
+            sc.setJobGroup(group, "lance-conformance deep checks", interruptOnCancel=True)
+            box["result"] = sc.parallelize(items, n).mapPartitions(check_items).collect()
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            box["error"] = exc
+
+    worker = threading.Thread(target=job, name="lance-conformance-spark-job", daemon=True)
+    worker.start()
+    wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+    worker.join(wait)
+    if worker.is_alive():
+        sc.cancelJobGroup(group)
+        worker.join(30.0)
+        return [], False
+    if "error" in box:
+        raise SparkEngineError(f"Spark job failed: {_short_reason(box['error'])}") from None
+    return box["result"], True
+
+
+def validate(uri: str, *, master: str | None = None, spark=None, versions="latest",
+             deep: bool = False, rules=None, skip=None, storage_options: dict | None = None,
+             progress=None, timeout: float | None = None, partitions: int | None = None,
+             connect_timeout: float | None = None) -> Report:
+    """Validate the dataset at ``uri`` with the deep checks on Spark; a :class:`Report`
+    equal to the local engine's apart from ``elapsed_s``.
+
+    ``spark``: an existing SparkSession (else one on ``master`` is started, ``local[*]``
+    by default). Raises :class:`SparkEngineError` when Spark cannot run the checks and
+    :class:`~.local.DatasetNotFound` when the driver finds no dataset."""
+    from conformance.spark_session import DEFAULT_CONNECT_TIMEOUT, SparkUnavailable, get_session
+
+    started = time.monotonic()
+    deadline = None if timeout is None else started + float(timeout)
+    if spark is None:
+        try:
+            spark = get_session(master, connect_timeout=connect_timeout or DEFAULT_CONNECT_TIMEOUT)
+        except SparkUnavailable as exc:
+            raise SparkEngineError(str(exc)) from None
+    p = plan(uri, versions=versions, deep=deep, rules=rules, skip=skip,
+             storage_options=storage_options, deadline=deadline, progress=progress)
+    p.started = started
+    target = _absolute(uri)
+    items = [dataclasses.replace(i, uri=target) for i in p.items]
+    if progress and items:
+        progress("data files", 0, len(items))
+    results, finished = run_items(spark, items, partitions=partitions, deadline=deadline)
+    if not finished:
+        results = [[_engine_violation(
+            "ENGINE-002", f"time limit reached; {len(items)} data files not checked", {})]]
+    if progress and items:
+        progress("data files", len(items), len(items))
+    return merge(p, results)
+
+
+__all__ = ["DatasetNotFound", "ExecutorCannotRead", "SparkEngineError", "check_items",
+           "run_items", "validate"]

@@ -1,0 +1,664 @@
+"""Golden fixtures: small Lance tables with the logical rows every reader must find in them.
+
+A case lives in ``fixtures/golden/<case-id>/``::
+
+    case.json             what the case is (schema: conformance/schemas/case.schema.json):
+                          {"id", "title", "spec": [{"file", "section", "clause"}],
+                           "features": [...], "producer": "reference 0.1.0"|"pylance 14.0.2",
+                           "table": {"shipped": bool, "reason"?},
+                           "expected": {"outcome": "read"} |
+                                       {"outcome": "reject", "when": "read"|"commit",
+                                        "error": "<reference error class>", "operation"?},
+                           "reads": [{"id", "path", "version", "rows", "row_ids"}]}
+    table/                the dataset (relative paths only, so the folder can move)
+    expected/v{N}.arrow   Arrow IPC file of the logical rows of one read (``_rowid`` when
+                          the case is about row ids); other paths' reads are ``{path}/v{N}.arrow``
+    expected/versions.json  per read: row count and schema; the tags of the table
+    expected/files.json   sha256 of every file of ``table/`` (shipped cases)
+
+The case id never changes. A case whose table must hold absolute paths (branches and
+shallow clones keep absolute base paths, as the spec and pylance require) is not shipped:
+``table.shipped`` is false and the table is generated again wherever it is needed
+(verification, the reader suite), from the same script.
+
+Generation runs the case's operation script (:mod:`conformance.harness.scenarios`)
+through a producer adapter (``reference`` or ``pylance``), reads the result back with the
+reference reader, and checks it against the script's logical model and against pylance
+when it is installed, so a shipped expectation is agreed by three parties.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from .harness import scenarios as sc
+
+SPEC_000 = "000_3e075592ae1437fa.txt"
+SPEC_001 = "001_9e3dafb7e0a07ec4.txt"
+SPEC_002 = "002_2d6a3974b922c8e6.txt"
+SPEC_003 = "003_005c0fe32539c239.txt"
+SPEC_004 = "004_0654a22beabd64cd.txt"
+PRODUCERS = {"reference": "reference 0.1.0", "pylance": "pylance 14.0.2"}
+DEFAULT_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "golden"
+SCHEMA_PATH = Path(__file__).resolve().parent / "schemas" / "case.schema.json"
+
+
+def ref(file: str, section: str, clause: str) -> dict:
+    return {"file": file, "section": section, "clause": clause}
+
+
+# Spec clauses the cases cite (quoted from /work/shared/spec).
+C_FRAGMENTS = ref(SPEC_001, "Dataset Update and Schema Evolution",
+                  "Appending is done by appending new Fragment to the dataset.")
+C_ADD_COLS = ref(SPEC_001, "Dataset Update and Schema Evolution",
+                 "While adding columns is done by adding new DataFile of the new columns to each Fragment.")
+C_OVERWRITE = ref(SPEC_001, "Dataset Update and Schema Evolution",
+                  "Overwrite a dataset can be done by resetting the Fragment list of the Manifest.")
+C_DELETE = ref(SPEC_001, "Dataset Update and Schema Evolution",
+               "Readers should filter out row ids contained in these deletion files during a scan or ANN search.")
+C_DEL_ARROW = ref(SPEC_001, "Dataset Update and Schema Evolution",
+                  "Arrow files: which store a column with a flat vector of indices")
+C_DEL_ROARING = ref(SPEC_001, "Dataset Update and Schema Evolution",
+                    "Roaring bitmaps: which store the indices as compressed bitmaps.")
+C_FLAGS = ref(SPEC_001, "Feature Flags",
+              "Readers should check the reader_feature_flags to see if there are any flag it is not aware of.")
+C_COMMIT = ref(SPEC_001, "Committing Datasets",
+               "A new version of a dataset is committed by writing a new manifest file to the _versions directory.")
+C_CONFLICT_UNKNOWN = ref(SPEC_001, "Conflict resolution",
+                         "If the transaction file has an unknown operation, assume it conflicts.")
+C_ROWIDS = ref(SPEC_001, "Assigning row ids",
+               "Row ids are assigned in a monotonically increasing sequence.")
+C_ROWID_SEQ = ref(SPEC_001, "Row ID sequences",
+                  "The row id values for a fragment are stored in a RowIdSequence protobuf message.")
+C_FILE_VERSION = ref(SPEC_003, "File Version",
+                     "The Lance file format has gone through a number of changes including a breaking "
+                     "change from version 1 to version 2.")
+C_DATA_NAMES = ref(SPEC_000, "Data Files", "Pattern: data/{uuid-based-filename}.lance")
+C_DEL_NAMES = ref(SPEC_000, "Deletion Files",
+                  "Pattern: _deletions/{fragment_id}-{read_version}-{id}.{extension}")
+C_TXN_NAMES = ref(SPEC_000, "Transaction Files", "Pattern: _transactions/{read_version}-{uuid}.txn")
+C_MANIFEST_NAMES = ref(SPEC_000, "Manifest Files",
+                       "Manifest files are stored in the _versions/ directory with naming schemes "
+                       "that support atomic commits.")
+C_PORTABLE = ref(SPEC_000, "Dataset Portability",
+                 "To port a dataset to a new location, simply copy all contents from the dataset root directory.")
+C_CLONE = ref(SPEC_000, "Shallow Clone",
+              "Shallow clones create a new dataset that references data files from a source dataset without copying:")
+C_CONFIG = ref(SPEC_004, "Manifest", "map<string, string> config = 16;")
+C_TAG = ref(SPEC_004, "Manifest", "string tag = 8;")
+C_BRANCH = ref(SPEC_004, "Manifest", "optional string branch = 20;")
+C_READER_FLAGS = ref(SPEC_004, "Manifest",
+                     "If a reader does not recognize a flag that is set, it")
+C_NAMESPACE_V1 = ref(SPEC_002, "V1: Directory Listing",
+                     "In V1, a table exists in a Lance directory namespace if a table directory of the "
+                     "specific name exists.")
+C_LEGACY = ref(SPEC_003, "File Version", "0.1 Any Any This is the initial Lance format.")
+
+
+@dataclass
+class GoldenCase:
+    """One golden case: metadata plus how to build its table."""
+
+    id: str
+    title: str
+    spec: list[dict]
+    features: list[str]
+    script: list[dict] = field(default_factory=list)
+    producer: str = "reference"
+    producers: tuple[str, ...] = ("reference", "pylance")
+    build: Callable | None = None          # build(table_dir, producer_adapter) -> extra reads
+    post: Callable | None = None           # post(table_dir) after the script (corruptions)
+    shipped: bool = True
+    not_shipped_reason: str = ""
+    row_ids: bool = False
+    expected: dict = field(default_factory=lambda: {"outcome": "read"})
+    extra_paths: tuple[str, ...] = ()      # other dataset paths under table/ to read
+
+
+def _d(gen: str, n: int, start: int = 0) -> dict:
+    return {"gen": gen, "n": n, "start": start}
+
+
+# -- special builders ------------------------------------------------------------------------
+
+def _latest_manifest(table: Path) -> Path:
+    from conformance.invalid import latest_manifest
+
+    return latest_manifest(table)
+
+
+def _post_unknown_reader_flag(table: Path) -> None:
+    from conformance.invalid import rewrite_manifest
+
+    rewrite_manifest(_latest_manifest(table),
+                     lambda m: setattr(m, "reader_feature_flags", m.reader_feature_flags | 1 << 20))
+
+
+def _post_unknown_encoding(table: Path) -> None:
+    """Rename the page layout type of every page of every data file to one no reader knows
+    (same length, so no offset moves)."""
+    old = b"/lance.encodings21.PageLayout"
+    new = b"/lance.encodings21.PageLayouX"
+    changed = 0
+    for p in sorted((table / "data").glob("*.lance")):
+        data = p.read_bytes()
+        if old in data:
+            p.write_bytes(data.replace(old, new))
+            changed += 1
+    if not changed:
+        raise RuntimeError("no 2.1 page layout found to corrupt")
+
+
+# Transaction field 999 (length-delimited, empty): an operation no implementation knows.
+UNKNOWN_OPERATION_FIELD = b"\xba\x3e\x00"
+
+
+def _post_unknown_txn_operation(table: Path) -> None:
+    from conformance.invalid import edit_transaction_everywhere
+
+    def edit(t):
+        op = t.WhichOneof("operation")
+        if op:
+            t.ClearField(op)
+        t.MergeFromString(UNKNOWN_OPERATION_FIELD)
+
+    edit_transaction_everywhere(table, edit)
+
+
+def _build_legacy(table: Path, producer) -> None:
+    import lance
+
+    lance.write_dataset(sc.table_for(_d("mixed", 16)), str(table), data_storage_version="legacy")
+    lance.write_dataset(sc.table_for(_d("mixed", 4, 16)), str(table), mode="append")
+
+
+def _build_namespace(table: Path, producer) -> None:
+    table.mkdir(parents=True, exist_ok=True)
+    producer.apply(str(table / "alpha.lance"), {"op": "create"}, sc.table_for(_d("small", 6)))
+    producer.apply(str(table / "beta.lance"), {"op": "create"}, sc.table_for(_d("ids", 3, 100)))
+
+
+def _build_branch(table: Path, producer) -> None:
+    from reference_impl.dataset import open_dataset
+
+    producer.apply(str(table), {"op": "create"}, sc.table_for(_d("small", 10)))
+    producer.apply(str(table), {"op": "append"}, sc.table_for(_d("small", 2, 10)))
+    if producer.name == "pylance":
+        import lance
+        ds = lance.dataset(str(table))
+        b = ds.create_branch("dev", 1)
+        lance.write_dataset(sc.table_for(_d("small", 3, 50)), b.uri, mode="append")
+    else:
+        b = open_dataset(str(table)).create_branch("dev", 1)
+        from reference_impl.write import write_dataset
+        write_dataset(sc.table_for(_d("small", 3, 50)), str(table / "tree" / "dev"), mode="append")
+
+
+def _build_clone(table: Path, producer) -> None:
+    src = table.parent / "clone-source"
+    producer.apply(str(src), {"op": "create"}, sc.table_for(_d("small", 8)))
+    producer.apply(str(src), {"op": "delete", "where": "id < 2"})
+    if producer.name == "pylance":
+        import lance
+        lance.dataset(str(src)).shallow_clone(str(table), 2)
+    else:
+        from reference_impl.dataset import open_dataset
+        open_dataset(str(src)).shallow_clone(str(table), 2)
+
+
+_NOT_SHIPPED = ("its manifests hold absolute base paths (branch and clone references are "
+                "absolute per spec 000 and pylance), so the table is generated where it is used")
+
+CASES: dict[str, GoldenCase] = {}
+
+
+def _case(c: GoldenCase) -> GoldenCase:
+    CASES[c.id] = c
+    return c
+
+
+_case(GoldenCase("types-2.0", "every column kind stored with file version 2.0",
+                 [C_FILE_VERSION, C_DATA_NAMES], ["data_storage_version=2.0", "types"],
+                 [{"op": "create", "data": _d("mixed", 24), "data_storage_version": "2.0"},
+                  {"op": "append", "data": _d("mixed", 8, 24)}]))
+_case(GoldenCase("types-2.1", "every column kind, nested ones included, with file version 2.1",
+                 [C_FILE_VERSION], ["data_storage_version=2.1", "types", "nested"],
+                 [{"op": "create", "data": _d("mixed", 24), "data_storage_version": "2.1"}]))
+_case(GoldenCase("nested-2.1", "structs, lists, large lists and fixed-size lists in 2.1",
+                 [C_FILE_VERSION], ["data_storage_version=2.1", "nested"],
+                 [{"op": "create", "data": _d("nested", 24), "data_storage_version": "2.1"}]))
+_case(GoldenCase("types-2.2", "every Arrow type (decimals, dates, times, maps, dictionaries, "
+                 "extension types, nulls) with file version 2.2",
+                 [C_FILE_VERSION], ["data_storage_version=2.2", "types", "all-types"],
+                 [{"op": "create", "data": _d("all_types", 30) | {"drop": ["nothing", "tensor"]},
+                   "data_storage_version": "2.2"}],
+                 producer="pylance", producers=("pylance",)))
+_case(GoldenCase("legacy-file", "a table of legacy (0.1) data files",
+                 [C_LEGACY, C_FILE_VERSION], ["data_storage_version=legacy", "legacy"],
+                 producer="pylance", producers=("pylance",), build=_build_legacy))
+_case(GoldenCase("append-fragments", "appends add fragments; several data files per write",
+                 [C_FRAGMENTS, C_DATA_NAMES, C_TXN_NAMES], ["append", "fragments"],
+                 [{"op": "create", "data": _d("small", 25), "max_rows_per_file": 10},
+                  {"op": "append", "data": _d("small", 5, 25)}]))
+_case(GoldenCase("deletion-arrow", "a few rows deleted: Arrow deletion files",
+                 [C_DELETE, C_DEL_ARROW, C_DEL_NAMES], ["delete", "deletion-arrow"],
+                 [{"op": "create", "data": _d("small", 20)}, {"op": "delete", "where": "id < 3"},
+                  {"op": "delete", "where": "category = 'c7'"}]))
+_case(GoldenCase("deletion-roaring", "many rows deleted: a Roaring bitmap deletion file",
+                 [C_DELETE, C_DEL_ROARING, C_DEL_NAMES], ["delete", "deletion-roaring"],
+                 [{"op": "create", "data": _d("ids", 6000)}, {"op": "delete", "where": "id >= 50"}]))
+_case(GoldenCase("stable-row-ids", "stable row ids kept through delete, update and compaction",
+                 [C_ROWIDS, C_ROWID_SEQ], ["stable_row_ids", "delete", "update", "compact"],
+                 [{"op": "create", "data": _d("small", 12), "stable_row_ids": True,
+                   "max_rows_per_file": 6},
+                  {"op": "delete", "where": "id = 1"},
+                  {"op": "update", "set": {"category": "'u'"}, "where": "id = 4"},
+                  {"op": "compact", "target_rows_per_fragment": 100}],
+                 row_ids=True))
+_case(GoldenCase("schema-evolution", "add (all-null and merged) columns, then drop one",
+                 [C_ADD_COLS], ["add_columns", "merge", "drop_columns"],
+                 [{"op": "create", "data": _d("small", 10)},
+                  {"op": "add_columns", "columns": [["extra", "int32"]]},
+                  {"op": "merge", "data": _d("keyed", 10), "on": "id"},
+                  {"op": "drop_columns", "columns": ["category"]}]))
+_case(GoldenCase("update", "update rewrites rows", [C_FRAGMENTS], ["update"],
+                 [{"op": "create", "data": _d("small", 10)},
+                  {"op": "update", "set": {"category": "'new'"}, "where": "id >= 5"}]))
+_case(GoldenCase("overwrite", "overwrite resets the fragment list", [C_OVERWRITE], ["overwrite"],
+                 [{"op": "create", "data": _d("small", 10)},
+                  {"op": "overwrite", "data": _d("mixed", 4, 100)}]))
+_case(GoldenCase("restore", "restore makes an old version the latest again", [C_COMMIT],
+                 ["restore"],
+                 [{"op": "create", "data": _d("small", 10)}, {"op": "delete", "where": "id < 5"},
+                  {"op": "restore", "version": 1}]))
+_case(GoldenCase("compaction", "compaction rewrites small fragments", [C_FRAGMENTS],
+                 ["compact"],
+                 [{"op": "create", "data": _d("small", 4)}, {"op": "append", "data": _d("small", 4, 4)},
+                  {"op": "delete", "where": "id = 2"},
+                  {"op": "compact", "target_rows_per_fragment": 100}]))
+_case(GoldenCase("config", "table config set (writer flag 8)", [C_CONFIG], ["config"],
+                 [{"op": "create", "data": _d("small", 5)},
+                  {"op": "update_config", "values": {"lance.conformance.k": "v"}}]))
+_case(GoldenCase("tags", "tags name versions", [C_TAG], ["tags"],
+                 [{"op": "create", "data": _d("small", 5)}, {"op": "append", "data": _d("small", 5, 5)},
+                  {"op": "tag", "action": "create", "name": "v-one", "version": 1},
+                  {"op": "tag", "action": "create", "name": "two", "version": 2}]))
+_case(GoldenCase("v1-manifest-names", "V1 manifest names ({version}.manifest)",
+                 [C_MANIFEST_NAMES], ["v1-names"],
+                 [{"op": "create", "data": _d("small", 6), "v2_manifest_paths": False},
+                  {"op": "append", "data": _d("small", 3, 6)}]))
+_case(GoldenCase("portable-copy", "a table read after being moved (relative paths only)",
+                 [C_PORTABLE], ["portability"],
+                 [{"op": "create", "data": _d("small", 6)}, {"op": "delete", "where": "id = 0"}]))
+_case(GoldenCase("namespace-dir-v1", "a V1 directory namespace of two tables",
+                 [C_NAMESPACE_V1], ["namespace"], build=_build_namespace,
+                 extra_paths=("alpha.lance", "beta.lance")))
+_case(GoldenCase("branches", "a branch made from version 1 with its own append",
+                 [C_BRANCH], ["branches"], build=_build_branch, shipped=False,
+                 not_shipped_reason=_NOT_SHIPPED, extra_paths=(".", "tree/dev")))
+_case(GoldenCase("shallow-clone", "a shallow clone of version 2 of another table",
+                 [C_CLONE], ["shallow_clone", "base_paths"], build=_build_clone, shipped=False,
+                 not_shipped_reason=_NOT_SHIPPED))
+_case(GoldenCase("reject-unknown-reader-flag", "a reader must refuse an unknown reader flag",
+                 [C_FLAGS, C_READER_FLAGS], ["feature_flags", "must-reject"],
+                 [{"op": "create", "data": _d("small", 5)}], post=_post_unknown_reader_flag,
+                 expected={"outcome": "reject", "when": "read", "error": "UnsupportedFeature"}))
+_case(GoldenCase("reject-unknown-encoding", "a reader must refuse a page layout it does not know",
+                 [C_FILE_VERSION], ["encodings", "must-reject"],
+                 [{"op": "create", "data": _d("ids", 64), "data_storage_version": "2.1"}],
+                 post=_post_unknown_encoding,
+                 expected={"outcome": "reject", "when": "read", "error": "FormatError"}))
+_case(GoldenCase("reject-unknown-txn-operation",
+                 "a writer must treat a transaction of unknown operation as a conflict",
+                 [C_CONFLICT_UNKNOWN], ["conflicts", "must-reject"],
+                 [{"op": "create", "data": _d("small", 5)}, {"op": "append", "data": _d("small", 2, 5)}],
+                 post=_post_unknown_txn_operation,
+                 expected={"outcome": "reject", "when": "commit", "error": "CommitConflict",
+                           "operation": {"op": "append", "data": _d("small", 1, 90),
+                                         "read_version": 1}}))
+
+
+# -- generation ------------------------------------------------------------------------------
+
+def _adapter(producer: str):
+    from .harness.adapter import load_adapter
+
+    return load_adapter(producer)
+
+
+def _read_paths(case: GoldenCase) -> list[str]:
+    return list(case.extra_paths) or ["."]
+
+
+def _reference_read(table: Path, path: str, version: int, row_ids: bool) -> pa.Table:
+    from .harness.reference import ReferenceAdapter
+
+    return ReferenceAdapter().read(str(table / path), version, with_row_id=row_ids)
+
+
+def _reference_versions(uri: str) -> list[int]:
+    from reference_impl.dataset import open_dataset
+
+    return list(open_dataset(uri).versions())
+
+
+def _tags(table: Path) -> dict:
+    out = {}
+    tdir = table / "_refs" / "tags"
+    if tdir.is_dir():
+        for p in sorted(tdir.glob("*.json")):
+            out[p.stem] = int(json.loads(p.read_text())["version"])
+    return out
+
+
+def build_table(case: GoldenCase, table: Path, producer: str | None = None) -> str:
+    """Build the case's table at ``table``; returns the producer name used."""
+    name = producer if producer in case.producers else case.producer
+    adapter = _adapter(name)
+    if case.build is not None:
+        case.build(table, adapter)
+    else:
+        for op in case.script:
+            data = sc.table_for(op["data"]) if "data" in op else None
+            adapter.apply(str(table), op, data)
+    if case.post is not None:
+        case.post(table)
+    return name
+
+
+def _write_arrow(path: Path, t: pa.Table) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with pa.OSFile(str(path), "wb") as f, pa.ipc.new_file(f, t.schema) as w:
+        w.write_table(t)
+
+
+def read_arrow(path: Path) -> pa.Table:
+    with pa.memory_map(str(path)) as f:
+        return pa.ipc.open_file(f).read_all()
+
+
+def _rows_name(path: str, version: int) -> str:
+    return f"v{version}.arrow" if path == "." else f"{path}/v{version}.arrow"
+
+
+def _schema_strings(t: pa.Table) -> list[str]:
+    return [f"{f.name}: {f.type}" for f in t.schema if f.name != sc.ROW_ID]
+
+
+def file_hashes(table: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted(table.rglob("*")):
+        if p.is_file():
+            out[p.relative_to(table).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def absolute_paths_in(table: Path, needles: list[str]) -> list[str]:
+    """Files under ``table`` whose bytes contain one of ``needles`` (absolute paths)."""
+    hits = []
+    encoded = [n.encode() for n in needles if n]
+    for p in sorted(table.rglob("*")):
+        if p.is_file():
+            data = p.read_bytes()
+            if any(n in data for n in encoded):
+                hits.append(p.relative_to(table).as_posix())
+    return hits
+
+
+def _cross_check_pylance(table: Path, path: str, version: int, expected: pa.Table, row_ids: bool):
+    try:
+        from .harness.pylance_adapter import PylanceAdapter
+        adapter = PylanceAdapter()
+        if not adapter.capabilities.read:
+            return
+        got = adapter.read(str(table / path), version, with_row_id=row_ids)
+    except Exception as exc:  # noqa: BLE001
+        raise RuntimeError(f"pylance cannot read {path}@v{version}: {exc!r}") from exc
+    diff = sc.difference(got, expected, keep_row_id=row_ids)
+    if diff:
+        raise RuntimeError(f"pylance disagrees with the reference reader at {path}@v{version}: {diff}")
+
+
+def generate_case(case: GoldenCase, out: Path, producer: str | None = None, *,
+                  cross_check: bool = True) -> Path:
+    """Generate ``case`` into ``out/<id>/`` (replacing it) and return that directory."""
+    cdir = out / case.id
+    if cdir.exists():
+        shutil.rmtree(cdir)
+    (cdir / "expected").mkdir(parents=True)
+    table = cdir / "table"
+    used = build_table(case, table, producer)
+    reads, versions = [], {"reads": [], "tags": {}}
+    if case.expected["outcome"] == "read":
+        model = sc.run_model(case.script) if case.build is None and case.script else None
+        for path in _read_paths(case):
+            for v in _reference_versions(str(table / path)):
+                rows = _reference_read(table, path, v, case.row_ids)
+                if model is not None and path == "." and v in model.versions:
+                    diff = sc.difference(rows, model.versions[v])
+                    if diff:
+                        raise RuntimeError(f"{case.id} v{v}: reference read differs from the model: {diff}")
+                if cross_check:
+                    _cross_check_pylance(table, path, v, rows, case.row_ids)
+                name = _rows_name(path, v)
+                _write_arrow(cdir / "expected" / name, rows)
+                rid = f"{path}@v{v}" if path != "." else f"v{v}"
+                reads.append({"id": rid, "path": path, "version": v, "rows": name,
+                              "row_ids": case.row_ids})
+                versions["reads"].append({"id": rid, "num_rows": rows.num_rows,
+                                          "schema": _schema_strings(rows)})
+        versions["tags"] = _tags(table)
+    else:
+        versions["versions"] = [v for v in _reference_versions_or_listing(table) if v is not None]
+    doc = {
+        "id": case.id, "title": case.title, "spec": case.spec, "features": case.features,
+        "producer": PRODUCERS[used],
+        "table": {"shipped": case.shipped} | ({} if case.shipped else {"reason": case.not_shipped_reason}),
+        "expected": dict(case.expected) | ({"error": _observed_error(case, table)}
+                                           if case.expected["outcome"] == "reject" else {}),
+        "reads": reads,
+    }
+    if case.script:
+        doc["script"] = case.script
+    (cdir / "expected" / "versions.json").write_text(json.dumps(versions, indent=1, sort_keys=True) + "\n")
+    if case.shipped:
+        hits = absolute_paths_in(table, [str(table.resolve()), str(out.resolve())])
+        if hits:
+            raise RuntimeError(f"{case.id}: absolute paths stored in {hits}")
+        (cdir / "expected" / "files.json").write_text(
+            json.dumps(file_hashes(table), indent=1, sort_keys=True) + "\n")
+    else:
+        shutil.rmtree(table)
+        for extra in table.parent.glob("clone-source"):
+            shutil.rmtree(extra)
+    (cdir / "case.json").write_text(json.dumps(doc, indent=1) + "\n")
+    return cdir
+
+
+def _observed_error(case: GoldenCase, table: Path) -> str:
+    """Run the must-reject action with the reference implementation on a copy; the error
+    class it raises must be the one the case expects."""
+    err = reject_error(case.expected, table, _adapter("reference"))
+    if err != case.expected["error"]:
+        raise RuntimeError(f"{case.id}: the reference raised {err}, expected {case.expected['error']}")
+    return err
+
+
+def reject_error(expected: dict, table: Path, adapter) -> str | None:
+    """The class name of the error ``adapter`` raises for the must-reject action of a case
+    (None when it does not refuse). A commit is tried on a temporary copy."""
+    if expected["when"] == "read":
+        try:
+            for v in _reference_versions_or_listing(table):
+                adapter.read(str(table), v)
+        except Exception as exc:  # noqa: BLE001 - the class is the answer
+            return _error_name(exc)
+        return None
+    with tempfile.TemporaryDirectory(prefix="lance-golden-") as tmp:
+        copy = Path(tmp) / "t"
+        shutil.copytree(table, copy)
+        op = expected["operation"]
+        try:
+            adapter.apply(str(copy), op, sc.table_for(op["data"]) if "data" in op else None)
+        except Exception as exc:  # noqa: BLE001
+            return _error_name(exc)
+    return None
+
+
+def _error_name(exc: BaseException) -> str:
+    names = {"CommitConflict", "UnsupportedFeature", "FormatError", "NotFound", "InvalidInput"}
+    for cls in type(exc).__mro__:
+        if cls.__name__ in names:
+            return cls.__name__
+    text = str(exc)
+    if "conflict" in text.lower():
+        return "CommitConflict"
+    return type(exc).__name__
+
+
+def _reference_versions_or_listing(table: Path) -> list[int | None]:
+    """Versions to read for a must-reject read: the manifest numbers in ``_versions``."""
+    from conformance.invalid import manifests
+
+    found = [v for v, _ in manifests(table)]
+    return found or [None]
+
+
+def generate_all(out: Path, producer: str | None = None, *, cross_check: bool = True,
+                 ids: list[str] | None = None) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    return [generate_case(CASES[i], out, producer, cross_check=cross_check) for i in (ids or CASES)]
+
+
+# -- verification ----------------------------------------------------------------------------
+
+def load_case(cdir: Path) -> dict:
+    return json.loads((cdir / "case.json").read_text())
+
+
+def check_case_json(doc: dict) -> list[str]:
+    import jsonschema
+
+    schema = json.loads(SCHEMA_PATH.read_text())
+    v = jsonschema.Draft202012Validator(schema)
+    return [f"case.json: {e.message} at {list(e.path)}" for e in v.iter_errors(doc)]
+
+
+def materialize(cdir: Path, into: Path) -> Path:
+    """The table of the case in ``cdir``: its shipped ``table/``, or one generated into
+    ``into`` for a case that is not shipped."""
+    doc = load_case(cdir)
+    if doc["table"]["shipped"]:
+        return cdir / "table"
+    case = CASES[doc["id"]]
+    table = into / doc["id"] / "table"
+    if not table.exists():
+        table.parent.mkdir(parents=True, exist_ok=True)
+        build_table(case, table)
+    return table
+
+
+def compare_expected(a: Path, b: Path) -> list[str]:
+    """Logical differences between two ``expected/`` folders."""
+    problems = []
+    va, vb = (json.loads((d / "versions.json").read_text()) for d in (a, b))
+    if va != vb:
+        problems.append(f"versions.json differs: {va} != {vb}")
+    names_a = sorted(p.relative_to(a).as_posix() for p in a.rglob("*.arrow"))
+    names_b = sorted(p.relative_to(b).as_posix() for p in b.rglob("*.arrow"))
+    if names_a != names_b:
+        problems.append(f"expected row files differ: {names_a} != {names_b}")
+    for name in set(names_a) & set(names_b):
+        diff = sc.difference(read_arrow(a / name), read_arrow(b / name), keep_row_id=True)
+        if diff:
+            problems.append(f"{name}: {diff}")
+    return problems
+
+
+def verify_case(cdir: Path, *, regenerate: bool = True, validate_table: bool = True) -> list[str]:
+    """Every problem found with the case in ``cdir`` (empty when it verifies)."""
+    problems = []
+    try:
+        doc = load_case(cdir)
+    except (OSError, ValueError) as exc:
+        return [f"case.json unreadable: {exc}"]
+    problems += check_case_json(doc)
+    if doc.get("id") != cdir.name or doc.get("id") not in CASES:
+        return problems + [f"case id {doc.get('id')!r} does not name a known case in its folder"]
+    case = CASES[doc["id"]]
+    exp = cdir / "expected"
+    with tempfile.TemporaryDirectory(prefix="lance-golden-verify-") as tmp:
+        tmp = Path(tmp)
+        if doc["table"]["shipped"]:
+            table = cdir / "table"
+            try:
+                want = json.loads((exp / "files.json").read_text())
+            except (OSError, ValueError) as exc:
+                return problems + [f"expected/files.json unreadable: {exc}"]
+            have = file_hashes(table)
+            for name in sorted(set(want) | set(have)):
+                if want.get(name) != have.get(name):
+                    problems.append(f"table/{name}: content differs from expected/files.json")
+        else:
+            table = materialize(cdir, tmp)
+        problems += _check_reads(doc, table, exp, validate_table=validate_table)
+        if regenerate:
+            try:
+                producer = "pylance" if doc["producer"].startswith("pylance") else "reference"
+                regen = generate_case(case, tmp / "regen", producer, cross_check=False)
+                problems += [f"regenerated: {p}" for p in compare_expected(exp, regen / "expected")]
+            except Exception as exc:  # noqa: BLE001 - reported, not raised
+                problems.append(f"regeneration failed: {type(exc).__name__}: {exc}")
+    return problems
+
+
+def _check_reads(doc: dict, table: Path, exp: Path, *, validate_table: bool) -> list[str]:
+    from .harness.reference import ReferenceAdapter
+
+    problems = []
+    adapter = ReferenceAdapter()
+    if doc["expected"]["outcome"] == "reject":
+        err = reject_error(doc["expected"], table, adapter)
+        if err != doc["expected"]["error"]:
+            problems.append(f"must-reject: the reference raised {err}, expected {doc['expected']['error']}")
+        return problems
+    for r in doc["reads"]:
+        try:
+            want = read_arrow(exp / r["rows"])
+            got = adapter.read(str(table / r["path"]), r["version"], with_row_id=r["row_ids"])
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"{r['id']}: {type(exc).__name__}: {exc}")
+            continue
+        diff = sc.difference(got, want, keep_row_id=r["row_ids"])
+        if diff:
+            problems.append(f"{r['id']}: {diff}")
+    if validate_table:
+        from .engine.local import validate
+
+        for path in sorted({r["path"] for r in doc["reads"]}):
+            report = validate(str(table / path), versions="all")
+            if not report.conforms:
+                problems.append(f"{path}: validator: {sorted(report.rules_violated())}")
+    return problems
+
+
+def verify_all(root: Path = DEFAULT_DIR, *, regenerate: bool = True) -> dict[str, list[str]]:
+    """Problems per case folder under ``root``; also every known case must be present."""
+    out = {}
+    present = {p.name for p in root.iterdir() if (p / "case.json").exists()} if root.is_dir() else set()
+    for cid in sorted(present):
+        out[cid] = verify_case(root / cid, regenerate=regenerate)
+    for cid in CASES:
+        if cid not in present:
+            out[cid] = ["case missing from the fixtures folder"]
+    return out
+

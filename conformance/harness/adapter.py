@@ -1,0 +1,138 @@
+"""The adapter protocol: how the harness talks to an implementation under test.
+
+An implementation is plugged in as an *adapter* with two capabilities it may declare:
+
+* ``read`` -- open a dataset URI (optionally at a version) and return its logical rows as
+  a pyarrow Table (``with_row_id`` asks for the ``_rowid`` column as well);
+* ``write`` -- apply one *operation* of an operation script to a URI. The operations
+  (see :mod:`conformance.harness.scenarios` for their JSON form) are ``create``,
+  ``append``, ``overwrite``, ``delete``, ``update``, ``add_columns``, ``merge``,
+  ``drop_columns``, ``compact``, ``tag``, ``restore``, ``update_config``.
+
+``Capabilities.ops`` lists the write operations the adapter supports; an operation
+outside it is judged UNSUPPORTED, never FAIL. An adapter may also raise
+:class:`Unsupported` from ``read``/``apply`` for a feature it does not have (for example a
+data type), which the runner records the same way.
+
+Adapters are named for ``lance-conformance run --impl``:
+
+* ``reference`` and ``pylance`` -- the built-in adapters;
+* ``module:Class`` -- any importable class implementing this protocol;
+* a name registered in the entry point group ``lance_conformance.adapters``;
+* ``cmd:"<command line>"`` -- a subprocess speaking ``PROTOCOL.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+ALL_OPS = ("create", "append", "overwrite", "delete", "update", "add_columns", "merge",
+           "drop_columns", "compact", "tag", "restore", "update_config")
+ENTRY_POINT_GROUP = "lance_conformance.adapters"
+
+
+class Unsupported(Exception):
+    """Raised by an adapter for an operation or feature it does not implement."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an adapter declares it can do."""
+
+    read: bool = True
+    write: bool = False
+    ops: tuple[str, ...] = ()
+    row_ids: bool = False  # read can return ``_rowid`` (stable row ids)
+    features: tuple[str, ...] = field(default_factory=tuple)  # free-form, e.g. "legacy"
+
+    def supports(self, op: str) -> bool:
+        return self.write and op in self.ops
+
+    def as_dict(self) -> dict:
+        return {"read": self.read, "write": self.write, "ops": list(self.ops),
+                "row_ids": self.row_ids, "features": list(self.features)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Capabilities:
+        return cls(read=bool(d.get("read", False)), write=bool(d.get("write", False)),
+                   ops=tuple(d.get("ops", ())), row_ids=bool(d.get("row_ids", False)),
+                   features=tuple(d.get("features", ())))
+
+
+class Adapter:
+    """Base class of adapters. Subclasses set ``name``/``capabilities`` and override
+    :meth:`read` and/or :meth:`apply`."""
+
+    name: str = "adapter"
+    capabilities: Capabilities = Capabilities()
+
+    def read(self, uri: str, version: int | None = None, *, with_row_id: bool = False) -> pa.Table:
+        raise Unsupported(f"{self.name} cannot read")
+
+    def apply(self, uri: str, op: dict, data: pa.Table | None = None) -> None:
+        """Apply one operation ``op`` (its JSON form) to the dataset at ``uri``;
+        ``data`` is the Arrow table the operation carries (create/append/overwrite/merge)."""
+        raise Unsupported(f"{self.name} cannot write")
+
+    def versions(self, uri: str) -> list[int]:
+        """The version numbers of the dataset's main branch; the default asks the
+        reference reader (an adapter may override with its own view)."""
+        from reference_impl.dataset import open_dataset
+
+        return list(open_dataset(uri).versions())
+
+    def close(self) -> None:
+        """Release what the adapter holds (a subprocess, ...)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _builtin(name: str) -> Adapter | None:
+    if name == "reference":
+        from .reference import ReferenceAdapter
+        return ReferenceAdapter()
+    if name == "pylance":
+        from .pylance_adapter import PylanceAdapter
+        return PylanceAdapter()
+    if name.startswith("known-bad:"):
+        from .known_bad import KNOWN_BAD
+        cls = KNOWN_BAD.get(name.split(":", 1)[1])
+        return cls() if cls else None
+    return None
+
+
+def load_adapter(spec: str) -> Adapter:
+    """The adapter named by ``spec`` (see the module docstring). Raises ValueError."""
+    spec = spec.strip()
+    if spec.startswith("cmd:"):
+        from .subprocess_adapter import SubprocessAdapter
+        command = spec[4:].strip()
+        if len(command) >= 2 and command[0] == command[-1] and command[0] in "\"'":
+            command = command[1:-1]
+        return SubprocessAdapter(shlex.split(command))
+    found = _builtin(spec)
+    if found is not None:
+        return found
+    if ":" in spec:
+        module, _, attr = spec.partition(":")
+        try:
+            obj = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"cannot load adapter {spec!r}: {exc}") from None
+        return obj() if isinstance(obj, type) else obj
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == spec:
+            obj = ep.load()
+            return obj() if isinstance(obj, type) else obj
+    raise ValueError(f"unknown adapter {spec!r}: use reference, pylance, module:Class, "
+                     f"an entry point of {ENTRY_POINT_GROUP} or cmd:\"...\"")
