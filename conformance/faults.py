@@ -115,7 +115,7 @@ def classify(op: str, key: str) -> str:
             return "manifest_put"
         if ".manifest-" in name:
             return {"put": "external_stage", "delete": "external_cleanup",
-                    "put_if_not_exists": "external_stage"}.get(op, "other")
+                    "put_if_not_exists": "external_stage", "copy": "external_copy"}.get(op, "other")
         if op == "copy":
             return "external_copy"
     return "other"

@@ -516,6 +516,8 @@ def reject_error(expected: dict, table: Path, adapter) -> str | None:
 
 def _error_name(exc: BaseException) -> str:
     names = {"CommitConflict", "UnsupportedFeature", "FormatError", "NotFound", "InvalidInput"}
+    if getattr(exc, "error_class", None):  # an error reported by a subprocess adapter
+        return str(exc.error_class)
     for cls in type(exc).__mro__:
         if cls.__name__ in names:
             return cls.__name__

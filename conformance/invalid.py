@@ -343,6 +343,11 @@ def _layout_005(root: Path):
     _edit(root, lambda m: setattr(m.fragments[1].files[0], "path", "../escape.lance"))
 
 
+@corruption("LAYOUT-007", "a stray _deletions/garbage.arrow added")
+def _layout_007(root: Path):
+    shutil.copy(_deletion_key(root), root / "_deletions" / "garbage.arrow")
+
+
 @corruption("LAYOUT-006", "a stray _transactions/garbage.txn added")
 def _layout_006(root: Path):
     (root / "_transactions" / "garbage.txn").write_bytes(b"")
@@ -479,7 +484,7 @@ def _flags_005(root: Path):
 def _flags_006(root: Path):
     def edit(m):
         bp = m.base_paths.add()
-        bp.id, bp.is_dataset_root, bp.path = 1, True, OTHER_BASE
+        bp.id, bp.is_dataset_root, bp.path = 0, True, OTHER_BASE
     _edit(root, edit)
 
 
@@ -769,16 +774,21 @@ def _with_bases(root, *paths, ids=None):
     def edit(m):
         for i, p in enumerate(paths):
             bp = m.base_paths.add()
-            bp.id = (ids or list(range(1, len(paths) + 1)))[i]
+            bp.id = (ids or list(range(len(paths))))[i]
             bp.is_dataset_root, bp.path = True, p
         m.reader_feature_flags |= 16
         m.writer_feature_flags |= 16
     _edit(root, edit)
 
 
-@corruption("BASEPATH-001", "two base paths with id 1")
+@corruption("BASEPATH-001", "two base paths with id 0")
 def _basepath_001(root):
-    _with_bases(root, OTHER_BASE, OTHER_BASE + "-2", ids=[1, 1])
+    _with_bases(root, OTHER_BASE, OTHER_BASE + "-2", ids=[0, 0])
+
+
+@corruption("BASEPATH-005", "one base path with id 5 (ids count from 0)")
+def _basepath_005(root):
+    _with_bases(root, OTHER_BASE, ids=[5])
 
 
 @corruption("BASEPATH-002", "a data file with base_id 7 and no base paths")
@@ -1033,6 +1043,74 @@ def _rowid_009(root):
 def _rowid_010(root):
     _edit(root, lambda m: setattr(m.fragments[1], "inline_created_at_versions",
                                   _versions_seq([2, 2])))
+
+
+# -- deep cases: one byte of a data file changed ------------------------------------------
+# The deep rules judge the bytes of data files. Each case below takes one small dataset
+# (the base's 2.1 files, or a one-version 2.0 / legacy dataset written by pylance 14.0.2 and
+# normalized like the base) and overwrites bytes at a fixed offset of one data file. The
+# offsets were found by trying single-byte changes on these deterministic files and keeping
+# one that breaks exactly the rule (the files are byte-identical on every run, so the
+# offsets hold; the fixture test re-validates every case).
+
+def _legacy_table():
+    import pyarrow as pa
+
+    return pa.table({"a": pa.array([1, 2], pa.int64()), "s": pa.array(["x", "y"]),
+                     "f": pa.array([-1.0, 0.0], pa.float64()),
+                     "n": pa.array([None, None], pa.float64())})
+
+
+def _small_table():
+    import pyarrow as pa
+
+    return pa.table({"a": pa.array([1, 2], pa.int64()), "s": pa.array(["x", "y"])})
+
+
+def rebuild(root: Path, variant: str) -> Path:
+    """Replace the dataset at ``root`` by the one-version dataset of ``variant``: "2.1"
+    keeps the base, "2.0" and "legacy" are written afresh with pylance and normalized."""
+    if variant == "2.1":
+        return root
+    import lance
+
+    for child in list(root.iterdir()):
+        shutil.rmtree(child) if child.is_dir() else child.unlink()
+    table = _legacy_table() if variant == "legacy" else _small_table()
+    lance.write_dataset(table, str(root), data_storage_version=variant)
+    return normalize(root)
+
+
+def variant_data_file(root: Path, variant: str) -> Path:
+    """The data file a deep case patches: fragment 1's of the base, the only one else."""
+    m = _latest_m(root)
+    return root / "data" / m.fragments[1 if variant == "2.1" else 0].files[0].path
+
+
+def _patch(variant: str, offset: int, value: bytes):
+    def apply(root: Path):
+        rebuild(root, variant)
+        p = variant_data_file(root, variant)
+        data = bytearray(p.read_bytes())
+        pos = offset if offset >= 0 else len(data) + offset
+        data[pos: pos + len(value)] = value
+        p.write_bytes(bytes(data))
+    return apply
+
+
+# rule id -> (variant, offset from the start (or from the end when negative), new bytes)
+BYTE_PATCHES: dict[str, tuple[str, int, bytes]] = {}
+
+
+def _register_patches() -> None:
+    for rule_id, (variant, offset, value) in sorted(BYTE_PATCHES.items()):
+        where = f"offset {offset}" if offset >= 0 else f"offset {offset} from the end"
+        corruption(rule_id, f"{variant} data file: bytes at {where} set to {value.hex()}")(
+            _patch(variant, offset, value))
+        DEEP.add(rule_id)
+
+
+_register_patches()
 
 
 # -- INDEX, MEMWAL: cases live in conformance/invalid_index.py (index engineer) -----------------

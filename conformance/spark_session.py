@@ -72,7 +72,7 @@ def _wait_for_executor(spark, master: str, connect_timeout: float) -> None:
     deadline = time.monotonic() + connect_timeout
     while time.monotonic() < deadline:
         # the status tracker lists the driver too; more than one entry means an executor
-        if len(sc._jsc.sc().getExecutorMemoryStatus()) > 1:  # noqa: SLF001 - no public API
+        if sc._jsc.sc().getExecutorMemoryStatus().size() > 1:  # noqa: SLF001 - no public API
             return
         time.sleep(0.25)
     spark.stop()

@@ -1,19 +1,42 @@
-"""``lance-conformance fixtures ACTION``: generate fixture datasets.
+"""``lance-conformance fixtures``: generate and verify the golden fixtures.
 
-Actions: ``generate-large`` (:mod:`.fixtures_large`). Each action module adds its own
-sub-parser to ``sub``; exit codes as for every command (0 done, 2 usage error).
+``fixtures generate [--producer reference|pylance] [--out DIR] [--case ID ...]`` writes every
+golden case (:mod:`conformance.golden`) into ``DIR`` (default ``fixtures/golden``); a case that
+only one producer can make keeps its own producer. The same inputs give the same logical
+contents (rows, versions, tags), not the same bytes (uuids and timestamps differ).
+
+``fixtures generate-large ...`` (a large deterministic dataset) lives in
+:mod:`.fixtures_large`, registered here.
+
+``fixtures verify [--dir DIR] [--no-regenerate] [--case ID ...]`` checks each case: its
+``case.json`` against the schema, every file of the shipped ``table/`` against
+``expected/files.json``, the reference reader's rows against ``expected/``, the validator on
+the table, and a regeneration into a temporary folder compared logically with ``expected/``.
+Exit 0 when every case verifies, 1 otherwise.
 """
 
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("fixtures", help="generate fixture datasets",
-                              description="Generate fixture datasets.")
+    p = subparsers.add_parser("fixtures", help="generate and verify fixture datasets",
+                              description="Generate and verify fixture datasets.")
     sub = p.add_subparsers(dest="fixtures_command", metavar="ACTION")
-    # --- generate-large (conformance/cli/fixtures_large.py) ---
+    g = sub.add_parser("generate", help="write the golden cases")
+    g.add_argument("--producer", choices=("reference", "pylance"), default=None,
+                   help="producer for cases both can make (default: each case's own)")
+    g.add_argument("--out", default=None, help="output folder (default fixtures/golden)")
+    g.add_argument("--case", action="append", default=None, help="only this case id (repeatable)")
+    g.set_defaults(func=_generate)
+    v = sub.add_parser("verify", help="check the golden cases")
+    v.add_argument("--dir", default=None, help="fixtures folder (default fixtures/golden)")
+    v.add_argument("--no-regenerate", action="store_true", help="skip the regeneration check")
+    v.add_argument("--case", action="append", default=None, help="only this case id (repeatable)")
+    v.set_defaults(func=_verify)
+    # --- generate-large (conformance/cli/fixtures_large.py, Spark engineer) ---
     from .fixtures_large import add_generate_large
 
     add_generate_large(sub)
@@ -24,3 +47,38 @@ def register(subparsers) -> None:
         return 2
 
     p.set_defaults(func=_no_action)
+
+
+def _generate(args) -> int:
+    from conformance import golden
+
+    out = Path(args.out) if args.out else golden.DEFAULT_DIR
+    unknown = [c for c in (args.case or []) if c not in golden.CASES]
+    if unknown:
+        print(f"unknown case ids: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    for cdir in golden.generate_all(out, args.producer, ids=args.case):
+        print(f"generated {cdir}")
+    return 0
+
+
+def _verify(args) -> int:
+    from conformance import golden
+
+    root = Path(args.dir) if args.dir else golden.DEFAULT_DIR
+    if not root.is_dir():
+        print(f"no fixtures folder at {root}", file=sys.stderr)
+        return 2
+    if args.case:
+        results = {c: golden.verify_case(root / c, regenerate=not args.no_regenerate)
+                   for c in args.case}
+    else:
+        results = golden.verify_all(root, regenerate=not args.no_regenerate)
+    bad = 0
+    for cid, problems in sorted(results.items()):
+        print(f"{'ok  ' if not problems else 'FAIL'} {cid}")
+        for p in problems:
+            print(f"     {p}")
+        bad += bool(problems)
+    print(f"{len(results) - bad} of {len(results)} cases verify")
+    return 1 if bad else 0

@@ -1,21 +1,59 @@
-"""``lance-conformance fixtures``: generate and verify the golden fixtures.
+"""``lance-conformance fixtures generate-large URI``: write a large deterministic dataset.
 
-``fixtures generate [--producer reference|pylance] [--out DIR] [--case ID ...]`` writes every
-golden case (:mod:`conformance.golden`) into ``DIR`` (default ``fixtures/golden``); a case that
-only one producer can make keeps its own producer. The same inputs give the same logical
-contents (rows, versions, tags), not the same bytes (uuids and timestamps differ).
+``generate-large --rows N --fragments F [--seed S] [--engine local|spark] [--master URL]
+[--mode create|overwrite|append] URI`` writes the table of :mod:`conformance.large_fixtures`
+(row ``i`` depends only on the seed and ``i``) as F fragments, each one data file, then
+commits one transaction. With ``--engine spark`` the data files are written by Spark tasks
+(``mapInArrow``) and the driver commits. The ``fixtures`` command module calls
+:func:`add_generate_large` with its sub-parsers.
 
-``fixtures verify [--dir DIR] [--no-regenerate] [--case ID ...]`` checks each case: its
-``case.json`` against the schema, every file of the shipped ``table/`` against
-``expected/files.json``, the reference reader's rows against ``expected/``, the validator on
-the table, and a regeneration into a temporary folder compared logically with ``expected/``.
-Exit 0 when every case verifies, 1 otherwise.
+Exit codes: 0 written; 2 usage error, unreachable Spark master, failed Spark job, an
+existing dataset with ``--mode create`` or an unreachable store.
 """
 
 from __future__ import annotations
 
+import json
 import sys
-from pathlib import Path
+
+
+def _options(pairs: list[str]) -> dict[str, str]:
+    opts = {}
+    for p in pairs or ():
+        if "=" not in p:
+            raise ValueError(f"storage option {p!r} is not KEY=VALUE")
+        k, v = p.split("=", 1)
+        opts[k.strip()] = v
+    return opts
+
+
+def run_generate_large(args) -> int:
+    from conformance.engine.spark import SparkEngineError
+    from conformance.large_fixtures import generate
+    from reference_impl.errors import LanceError
+
+    name = "lance-conformance fixtures generate-large"
+    try:
+        opts = _options(args.option)
+    except ValueError as exc:
+        print(f"{name}: {exc}", file=sys.stderr)
+        return 2
+    if args.rows <= 0 or args.fragments <= 0 or args.rows < args.fragments:
+        print(f"{name}: --rows and --fragments must be positive and rows >= fragments",
+              file=sys.stderr)
+        return 2
+    try:
+        g = generate(args.uri, num_rows=args.rows, fragments=args.fragments, seed=args.seed,
+                     mode=args.mode, engine=args.engine, master=args.master,
+                     file_version=args.file_version, storage_options=opts,
+                     partitions=args.partitions)
+    except (SparkEngineError, LanceError, ValueError, OSError) as exc:
+        print(f"{name}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps({"uri": g.uri, "version": g.version, "rows": g.rows,
+                      "fragments": g.fragments, "seed": g.seed, "engine": args.engine,
+                      "elapsed_s": round(g.elapsed_s, 3)}))
+    return 0
 
 
 def add_generate_large(sub) -> None:

@@ -21,7 +21,8 @@ An *operation script* is a JSON list of operations, each one object with an ``op
 the rows are made by a deterministic generator, so a script is small, JSON and gives the
 same rows every time. :func:`table_for` turns it into a pyarrow Table.
 
-Every operation but ``tag`` commits one new version. :class:`Model` applies a script to
+Every operation but ``tag`` commits one new version, ``compact`` two (ReserveFragments,
+then Rewrite). :class:`Model` applies a script to
 plain Arrow tables and returns the logical rows expected at every version; rows are
 compared as multisets (sorted on every column, ``id`` first), since writers may place
 updated rows in new fragments at the end.
@@ -148,6 +149,9 @@ class Model:
         elif kind == "drop_columns":
             new = cur.drop_columns(op["columns"])
         elif kind == "compact":
+            # ReserveFragments (ids for the new fragments), then Rewrite: two versions,
+            # as both pylance 14 and the reference writer commit a compaction
+            self.versions[self.latest + 1] = cur
             new = cur
         elif kind == "restore":
             new = self.versions[int(op["version"])]

@@ -74,3 +74,14 @@ def absolute(ctx):
         p = b.path
         if not (p.startswith("/") or "://" in p or (len(p) > 2 and p[1] == ":")):
             yield Finding(f"base path {b.id} {p!r} is not absolute", {"path": ctx.manifest_key})
+
+
+@rule("BASEPATH-005", title="base path ids count up from 0", severity="warning", spec="004",
+      section="Manifest",
+      clause="the key(a.k.a index) starts from 0, increased by 1 for each new base path.")
+def ids_count_from_zero(ctx):
+    """The ids of ``Manifest.base_paths`` are 0, 1, ..., n-1 (duplicates are BASEPATH-001's)."""
+    ids = sorted({int(b.id) for b in ctx.manifest.base_paths})
+    if ids != list(range(len(ids))):
+        yield Finding(f"base path ids {ids} do not count up from 0 in steps of 1",
+                      {"path": ctx.manifest_key})

@@ -6,6 +6,8 @@ Conventions").
 ``_refs/`` and ``tree/``. Data file names are 50 characters from a UUID: the first 3 bytes as
 24 binary digits, the other 13 as 26 hex digits, then ``.lance``. Paths taken from metadata
 never leave their directory (LAYOUT-005, raised by ``reference_impl.io.base.check_key``).
+Transaction files are ``{read_version}-{uuid}.txn`` (LAYOUT-006), deletion files
+``{fragment_id}-{read_version}-{id}.arrow|.bin`` (LAYOUT-007).
 """
 
 from __future__ import annotations
@@ -98,3 +100,27 @@ def txn_names(ctx):
         if not TXN_NAME.match(name):
             yield Finding(f"{name!r} in _transactions/ is not {{read_version}}-{{uuid}}.txn",
                           {"path": f"_transactions/{name}"})
+
+
+DELETION_NAME = re.compile(r"^\d+-\d+-\d+\.(arrow|bin)$")
+
+
+@rule("LAYOUT-007", title="deletion file names follow {fragment_id}-{read_version}-{id}.{ext}",
+      severity="warning", spec="000", section="File Naming Conventions",
+      clause="Pattern: _deletions/{fragment_id}-{read_version}-{id}.{extension} Deletion files "
+             "use two extensions: .arrow for Arrow IPC format (sparse deletions) and .bin for "
+             "Roaring bitmap format (dense deletions).", scope="table")
+def deletion_names(ctx):
+    """Every file directly in ``_deletions/`` is named by the pattern (decimal numbers,
+    extension .arrow or .bin); a reader builds deletion paths from the pattern, so a file
+    named otherwise is never read."""
+    try:
+        files, _dirs = ctx.store.list_dir("_deletions")
+    except Exception:  # noqa: BLE001 - no _deletions/ directory: nothing to check
+        return
+    for f in sorted(files, key=lambda i: i.key):
+        name = f.key.rsplit("/", 1)[-1]
+        if not DELETION_NAME.match(name):
+            yield Finding(f"{name!r} in _deletions/ is not "
+                          f"{{fragment_id}}-{{read_version}}-{{id}}.arrow|.bin",
+                          {"path": f"_deletions/{name}"})

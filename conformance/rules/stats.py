@@ -1,4 +1,5 @@
-"""STATS-001..020: legacy page statistics (spec 001 "Statistics").
+"""STATS-001..020: legacy page statistics (spec 001 "Statistics"); STATS-007 warns on
+statistics fields the spec does not describe.
 
 Legacy (0.1) files written by pylance 14.0.2 still carry page statistics: one struct per
 data field named by its id, with ``null_count`` (i64), ``min_value`` and ``max_value`` (the
@@ -220,3 +221,45 @@ def check_stats_005(ctx):
 )
 def check_stats_006(ctx):
     yield from _by_rule(ctx, "STATS-006")
+
+
+_STAT_NAMES = ("null_count", "min_value", "max_value")
+
+
+@rule(
+    "STATS-007",
+    title="statistics hold only the described fields",
+    severity="warning",
+    spec="001",
+    section="Page-level statistics format",
+    scope=Scope.DATA_FILE,
+    deep=True,
+    clause="However, writers should not write extra fields that aren't described in this "
+    "document.",
+)
+def check_stats_007(ctx):
+    """The statistics schema is one struct per data field, named by the field id, with the
+    children ``null_count``, ``min_value`` and ``max_value`` only. Readers ignore anything
+    else, so an extra field is a writer's mistake (a warning), not unreadable data."""
+    from conformance.rules.file_v2_0 import file_kind
+
+    if file_kind(ctx.data_file) != "legacy":
+        return
+    try:
+        from reference_impl.file.legacy import open_legacy
+
+        lf = open_legacy(store=ctx.file_store, key=ctx.file_key)
+    except LanceError:
+        return  # the FILE-06x rules report an unreadable legacy file
+    meta = lf.metadata
+    if not meta.HasField("statistics"):
+        return
+    schema = list(meta.statistics.schema)
+    tops = {f.id for f in schema if f.parent_id == -1}
+    for f in schema:
+        if f.parent_id == -1 and not f.name.isdigit():
+            yield Finding(f"statistics field {f.name!r} is not named by a field id",
+                          {"file": ctx.file_key, "field": f.name})
+        elif f.parent_id in tops and f.name not in _STAT_NAMES:
+            yield Finding(f"statistics field {f.name!r} is not one of {', '.join(_STAT_NAMES)}",
+                          {"file": ctx.file_key, "field": f.name})

@@ -1,0 +1,95 @@
+"""``lance-conformance run``: run the conformance suite against an implementation.
+
+    lance-conformance run --impl NAME|module:Class|cmd:"..." [--suite read|write|all]
+                          [--fixtures DIR] [--skip-file F] [--junit F] [--html F] [--json]
+    lance-conformance run --matrix [--html F] [--json]
+
+``--impl`` names an adapter (:mod:`conformance.harness.adapter`): ``reference``,
+``pylance``, ``known-bad:<bug>``, ``module:Class``, an entry point of the group
+``lance_conformance.adapters``, or ``cmd:"<command>"`` for a program speaking
+``conformance/harness/PROTOCOL.md``. Each case prints PASS, FAIL (with the rule ids that
+caught it), UNSUPPORTED, ERROR or SKIP. ``--matrix`` runs the reference and pylance adapters
+as producers and as consumers of every writer scenario instead.
+
+Exit code: 0 when no case FAILs or ERRORs (and, for ``--matrix``, every cell passes), 1
+otherwise, 2 for a usage error (an adapter that cannot be loaded).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("run", help="run the conformance suite against an implementation")
+    p.add_argument("--impl", default=None, help='adapter: reference, pylance, module:Class, cmd:"..."')
+    p.add_argument("--suite", choices=("read", "write", "all"), default="all")
+    p.add_argument("--fixtures", default=None, help="golden fixtures folder (default fixtures/golden)")
+    p.add_argument("--skip-file", default=None, help="file of case ids (or patterns) to skip, '# reason'")
+    p.add_argument("--junit", default=None, help="write a JUnit XML report here")
+    p.add_argument("--html", default=None, help="write a static HTML report here")
+    p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--matrix", action="store_true",
+                   help="producer x consumer matrix of the reference and pylance adapters")
+    p.add_argument("--no-pylance-check", action="store_true",
+                   help="do not read written datasets back with pylance")
+    p.set_defaults(func=_run)
+
+
+def _matrix(args) -> int:
+    from conformance.harness import matrix
+    from conformance.harness.adapter import load_adapter
+
+    adapters = [load_adapter("reference"), load_adapter("pylance")]
+    usable = [a for a in adapters if a.capabilities.read or a.capabilities.write]
+    m = matrix.build_matrix([a for a in usable if a.capabilities.write],
+                            [a for a in usable if a.capabilities.read])
+    print(json.dumps(m.as_dict(), indent=2) if args.json else matrix.to_text(m), end="")
+    if args.html:
+        Path(args.html).write_text(matrix.render_html(matrix=m))
+    return 0 if m.ok else 1
+
+
+def _run(args) -> int:
+    from conformance.harness import matrix, runner
+    from conformance.harness.adapter import load_adapter
+
+    if args.matrix:
+        return _matrix(args)
+    if not args.impl:
+        print("run: --impl is required (or --matrix)", file=sys.stderr)
+        return 2
+    skips = {}
+    if args.skip_file:
+        try:
+            skips = runner.parse_skip_file(Path(args.skip_file).read_text())
+        except OSError as exc:
+            print(f"run: cannot read the skip-file: {exc}", file=sys.stderr)
+            return 2
+    try:
+        adapter = load_adapter(args.impl)
+    except Exception as exc:  # noqa: BLE001 - a bad --impl is a usage error
+        print(f"run: cannot load adapter {args.impl!r}: {exc}", file=sys.stderr)
+        return 2
+
+    def progress(r):
+        if not args.json:
+            rules = f" [{', '.join(r.rules)}]" if r.rules else ""
+            first = r.message.splitlines()[0] if r.message else ""
+            print(f"{r.outcome:<11} {r.id}{rules}  {first}", flush=True)
+
+    with adapter:
+        result = runner.run(adapter, suite=args.suite,
+                            fixtures=Path(args.fixtures) if args.fixtures else None,
+                            skips=skips, pylance=not args.no_pylance_check, progress=progress)
+    if args.json:
+        print(runner.to_json(result))
+    else:
+        print(", ".join(f"{k} {v}" for k, v in result.counts().items()))
+    if args.junit:
+        Path(args.junit).write_text(runner.to_junit(result))
+    if args.html:
+        Path(args.html).write_text(matrix.render_html(runs=[result]))
+    return 0 if result.ok else 1

@@ -1,0 +1,405 @@
+"""Run the conformance suite against an adapter and judge every case.
+
+Two suites, each case with a stable id:
+
+* **read** -- ``read.<golden-id>``: the adapter reads every read of a golden case
+  (:mod:`conformance.golden`) and must return the expected rows; a must-reject case
+  (``expected.outcome == "reject"``, ``when == "read"``) must make it raise.
+* **write** -- ``write.<scenario>``: the adapter applies a writer scenario
+  (:mod:`conformance.harness.scenarios`) one operation at a time to a fresh URI; then the
+  result is judged by the validator (every version, ``versions="all"``), read back by the
+  reference reader and by pylance at every version and compared with the script's model.
+  ``write.<golden-id>`` runs a golden must-reject commit (``when == "commit"``) on a copy.
+
+Outcomes: ``PASS``; ``FAIL`` (wrong result: the rule ids of the validator and the harness
+checks below that fired are listed); ``UNSUPPORTED`` (the case needs a capability or an
+operation the adapter does not declare, or the adapter raised
+:class:`~conformance.harness.adapter.Unsupported`); ``ERROR`` (the harness itself could not
+run the case, for example pylance missing to build a table); ``SKIP`` (listed in the
+skip-file).
+
+Harness checks (ids beside the validator's rule ids, spec 001 "Committing Datasets"):
+
+* ``HARNESS-001`` a manifest file, once written, is never rewritten by a later operation
+  ("the commit process must be atomic and consistent for all writers ... put-if-not-exists");
+* ``HARNESS-002`` the versions present are the ones the script commits;
+* ``HARNESS-003`` the reference reader finds the model's rows at every version;
+* ``HARNESS-004`` pylance finds the model's rows at every version;
+* ``HARNESS-005`` the tags are the model's tags;
+* ``HARNESS-006`` a must-reject commit raised (and left no new version).
+
+Skip-file: one case id (or ``fnmatch`` pattern) per line, then optionally ``#`` and the
+reason; blank lines and lines starting with ``#`` are ignored::
+
+    read.legacy-file      # our reader has no legacy (0.1) support
+    write.*               # read-only implementation
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import scenarios as sc
+from .adapter import Adapter, Unsupported
+
+PASS, FAIL, UNSUPPORTED, ERROR, SKIP = "PASS", "FAIL", "UNSUPPORTED", "ERROR", "SKIP"
+OUTCOMES = (PASS, FAIL, UNSUPPORTED, ERROR, SKIP)
+
+
+@dataclass
+class CaseResult:
+    id: str
+    suite: str
+    outcome: str
+    message: str = ""
+    rules: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "suite": self.suite, "outcome": self.outcome,
+                "message": self.message, "rules": sorted(self.rules),
+                "elapsed_s": round(self.elapsed_s, 3)}
+
+
+@dataclass
+class RunResult:
+    adapter: str
+    results: list[CaseResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(r.outcome in (FAIL, ERROR) for r in self.results)
+
+    def counts(self) -> dict[str, int]:
+        out = {o: 0 for o in OUTCOMES}
+        for r in self.results:
+            out[r.outcome] += 1
+        return out
+
+    def by_id(self) -> dict[str, CaseResult]:
+        return {r.id: r for r in self.results}
+
+    def failed_rules(self) -> set[str]:
+        return {rule for r in self.results if r.outcome == FAIL for rule in r.rules}
+
+    def as_dict(self) -> dict:
+        return {"adapter": self.adapter, "ok": self.ok, "counts": self.counts(),
+                "results": [r.as_dict() for r in self.results]}
+
+
+# -- skip-file -------------------------------------------------------------------------------
+
+def parse_skip_file(text: str) -> dict[str, str]:
+    """``{pattern: reason}`` from a skip-file's text."""
+    out = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        pattern, _, reason = line.partition("#")
+        out[pattern.strip()] = reason.strip() or "listed in the skip-file"
+    return out
+
+
+def _skipped(case_id: str, skips: dict[str, str]) -> str | None:
+    for pattern, reason in skips.items():
+        if fnmatch.fnmatchcase(case_id, pattern):
+            return reason
+    return None
+
+
+# -- read suite ------------------------------------------------------------------------------
+
+def read_case_ids(fixtures: Path) -> list[str]:
+    from conformance import golden
+
+    out = []
+    for cdir in sorted(p for p in fixtures.iterdir() if (p / "case.json").exists()):
+        doc = golden.load_case(cdir)
+        if doc["expected"]["outcome"] == "read" or doc["expected"].get("when") == "read":
+            out.append(f"read.{doc['id']}")
+    return out
+
+
+def run_read_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
+    from conformance import golden
+
+    doc = golden.load_case(cdir)
+    cid = f"read.{doc['id']}"
+    if not adapter.capabilities.read:
+        return CaseResult(cid, "read", UNSUPPORTED, "the adapter does not declare read")
+    try:
+        table = golden.materialize(cdir, work)
+    except Exception as exc:  # noqa: BLE001 - the harness could not build the table
+        return CaseResult(cid, "read", ERROR, f"cannot build the table: {type(exc).__name__}: {exc}")
+    exp = doc["expected"]
+    if exp["outcome"] == "reject":
+        try:
+            err = golden.reject_error(exp, table, adapter)
+        except Unsupported as exc:
+            return CaseResult(cid, "read", UNSUPPORTED, str(exc))
+        if err is None:
+            return CaseResult(cid, "read", FAIL, f"read succeeded; a reader must refuse ({exp['error']})",
+                              ["HARNESS-006"])
+        return CaseResult(cid, "read", PASS, f"refused with {err}")
+    for r in doc["reads"]:
+        want_ids = bool(r["row_ids"]) and adapter.capabilities.row_ids
+        try:
+            got = adapter.read(str(table / r["path"]), r["version"], with_row_id=want_ids)
+        except Unsupported as exc:
+            return CaseResult(cid, "read", UNSUPPORTED, f"{r['id']}: {exc}")
+        except Exception as exc:  # noqa: BLE001 - the implementation failed the case
+            return CaseResult(cid, "read", FAIL, f"{r['id']}: read raised {type(exc).__name__}: {exc}",
+                              ["HARNESS-003"])
+        want = golden.read_arrow(cdir / "expected" / r["rows"])
+        diff = sc.difference(got, want, keep_row_id=want_ids)
+        if diff:
+            return CaseResult(cid, "read", FAIL, f"{r['id']}: {diff}", ["HARNESS-003"])
+    return CaseResult(cid, "read", PASS, f"{len(doc['reads'])} reads match")
+
+
+# -- write suite -----------------------------------------------------------------------------
+
+def _manifest_hashes(uri: Path) -> dict[str, str]:
+    out = {}
+    for p in sorted(uri.rglob("*.manifest")):
+        out[p.relative_to(uri).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
+def _reference_tags(uri: str) -> dict[str, int]:
+    from reference_impl.dataset import open_dataset
+
+    return {n: int(t["version"]) for n, t in open_dataset(uri).tags.list().items()}
+
+
+def _pylance_reader():
+    from .pylance_adapter import PylanceAdapter
+
+    a = PylanceAdapter()
+    return a if a.capabilities.read else None
+
+
+def judge_written(uri: Path, model: sc.Model, *, pylance=True) -> tuple[list[str], list[str]]:
+    """Judge a written dataset against ``model``: (rule ids, messages)."""
+    from conformance.engine.local import validate
+
+    from .reference import ReferenceAdapter
+
+    rules, messages = set(), []
+    report = validate(str(uri), versions="all")
+    for v in report.violations:
+        rules.add(v.rule)
+        messages.append(f"{v.rule}: {v.message}")
+    ref = ReferenceAdapter()
+    try:
+        have = ref.versions(str(uri))
+    except Exception as exc:  # noqa: BLE001
+        return sorted(rules | {"HARNESS-002"}), messages + [f"cannot list versions: {exc}"]
+    if have != sorted(model.versions):
+        rules.add("HARNESS-002")
+        messages.append(f"versions {have} != expected {sorted(model.versions)}")
+    readers = [("HARNESS-003", ref)]
+    py = _pylance_reader() if pylance else None
+    if py is not None:
+        readers.append(("HARNESS-004", py))
+    for check, reader in readers:
+        for v, want in sorted(model.versions.items()):
+            if v not in have:
+                continue
+            try:
+                got = reader.read(str(uri), v)
+            except Exception as exc:  # noqa: BLE001
+                rules.add(check)
+                messages.append(f"{reader.name} v{v}: {type(exc).__name__}: {exc}")
+                continue
+            diff = sc.difference(got, want)
+            if diff:
+                rules.add(check)
+                messages.append(f"{reader.name} v{v}: {diff}")
+    try:
+        tags = _reference_tags(str(uri))
+    except Exception as exc:  # noqa: BLE001
+        tags = {"<error>": str(exc)}
+    if tags != model.tags:
+        rules.add("HARNESS-005")
+        messages.append(f"tags {tags} != expected {model.tags}")
+    return sorted(rules), messages
+
+
+def run_script(adapter: Adapter, uri: Path, script: list[dict]) -> tuple[sc.Model, list[str], str | None]:
+    """Apply ``script`` one operation at a time: (model, harness rule ids, error message).
+    Raises Unsupported when the adapter refuses an operation as unsupported."""
+    model = sc.Model()
+    rules = []
+    for i, op in enumerate(script):
+        before = _manifest_hashes(uri) if uri.exists() else {}
+        data = sc.table_for(op["data"]) if "data" in op else None
+        try:
+            adapter.apply(str(uri), op, data)
+        except Unsupported:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the implementation failed this operation
+            return model, rules, f"operation {i} ({op['op']}) raised {type(exc).__name__}: {exc}"
+        after = _manifest_hashes(uri)
+        rewritten = [k for k, h in before.items() if after.get(k, h) != h]
+        if rewritten:
+            rules.append("HARNESS-001")
+            return model, rules, f"operation {i} ({op['op']}) rewrote existing manifests {rewritten}"
+        model.apply(op)
+    return model, rules, None
+
+
+def run_write_scenario(adapter: Adapter, sid: str, scenario: dict, work: Path, *,
+                       pylance: bool = True) -> CaseResult:
+    cid = sid
+    caps = adapter.capabilities
+    missing = sorted({op["op"] for op in scenario["script"]} - set(caps.ops)) if caps.write else ["write"]
+    if missing:
+        return CaseResult(cid, "write", UNSUPPORTED, f"operations not declared: {', '.join(missing)}")
+    uri = work / sid.replace("/", "_")
+    if uri.exists():
+        shutil.rmtree(uri)
+    try:
+        model, rules, error = run_script(adapter, uri, scenario["script"])
+    except Unsupported as exc:
+        return CaseResult(cid, "write", UNSUPPORTED, str(exc))
+    if error:
+        # what the writer left behind may say why the operation failed
+        try:
+            from conformance.engine.local import validate
+
+            rules = sorted(set(rules) | validate(str(uri), versions="all").rules_violated())
+        except Exception:  # noqa: BLE001 - nothing readable was left: the error says it all
+            pass
+        return CaseResult(cid, "write", FAIL, error, rules)
+    try:
+        found, messages = judge_written(uri, model, pylance=pylance)
+    except Exception as exc:  # noqa: BLE001
+        return CaseResult(cid, "write", ERROR, f"judging failed: {type(exc).__name__}: {exc}")
+    if found:
+        return CaseResult(cid, "write", FAIL, "; ".join(messages[:5]), found)
+    return CaseResult(cid, "write", PASS, f"{len(model.versions)} versions match")
+
+
+def run_commit_reject_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
+    from conformance import golden
+
+    doc = golden.load_case(cdir)
+    cid = f"write.{doc['id']}"
+    op = doc["expected"]["operation"]
+    if not adapter.capabilities.supports(op["op"]):
+        return CaseResult(cid, "write", UNSUPPORTED, f"operation {op['op']} not declared")
+    try:
+        table = golden.materialize(cdir, work)
+        before = golden._reference_versions_or_listing(table)
+    except Exception as exc:  # noqa: BLE001
+        return CaseResult(cid, "write", ERROR, f"cannot build the table: {exc}")
+    try:
+        err = golden.reject_error(doc["expected"], table, adapter)
+    except Unsupported as exc:
+        return CaseResult(cid, "write", UNSUPPORTED, str(exc))
+    if err is None:
+        return CaseResult(cid, "write", FAIL, f"the commit succeeded; it must fail ({doc['expected']['error']})",
+                          ["HARNESS-006"])
+    if golden._reference_versions_or_listing(table) != before:
+        return CaseResult(cid, "write", FAIL, "the refused commit changed the shipped table",
+                          ["HARNESS-006"])
+    return CaseResult(cid, "write", PASS, f"refused with {err}")
+
+
+# -- the whole run ---------------------------------------------------------------------------
+
+def run(adapter: Adapter, *, suite: str = "all", fixtures: Path | None = None,
+        skips: dict[str, str] | None = None, scenarios: Iterable[str] | None = None,
+        pylance: bool = True, progress=None) -> RunResult:
+    """Run ``suite`` ("read", "write" or "all") against ``adapter``."""
+    from conformance import golden
+
+    fixtures = Path(fixtures) if fixtures else golden.DEFAULT_DIR
+    skips = skips or {}
+    result = RunResult(adapter.name)
+    with tempfile.TemporaryDirectory(prefix="lance-conformance-run-") as tmp:
+        work = Path(tmp)
+        jobs = []
+        cdirs = sorted(p for p in fixtures.iterdir() if (p / "case.json").exists()) if fixtures.is_dir() else []
+        if suite in ("read", "all"):
+            for cdir in cdirs:
+                doc = golden.load_case(cdir)
+                if doc["expected"]["outcome"] == "read" or doc["expected"].get("when") == "read":
+                    jobs.append((f"read.{doc['id']}", "read",
+                                 lambda c=cdir: run_read_case(adapter, c, work / "read")))
+        if suite in ("write", "all"):
+            wanted = list(scenarios) if scenarios is not None else list(sc.WRITER_SCENARIOS)
+            for sid in wanted:
+                jobs.append((sid, "write", lambda s=sid: run_write_scenario(
+                    adapter, s, sc.WRITER_SCENARIOS[s], work / "write", pylance=pylance)))
+            if scenarios is None:
+                for cdir in cdirs:
+                    doc = golden.load_case(cdir)
+                    if doc["expected"].get("when") == "commit":
+                        jobs.append((f"write.{doc['id']}", "write",
+                                     lambda c=cdir: run_commit_reject_case(adapter, c, work / "reject")))
+        for cid, kind, job in jobs:
+            reason = _skipped(cid, skips)
+            if reason is not None:
+                result.results.append(CaseResult(cid, kind, SKIP, reason))
+                continue
+            started = time.monotonic()
+            try:
+                r = job()
+            except Exception as exc:  # noqa: BLE001 - never let one case end the run
+                r = CaseResult(cid, kind, ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
+            r.elapsed_s = time.monotonic() - started
+            result.results.append(r)
+            if progress:
+                progress(r)
+    return result
+
+
+# -- reports ---------------------------------------------------------------------------------
+
+def to_text(run_result: RunResult) -> str:
+    lines = [f"adapter {run_result.adapter}"]
+    for r in run_result.results:
+        rules = f" [{', '.join(r.rules)}]" if r.rules else ""
+        lines.append(f"  {r.outcome:<11} {r.id}{rules}  {r.message.splitlines()[0] if r.message else ''}")
+    c = run_result.counts()
+    lines.append("  " + ", ".join(f"{k} {v}" for k, v in c.items()))
+    return "\n".join(lines) + "\n"
+
+
+def to_junit(run_result: RunResult) -> str:
+    from xml.sax.saxutils import escape, quoteattr
+
+    c = run_result.counts()
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuite name={quoteattr("lance-conformance " + run_result.adapter)} '
+           f'tests="{len(run_result.results)}" failures="{c[FAIL]}" errors="{c[ERROR]}" '
+           f'skipped="{c[SKIP] + c[UNSUPPORTED]}">']
+    for r in run_result.results:
+        out.append(f'  <testcase classname={quoteattr(r.suite)} name={quoteattr(r.id)} '
+                   f'time="{r.elapsed_s:.3f}">')
+        text = escape(r.message)
+        if r.outcome == FAIL:
+            out.append(f'    <failure message={quoteattr(", ".join(r.rules) or "failed")}>{text}</failure>')
+        elif r.outcome == ERROR:
+            out.append(f'    <error message="error">{text}</error>')
+        elif r.outcome in (SKIP, UNSUPPORTED):
+            out.append(f'    <skipped message={quoteattr(r.outcome + ": " + r.message[:200])}/>')
+        out.append("  </testcase>")
+    out.append("</testsuite>")
+    return "\n".join(out) + "\n"
+
+
+def to_json(run_result: RunResult) -> str:
+    return json.dumps(run_result.as_dict(), indent=2)
