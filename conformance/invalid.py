@@ -1,13 +1,22 @@
 """Corruptions that break exactly one rule each, for the negative fixtures.
 
 ``CORRUPTIONS[rule_id]`` is a function taking the path of a fresh copy of a valid base
-dataset and changing it in place so that ``validate(path, versions="all")`` reports
-``rule_id`` and no other error-severity rule. ``tools/gen_invalid_fixtures.py`` applies each
-one to a copy of the base and stores the result in ``fixtures/invalid/<RULE-ID>/``.
+dataset and changing it in place so that ``validate(path, versions="all", deep=...)``
+reports ``rule_id`` and no other error-severity rule (except those of ``ALSO[rule_id]``,
+which state the same requirement and so necessarily fire too; each entry says why).
+``tools/gen_invalid_fixtures.py`` applies each one to a copy of the base and stores the
+result in ``fixtures/invalid/<RULE-ID>/``; cases in ``DEEP`` (and of deep rules) are
+validated with ``deep=True``.
 
 The base dataset (:func:`write_base`, pylance 14.0.2, V2 names, file version 2.1):
 v1 create 3 rows (fragment 0), v2 append 2 rows (fragment 1), v3 delete one row of
-fragment 0 (flags 1), tag ``t1`` -> v1, branch ``dev`` made from v3.
+fragment 0 (flags 1), tag ``t1`` -> v1, branch ``dev`` made from v3. :func:`normalize`
+then makes it byte-reproducible (seeded UUIDs and ids, fixed clocks, a placeholder for the
+absolute path pylance records), so every generation writes the same bytes.
+
+Deep cases (:data:`BYTE_PATCHES`) change bytes of one data file of the base or of a
+one-version variant written by :func:`rebuild` ("2.0", "2.0-zstd", "2.2", "legacy",
+"2.1-rich").
 
 Other engineers add cases for their rules with :func:`corruption`; the helpers
 (:func:`rewrite_manifest`, :func:`latest_manifest`, ...) re-encode a manifest file with its
@@ -443,6 +452,11 @@ def _manifest_011(root: Path):
     _edit(root, lambda m: setattr(m.writer_version, "version", "v" + m.writer_version.version))
 
 
+@corruption("MANIFEST-012", "writer_version.version given a prerelease part (14.0.2-rc.1)")
+def _manifest_012(root: Path):
+    _edit(root, lambda m: setattr(m.writer_version, "version", m.writer_version.version + "-rc.1"))
+
+
 # -- FLAGS ----------------------------------------------------------------------------------
 
 @corruption("FLAGS-001", "reader_feature_flags |= 128 (unknown)")
@@ -737,6 +751,12 @@ def _txn_006(root):
         op = t.WhichOneof("operation")
         t.ClearField(op)
     edit_transaction_everywhere(root, edit)
+
+
+@corruption("TXN-007", "the latest .txn file renamed with a zero-padded read_version (02-...)")
+def _txn_007(root):
+    edit_transaction_everywhere(root, lambda t: None,
+                                lambda old, t: f"{t.read_version:02d}-{t.uuid}.txn")
 
 
 # -- COMMIT ---------------------------------------------------------------------------------
@@ -1069,7 +1089,8 @@ def _small_table():
 
 def rebuild(root: Path, variant: str) -> Path:
     """Replace the dataset at ``root`` by the one-version dataset of ``variant``: "2.1"
-    keeps the base, "2.0" and "legacy" are written afresh with pylance and normalized."""
+    keeps the base; "2.0", "2.2", "legacy" and "2.0-zstd" (2.0 with the string column
+    zstd-compressed) are written afresh with pylance and normalized."""
     if variant == "2.1":
         return root
     import lance
@@ -1077,8 +1098,38 @@ def rebuild(root: Path, variant: str) -> Path:
     for child in list(root.iterdir()):
         shutil.rmtree(child) if child.is_dir() else child.unlink()
     table = _legacy_table() if variant == "legacy" else _small_table()
-    lance.write_dataset(table, str(root), data_storage_version=variant)
+    version = variant
+    if variant == "2.0-zstd":
+        # the string column's bytes zstd-compressed inside a 2.0 Flat buffer
+        import pyarrow as pa
+
+        field = pa.field("s", pa.string(), metadata={"lance-encoding:compression": "zstd"})
+        table = pa.Table.from_arrays([table.column("a"), table.column("s")],
+                                     schema=pa.schema([table.schema.field("a"), field]))
+        version = "2.0"
+    if variant == "2.1-rich":
+        table, version = _rich_table(), "2.1"
+    lance.write_dataset(table, str(root), data_storage_version=version)
     return normalize(root)
+
+
+def _rich_table():
+    """64 rows whose columns make pylance 14.0.2 pick the 2.1 compressive encodings: small
+    integers (bit-packing), long runs (RLE), many distinct similar strings (FSST), an
+    all-null column (constant layout) and a zstd-compressed string column (General)."""
+    import pyarrow as pa
+
+    n = 64
+    z = pa.field("z", pa.string(), metadata={"lance-encoding:compression": "zstd"})
+    cols = {
+        "b": pa.array([i % 8 for i in range(n)], pa.int32()),
+        "r": pa.array([i // 32 for i in range(n)], pa.int64()),
+        "t": pa.array([f"lance-conformance-fixture-{i:04d}" for i in range(n)]),
+        "n": pa.array([None] * n, pa.int32()),
+        "z": pa.array([f"zz-{i % 5}" for i in range(n)]),
+    }
+    schema = pa.schema([pa.field(k, v.type) for k, v in cols.items() if k != "z"] + [z])
+    return pa.Table.from_arrays(list(cols.values()), schema=schema)
 
 
 def variant_data_file(root: Path, variant: str) -> Path:
@@ -1098,8 +1149,48 @@ def _patch(variant: str, offset: int, value: bytes):
     return apply
 
 
-# rule id -> (variant, offset from the start (or from the end when negative), new bytes)
-BYTE_PATCHES: dict[str, tuple[str, int, bytes]] = {}
+# rule id -> (variant, offset from the start (or from the end when negative), new bytes).
+# 2.1 file: 629 bytes (fragment 1 of the base); 2.0: 570; 2.0-zstd: 614; legacy: 1149;
+# 2.1-rich: 4332.
+BYTE_PATCHES: dict[str, tuple[str, int, bytes]] = {
+    # 2.1 container (file.py) and 2.1 encodings (encoding.py)
+    "FILE-001": ("2.1", 625, b"\x00"),     # first byte of the LANC magic
+    "FILE-002": ("2.1", 590, b"\x11"),     # CMO table offset in the footer
+    "FILE-003": ("2.1", 621, b"\x03"),     # footer major version 2 -> 3
+    "FILE-004": ("2.1", 574, b"\x11"),     # global buffer 0 position (GBO table)
+    "FILE-005": ("2.1", 256, b"\x00"),     # inside the FileDescriptor (global buffer 0)
+    "FILE-006": ("2.1", 317, b"\x00"),     # inside column 0's ColumnMetadata
+    "FILE-011": ("2.1", 590, b"\x00"),     # CMO table offset moved into the data region
+    "FILE-013": ("2.1", 371, b"\x00"),     # a page length
+    "ENC-001": ("2.1", 414, b"\x00"),
+    "ENC-003": ("2.1", 194, b"\x00"),      # a variable-width offset
+    "ENC-040": ("2.1", 411, b"\x1a"),
+    "ENC-041": ("2.1", 0, b"\x00"),        # first mini-block chunk header
+    "ENC-046": ("2.1", 66, b"\x00"),
+    "ENC-042": ("2.2", 427, b"\x00"),
+    "ENC-012": ("2.1-rich", 450, b"\x00"),   # inside the RLE page of column `r`
+    "ENC-044": ("2.1-rich", 4076, b"\x00"),  # the constant layout of the all-null column
+    # 2.0 (file_v2_0.py)
+    "FILE-012": ("2.0", 300, b"\x01"),     # a page buffer offset made unaligned
+    "FILE-050": ("2.0", 258, b"\x00"),     # the page encoding's Any type_url
+    "FILE-051": ("2.0", 192, b"\x1a"),
+    "FILE-052": ("2.0", 253, b"\x00"),     # a ColumnMetadata
+    "ENC-050": ("2.0", 303, b"\x00"),      # a page buffer size
+    "ENC-051": ("2.0", 194, b"\x1a"),      # an ArrayEncoding node
+    "ENC-052": ("2.0", 64, b"\x11"),       # a Binary offset
+    "ENC-053": ("2.0-zstd", 128, b"\x00"),  # the u64 length before the zstd frame: 2 -> 0
+    # legacy (file_v2_0.py, stats.py)
+    "FILE-060": ("legacy", 508, b"\x16"),  # inside the Metadata block
+    "FILE-061": ("legacy", 75, b"\x10"),
+    "FILE-062": ("legacy", 671, b"\x01"),  # batch_offsets[0] 0 -> 1
+    "FILE-063": ("legacy", 18, b"\x7f"),   # a var-binary offset
+    "STATS-001": ("legacy", 678, b"\x1a"),
+    "STATS-002": ("legacy", 138, b"\x10"),  # a null_count
+    "STATS-003": ("legacy", 0, b"\x00"),    # the first value of `a` below its min
+    "STATS-004": ("legacy", 236, b"\x01"),  # the min of the all-null float column
+    "STATS-005": ("legacy", 227, b"\x80"),  # sign bit of the zero max of `f`
+    "STATS-006": ("legacy", 783, b"\x30"),  # the statistics schema's logical type
+}
 
 
 def _register_patches() -> None:
@@ -1111,6 +1202,31 @@ def _register_patches() -> None:
 
 
 _register_patches()
+
+# Cases whose single change necessarily breaks a second rule, and why.
+ALSO.update({
+    # DATAFILE-003 reads the footer, offset tables and FileDescriptor without --deep; the
+    # deep FILE rules judge the same bytes in more detail, so both see the damage.
+    **{r: ["DATAFILE-003"] for r in ("FILE-001", "FILE-002", "FILE-003", "FILE-004",
+                                     "FILE-005", "FILE-006")},
+    # FILE-052 (2.0) and FILE-006 (every 2.x file) both parse the column metadata.
+    "FILE-052": ["DATAFILE-003", "FILE-006"],
+    # a page whose declared length is wrong also decodes to a different value count
+    "FILE-013": ["ENC-046"],
+    "ENC-042": ["ENC-046"],
+})
+
+
+@corruption("STATS-007", "legacy data file: the statistics child 'min_value' of the first "
+                         "field renamed 'min_valux' (same length)")
+def _stats_007(root: Path):
+    rebuild(root, "legacy")
+    p = variant_data_file(root, "legacy")
+    data = p.read_bytes()
+    # pylance writes the statistics schema before any other name "min_value" in the file
+    # (the statistics pages hold values only), so the first occurrence is field 0's child
+    at = data.find(b"min_value")
+    p.write_bytes(data[:at] + b"min_valux" + data[at + len(b"min_value"):])
 
 
 # -- INDEX, MEMWAL: cases live in conformance/invalid_index.py (index engineer) -----------------

@@ -364,7 +364,21 @@ def open_dataset(uri: str, version=None, *, branch: str | None = None,
     ``version``: None (latest), an int, or a tag name. ``branch``: a branch name (its files
     are under ``{uri}/tree/{branch}``); None or ``"main"`` is the main branch.
     """
-    store = open_store(uri, storage_options)
+    # -- s3+ddb:// (REFS-NAMESPACE-COMMIT.md §8.4): the DynamoDB table names the latest
+    # version; reading it repairs a commit that stopped after its commit point ------------
+    from .table.external_store import is_s3_ddb_uri
+
+    if is_s3_ddb_uri(uri):
+        from .table.commit import resolve_latest_with_external_store
+        from .table.external_store import store_for_s3_ddb
+
+        store, kv = store_for_s3_ddb(uri, storage_options)
+        if version is None and branch in (None, "main"):
+            row = resolve_latest_with_external_store(store, kv)
+            version = row[0] if row is not None else None
+    else:
+        store = open_store(uri, storage_options)
+    # -- end s3+ddb ------------------------------------------------------------------------
     root_store: ObjectStore | None = None
     if branch not in (None, "main"):
         root_store = store

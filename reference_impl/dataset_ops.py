@@ -236,9 +236,19 @@ def _reopen(ds, version: int):
     return open_dataset(ds.uri, version=version, branch=ds.branch, storage_options=ds.storage_options)
 
 
+def _external_store(ds):
+    """The DynamoDB manifest store of an ``s3+ddb://`` dataset (REFS §8.4), else None."""
+    from .table.external_store import dynamodb_store_for, is_s3_ddb_uri, split_s3_ddb_uri
+
+    if not is_s3_ddb_uri(ds.uri) or ds.branch:
+        return None
+    return dynamodb_store_for(split_s3_ddb_uri(ds.uri)[1], ds.storage_options)
+
+
 def _commit(ds, txn, **kw):
     from .table.commit import commit_transaction
 
+    kw.setdefault("external_store", _external_store(ds))
     result = commit_transaction(ds.store, txn, data_format=(ds.manifest.data_format.file_format or "lance",
                                                            ds.manifest.data_format.version or "2.2"), **kw)
     return _reopen(ds, result.version)
@@ -286,6 +296,45 @@ def _encode_u64_sequence(values: np.ndarray) -> bytes:
     else:
         seg.array.u64_array.values = v.astype("<u8").tobytes()
     return seq.SerializeToString()
+
+
+def _row_versions(ds, frag_of: np.ndarray, off_of: np.ndarray):
+    """``(created_at, last_updated_at)`` versions (``uint64``) of the rows at fragment ids
+    ``frag_of`` and offsets ``off_of``, read from their fragments' version sequences;
+    None when one of those fragments has no sequences (a writer that did not record them)."""
+    from .table.rowids import fragment_versions
+
+    created = np.zeros(len(frag_of), dtype=np.uint64)
+    updated = np.zeros(len(frag_of), dtype=np.uint64)
+    by_id = {f.id: f for f in ds.manifest.fragments}
+    for fid in np.unique(frag_of).tolist():
+        frag = by_id[fid]
+        c = fragment_versions(ds.store, frag, "created")
+        u = fragment_versions(ds.store, frag, "last_updated")
+        if c is None or u is None:
+            return None
+        sel = frag_of == fid
+        created[sel] = c[off_of[sel]]
+        updated[sel] = u[off_of[sel]]
+    return created, updated
+
+
+def _carry_row_meta(new_frags, row_ids=None, created=None, updated=None) -> None:
+    """Give the new fragments (rows in order, ``physical_rows`` each) the row ids and
+    version sequences of the rows they hold. A sequence left unset is filled at commit by
+    the manifest builder (fresh row ids; the committed version)."""
+    from .table.rowids import encode_version_sequence
+
+    start = 0
+    for f in new_frags:
+        end = start + f.physical_rows
+        if row_ids is not None:
+            f.inline_row_ids = _encode_u64_sequence(row_ids[start:end])
+        if created is not None:
+            f.inline_created_at_versions = encode_version_sequence(created[start:end])
+        if updated is not None:
+            f.inline_last_updated_at_versions = encode_version_sequence(updated[start:end])
+        start = end
 
 
 def _write_deletion(ds, fragment_id: int, offsets: np.ndarray) -> table_pb2.DeletionFile:
@@ -376,7 +425,9 @@ def _value_expr(v, columns):
 
 def update(ds, values: dict, where=None, *, commit_message: str | None = None):
     """Set ``values`` (column -> literal or SQL-subset expression) on the rows matching
-    ``where`` (all rows when None): Update (108) with the rows rewritten as new fragments."""
+    ``where`` (all rows when None): Update (108) with the rows rewritten as new fragments.
+    Under stable row ids a rewritten row keeps its row id and created-at version; its
+    last-updated-at version is the committed one (pylance 14.0.2)."""
     from .table import operations
     from .write import write_fragments
 
@@ -389,7 +440,7 @@ def update(ds, values: dict, where=None, *, commit_message: str | None = None):
             raise InvalidInput(f"update sets column {col!r}, which the dataset does not have")
     exprs = {c: _value_expr(v, names) for c, v in values.items()}
     expr, _text = _expression(where, ds.schema) if where is not None else (None, "")
-    t = _rows_with_addresses(ds)
+    t = ds.to_table(with_row_address=True, with_row_id=_stable(ds))
     hit = t.filter(expr) if expr is not None else t
     if hit.num_rows == 0:
         txn = operations.update(ds.version, commit_message=commit_message)
@@ -416,6 +467,11 @@ def update(ds, values: dict, where=None, *, commit_message: str | None = None):
         else:
             updated.append(_with_deletions(ds, frag, deleted))
     new = write_fragments(ds.store, changed, list(ds.manifest.fields), file_version=_file_version(ds))
+    if _stable(ds):
+        # the rows keep their ids and created-at versions; last-updated-at becomes the
+        # committed version (filled by the manifest builder), as pylance 14.0.2 does
+        meta = _row_versions(ds, hfrag, hoff)
+        _carry_row_meta(new, hit["_rowid"].to_numpy(), meta[0] if meta else None)
     field_ids = [f.id for f in ds.manifest.fields if f.name in values and f.parent_id == -1]
     txn = operations.update(ds.version, removed_ids=removed_ids, updated=updated, new=new,
                             fields_modified=field_ids, commit_message=commit_message)
@@ -543,9 +599,20 @@ def alter_columns(ds, *alterations, commit_message: str | None = None):
 def compact_files(ds, target_rows_per_fragment: int = 1024 * 1024, *, commit_message: str | None = None):
     """Rewrite small fragments (fewer rows than the target) and fragments with deletions
     into as few fragments as the target allows: ReserveFragments (107) for the new ids, then
-    Rewrite (104). Row ids move with their rows under stable row ids."""
+    Rewrite (104). Under stable row ids the row ids and the created-at / last-updated-at
+    version sequences move with their rows (as pylance 14.0.2 keeps them).
+
+    Indexes: like pylance's ``compact_files(defer_index_remap=True)`` (not its default,
+    which rewrites every index's files under a new uuid), the index files are left alone.
+    Each index keeps its fragment bitmap, still naming the old fragments, and the
+    ``__lance_frag_reuse`` index gains a version whose group maps the surviving old row
+    addresses to the new fragments (:func:`.table.fragment_reuse.defer_index_remap`,
+    ``dataset_version`` = the version the Rewrite is built on). pylance keeps planning with
+    such an index. A dataset without indexes gets no fragment reuse index."""
     from .table import operations
     from .write import write_fragments
+
+    from .table.fragment_reuse import defer_index_remap, reuse_group
 
     _check_writable(ds)
     frags = list(ds.manifest.fragments)
@@ -559,18 +626,24 @@ def compact_files(ds, target_rows_per_fragment: int = 1024 * 1024, *, commit_mes
     data = rows.select(ds.schema.names)
     new = write_fragments(ds.store, data, list(ds.manifest.fields), file_version=_file_version(ds),
                           max_rows_per_file=target_rows_per_fragment) if data.num_rows else []
-    if _stable(ds):
-        row_ids = rows["_rowid"].to_numpy()
-        start = 0
-        for f in new:
-            f.inline_row_ids = _encode_u64_sequence(row_ids[start:start + f.physical_rows])
-            start += f.physical_rows
+    if _stable(ds):  # ids and both version sequences move with the rows
+        rfrag, roff = _split_addresses(rows["_rowaddr"].to_numpy())
+        meta = _row_versions(ds, rfrag, roff) or (None, None)
+        _carry_row_meta(new, rows["_rowid"].to_numpy(), *meta)
     reserved = _commit(ds, operations.reserve_fragments(ds.version, len(new)))
     first = reserved.manifest.max_fragment_id - len(new) + 1
     for i, f in enumerate(new):
         f.id = first + i
     txn = operations.rewrite(reserved.version, [(chosen, new)], commit_message=commit_message)
-    return _commit(reserved, txn)
+    group = reuse_group(chosen, new, rows["_rowaddr"].to_numpy()) if new else None
+
+    def remap(indices, version):
+        # no index, nothing to translate (pylance then adds no fragment reuse index either)
+        if not indices or group is None:
+            return indices
+        return defer_index_remap(indices, [group], version - 1)
+
+    return _commit(reserved, txn, remap_indices=remap)
 
 
 # -- restore, config ----------------------------------------------------------------------

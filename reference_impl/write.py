@@ -118,8 +118,9 @@ def write_dataset(
     """Write ``data`` (a pyarrow Table, RecordBatch, reader, or dict of columns) to ``uri``.
 
     ``mode``: ``"create"`` (the dataset must not exist), ``"append"`` (creates it when
-    missing) or ``"overwrite"``. Returns the opened :class:`reference_impl.dataset.Dataset`
-    when the dataset module is available, else the :class:`CommitResult`.
+    missing) or ``"overwrite"``. ``uri`` is a path, a URI (``s3+ddb://bucket/path?ddbTableName=T``
+    commits through that DynamoDB table, REFS §8.4) or an ``ObjectStore``. Always returns
+    the written version opened as a :class:`reference_impl.dataset.Dataset`.
     """
     from .table import commit as commit_mod
     from .table import flags, operations
@@ -130,11 +131,17 @@ def write_dataset(
     if data_storage_version not in STORAGE_VERSIONS:
         raise InvalidInput(f"unsupported data_storage_version {data_storage_version!r}")
     table = _as_table(data)
-    store = _resolve_store(uri, storage_options)
+    from .table.external_store import is_s3_ddb_uri, store_for_s3_ddb
+
+    if is_s3_ddb_uri(uri):  # REFS §8.4: commits go through the DynamoDB table of the URI
+        store, ddb = store_for_s3_ddb(uri, storage_options)
+        external_store = external_store or ddb
+    else:
+        store = _resolve_store(uri, storage_options)
 
     latest = commit_mod.latest_version_or_zero(store)
     if external_store is not None:
-        row = external_store.latest(commit_mod.base_uri_of(store))
+        row = commit_mod.resolve_latest_with_external_store(store, external_store)
         if row is not None:
             latest = max(latest, row[0])
     previous = None
@@ -168,16 +175,55 @@ def write_dataset(
     result = commit_mod.commit_transaction(
         store, txn, enable_v2_manifest_paths=enable_v2_manifest_paths, stable_row_ids=stable,
         data_format=("lance", file_version), external_store=external_store)
-    return _open_or_result(uri, store, storage_options, result)
+    return _open_written(uri, store, storage_options, result)
 
 
-def _open_or_result(uri, store, storage_options, result):
-    """The written version opened by the dataset module; the CommitResult when that
-    module is missing or the target was given as a store object."""
-    try:
-        from .dataset import open_dataset
-    except ImportError:
-        return result
-    if not isinstance(uri, (str, os.PathLike)):
-        return result
-    return open_dataset(os.fspath(uri), version=result.version, storage_options=storage_options)
+def _open_written(uri, store, storage_options, result):
+    """The written version, opened as a :class:`reference_impl.dataset.Dataset` (by URI when
+    given one, so an ``s3+ddb://`` dataset keeps its URI; else on the store object)."""
+    from .dataset import _open, open_dataset
+
+    if isinstance(uri, (str, os.PathLike)):
+        return open_dataset(os.fspath(uri), version=result.version, storage_options=storage_options)
+    return _open(store.uri, store, None, None, result.version, storage_options)
+
+
+def commit(
+    uri,
+    transaction,
+    *,
+    read_version: int | None = None,
+    detached: bool = False,
+    storage_options: dict[str, str] | None = None,
+    external_store=None,
+    enable_v2_manifest_paths: bool = True,
+):
+    """Commit an already built ``transaction`` (a ``Transaction`` message from
+    :mod:`reference_impl.table.operations`, its data files already written) to the dataset
+    at ``uri`` (path, URI or ``ObjectStore``), as pylance's ``LanceDataset.commit`` does.
+
+    ``read_version`` replaces the transaction's own. ``detached=True`` makes a detached
+    version (REFS §6: random u64 with bit 63 set, ``_versions/d{v}.manifest``, never latest,
+    no hint); open it again with ``open_dataset(uri, version=v)``. Returns the committed
+    version opened as a :class:`reference_impl.dataset.Dataset`.
+    """
+    from .proto import transaction_pb2
+    from .table import commit as commit_mod
+    from .table.external_store import is_s3_ddb_uri, store_for_s3_ddb
+
+    if not isinstance(transaction, transaction_pb2.Transaction):
+        raise InvalidInput(f"commit takes a Transaction message, not {type(transaction).__name__}")
+    txn = transaction
+    if read_version is not None:
+        txn = transaction_pb2.Transaction()
+        txn.CopyFrom(transaction)
+        txn.read_version = int(read_version)
+    if is_s3_ddb_uri(uri):
+        store, ddb = store_for_s3_ddb(uri, storage_options)
+        external_store = external_store or ddb
+    else:
+        store = _resolve_store(uri, storage_options)
+    result = commit_mod.commit_transaction(
+        store, txn, enable_v2_manifest_paths=enable_v2_manifest_paths, detached=detached,
+        external_store=None if detached else external_store)
+    return _open_written(uri, store, storage_options, result)

@@ -75,8 +75,24 @@ def run(args) -> int:
     else:
         versions = "latest"
     progress = _Progress(sys.stderr) if (args.progress or sys.stderr.isatty()) else None
+    # --- engine selection: --master belongs to --engine spark ---
+    if getattr(args, "master", None) and getattr(args, "engine", "local") != "spark":
+        print("lance-conformance validate: --master needs --engine spark", file=sys.stderr)
+        return 2
+    # --- end engine selection ---
+    # --- namespace (directory namespace, conformance/engine/namespace.py) ---
+    if getattr(args, "namespace", False):
+        from conformance.engine.namespace import validate_namespace
+
+        try:
+            report = validate_namespace(args.uri, storage_options=opts, deep=args.deep,
+                                        rules=rules, skip=skip)
+        except DatasetNotFound as exc:
+            print(f"lance-conformance validate: {exc}", file=sys.stderr)
+            return 2
+    # --- end namespace ---
     # --- engine selection (spark engine, conformance/engine/spark.py) ---
-    if getattr(args, "engine", "local") == "spark":
+    elif getattr(args, "engine", "local") == "spark":
         from conformance.engine.spark import SparkEngineError
         from conformance.engine.spark import validate as spark_validate
 
@@ -133,6 +149,11 @@ def register(subparsers) -> None:
                    help="time limit for the dataset in seconds")
     p.add_argument("--progress", action="store_true",
                    help="show a progress bar on stderr even when it is not a terminal")
+    # --- namespace (directory namespace, conformance/engine/namespace.py) ---
+    p.add_argument("--namespace", action="store_true",
+                   help="URI is a directory namespace root: validate the namespace "
+                        "(NS-* rules) and every table in it")
+    # --- end namespace ---
     # --- engine selection (spark engine, conformance/engine/spark.py) ---
     p.add_argument("--engine", choices=("local", "spark"), default="local",
                    help="where deep data-file checks run: this process or Spark tasks")

@@ -16,7 +16,8 @@ adapter                 bug                                                     
 ``deletion-flag``       reader/writer feature flag 1 left unset although a         FLAGS-003
                         fragment has a deletion file
 ``physical-rows``       ``physical_rows`` counts only the rows left alive          FRAG-004,
-                                                                                  DELETION-004
+                                                                                  DELETION-004,
+                                                                                  ROWID-002/005
 ``file-version``        ``DataFile.file_minor_version`` not the footer's version   DATAFILE-004,
                                                                                   DATAFILE-005
 ``overwrite-commit``    a stale writer commits ``read_version + 1`` with a plain   HARNESS-001,
@@ -157,8 +158,9 @@ KNOWN_BAD: dict[str, type] = {
 EXPECTED_RULES: dict[str, set[str]] = {
     "read-version": {"TXN-004"},
     "deletion-flag": {"FLAGS-003"},
-    # the offsets of the deletion file now reach past physical_rows, too
-    "physical-rows": {"FRAG-004", "DELETION-004"},
+    # every rule that holds physical_rows against something else: the data files, the
+    # deletion offsets, the row id and row version sequences (stable row ids)
+    "physical-rows": {"FRAG-004", "DELETION-004", "ROWID-002", "ROWID-005"},
     # the DataFile version disagrees with the footer and with Manifest.data_format
     "file-version": {"DATAFILE-004", "DATAFILE-005"},
     # no put-if-not-exists, and no look at the versions committed since read_version

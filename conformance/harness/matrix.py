@@ -105,10 +105,10 @@ def build_matrix(producers: list[Adapter], consumers: list[Adapter], *,
 def to_text(m: Matrix) -> str:
     width = max([len("producer \\ consumer")] + [len(p) for p in m.producers]) + 2
     cols = [max(len(c), 9) + 2 for c in m.consumers]
-    lines = ["producer \\ consumer".ljust(width) + "".join(c.ljust(w) for c, w in zip(m.consumers, cols))]
+    lines = ["producer \\ consumer".ljust(width) + "".join(c.ljust(w) for c, w in zip(m.consumers, cols, strict=True))]
     for p in m.producers:
         row = p.ljust(width)
-        for c, w in zip(m.consumers, cols):
+        for c, w in zip(m.consumers, cols, strict=True):
             cell = m.cells.get((p, c), Cell())
             row += f"{cell.passed}/{cell.total}".ljust(w)
         lines.append(row)

@@ -84,7 +84,6 @@ class ReferenceAdapter(Adapter):
 
     def _stale_append(self, uri: str, read_version: int, data: pa.Table) -> None:
         from reference_impl.dataset import open_dataset
-        from reference_impl.table import commit as commit_mod
         from reference_impl.table import operations
         from reference_impl.write import write_fragments
 

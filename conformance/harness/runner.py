@@ -319,47 +319,56 @@ def run_commit_reject_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResu
 
 # -- the whole run ---------------------------------------------------------------------------
 
+def plan(adapter: Adapter, work: Path, *, suite: str = "all", fixtures: Path | None = None,
+         scenarios: Iterable[str] | None = None, pylance: bool = True) -> list[tuple]:
+    """The cases of ``suite`` as ``(case id, suite, job)``; ``job()`` returns a CaseResult
+    and works under ``work``."""
+    from conformance import golden
+
+    fixtures = Path(fixtures) if fixtures else golden.DEFAULT_DIR
+    jobs = []
+    cdirs = sorted(p for p in fixtures.iterdir() if (p / "case.json").exists()) if fixtures.is_dir() else []
+    docs = [(cdir, golden.load_case(cdir)) for cdir in cdirs]
+    if suite in ("read", "all"):
+        for cdir, doc in docs:
+            if doc["expected"]["outcome"] == "read" or doc["expected"].get("when") == "read":
+                jobs.append((f"read.{doc['id']}", "read",
+                             lambda c=cdir: run_read_case(adapter, c, work / "read")))
+    if suite in ("write", "all"):
+        wanted = list(scenarios) if scenarios is not None else list(sc.WRITER_SCENARIOS)
+        for sid in wanted:
+            jobs.append((sid, "write", lambda s=sid: run_write_scenario(
+                adapter, s, sc.WRITER_SCENARIOS[s], work / "write", pylance=pylance)))
+        if scenarios is None:
+            for cdir, doc in docs:
+                if doc["expected"].get("when") == "commit":
+                    jobs.append((f"write.{doc['id']}", "write",
+                                 lambda c=cdir: run_commit_reject_case(adapter, c, work / "reject")))
+    return jobs
+
+
+def run_job(cid: str, kind: str, job) -> CaseResult:
+    """Run one planned case; an exception becomes an ERROR outcome."""
+    started = time.monotonic()
+    try:
+        r = job()
+    except Exception as exc:  # noqa: BLE001 - never let one case end the run
+        r = CaseResult(cid, kind, ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
+    r.elapsed_s = time.monotonic() - started
+    return r
+
+
 def run(adapter: Adapter, *, suite: str = "all", fixtures: Path | None = None,
         skips: dict[str, str] | None = None, scenarios: Iterable[str] | None = None,
         pylance: bool = True, progress=None) -> RunResult:
     """Run ``suite`` ("read", "write" or "all") against ``adapter``."""
-    from conformance import golden
-
-    fixtures = Path(fixtures) if fixtures else golden.DEFAULT_DIR
     skips = skips or {}
     result = RunResult(adapter.name)
     with tempfile.TemporaryDirectory(prefix="lance-conformance-run-") as tmp:
-        work = Path(tmp)
-        jobs = []
-        cdirs = sorted(p for p in fixtures.iterdir() if (p / "case.json").exists()) if fixtures.is_dir() else []
-        if suite in ("read", "all"):
-            for cdir in cdirs:
-                doc = golden.load_case(cdir)
-                if doc["expected"]["outcome"] == "read" or doc["expected"].get("when") == "read":
-                    jobs.append((f"read.{doc['id']}", "read",
-                                 lambda c=cdir: run_read_case(adapter, c, work / "read")))
-        if suite in ("write", "all"):
-            wanted = list(scenarios) if scenarios is not None else list(sc.WRITER_SCENARIOS)
-            for sid in wanted:
-                jobs.append((sid, "write", lambda s=sid: run_write_scenario(
-                    adapter, s, sc.WRITER_SCENARIOS[s], work / "write", pylance=pylance)))
-            if scenarios is None:
-                for cdir in cdirs:
-                    doc = golden.load_case(cdir)
-                    if doc["expected"].get("when") == "commit":
-                        jobs.append((f"write.{doc['id']}", "write",
-                                     lambda c=cdir: run_commit_reject_case(adapter, c, work / "reject")))
-        for cid, kind, job in jobs:
+        for cid, kind, job in plan(adapter, Path(tmp), suite=suite, fixtures=fixtures,
+                                   scenarios=scenarios, pylance=pylance):
             reason = _skipped(cid, skips)
-            if reason is not None:
-                result.results.append(CaseResult(cid, kind, SKIP, reason))
-                continue
-            started = time.monotonic()
-            try:
-                r = job()
-            except Exception as exc:  # noqa: BLE001 - never let one case end the run
-                r = CaseResult(cid, kind, ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
-            r.elapsed_s = time.monotonic() - started
+            r = CaseResult(cid, kind, SKIP, reason) if reason is not None else run_job(cid, kind, job)
             result.results.append(r)
             if progress:
                 progress(r)

@@ -15,6 +15,7 @@ AREA_MODULES: list[str] = [
     "stats", "file_v2_0",
     "index", "mem_wal",
     "file", "encoding",
+    "namespace",
 ]
 
 _loaded = False

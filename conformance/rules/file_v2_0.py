@@ -38,6 +38,18 @@ def file_kind(df) -> str | None:
     return None
 
 
+# The rule a pyarrow error met while assembling decoded pages is reported under: for 2.0
+# the columns did not follow the field's mapping (FILE-051), for legacy the page contents
+# were not what their encoding promises (FILE-063).
+ARROW_ERROR_RULE = {"2.0": "FILE-051", "legacy": "FILE-063", None: None}
+
+
+def _arrow_errors() -> tuple[type[BaseException], ...]:
+    import pyarrow as pa
+
+    return (pa.ArrowException,)
+
+
 def decode_result(ctx) -> FormatError | None:
     """Decode the context's data file once (cached); the FormatError met, or None."""
     if "v2_0_legacy_decode" in ctx.cache:
@@ -63,6 +75,11 @@ def decode_result(ctx) -> FormatError | None:
         err = exc
     except LanceError as exc:
         err = FormatError(str(exc), rule=None, path=ctx.file_key)
+    except _arrow_errors() as exc:
+        # pyarrow refused the decoded buffers (a column of the wrong length, invalid UTF-8):
+        # the pages do not hold what the schema and the column mapping say.
+        err = FormatError(f"decoded pages are not valid Arrow data: {exc}",
+                          rule=ARROW_ERROR_RULE[kind], path=ctx.file_key)
     ctx.cache["v2_0_legacy_decode"] = err
     return err
 

@@ -180,3 +180,22 @@ def writer_version(ctx):
     if looks_semver and not _SEMVER.match(wv.version):
         yield Finding(f"writer_version.version {wv.version!r} is not a semver string without "
                       f"a 'v' prefix", {"path": ctx.manifest_key})
+
+
+@rule("MANIFEST-012", title="writer_version.version is the core version only",
+      severity="warning", spec="004", section="Manifest",
+      clause="For forward compatibility with older readers, when writing new manifests this "
+             "field should contain only the core version (major.minor.patch) without any "
+             "prerelease or build metadata. The prerelease/build info should be stored in "
+             "the separate prerelease and build_metadata fields instead.")
+def writer_version_core(ctx):
+    """A semver ``version`` with a ``-prerelease`` or ``+build`` part belongs split into
+    ``version`` (field 2), ``prerelease`` (3) and ``build_metadata`` (4)."""
+    m = ctx.manifest
+    if not m.HasField("writer_version"):
+        return  # MANIFEST-011 reports the absent writer_version
+    match = _SEMVER.match(m.writer_version.version)
+    if match and (match.group(4) or match.group(5)):
+        yield Finding(f"writer_version.version {m.writer_version.version!r} carries prerelease "
+                      f"or build metadata; they belong in fields 3 and 4",
+                      {"path": ctx.manifest_key})

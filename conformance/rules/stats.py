@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from reference_impl.errors import FormatError, LanceError
 
+from .file_v2_0 import _arrow_errors
 from .registry import Finding, Scope, rule
 
 _SEC = "Statistic values"
@@ -37,6 +38,11 @@ def _stats_and_pages(ctx):
             result = ({}, {}, exc)
         except LanceError as exc:
             result = ({}, {}, FormatError(str(exc), rule="STATS-001", path=ctx.file_key))
+        except _arrow_errors() as exc:
+            # a data page that pyarrow refuses (invalid UTF-8, wrong length) is the page's
+            # fault, reported by FILE-063; the statistics cannot be compared with it
+            result = ({}, {}, FormatError(f"data page not readable: {exc}", rule="FILE-063",
+                                          path=ctx.file_key))
     ctx.cache["legacy_stats"] = result
     return result
 

@@ -141,3 +141,16 @@ def known_operation(ctx):
         if op not in KNOWN_OPERATIONS:
             yield Finding(f"{where} transaction has no known operation", {
                 "path": ctx.manifest_key if where == "inline" else ctx.manifest.transaction_file})
+
+
+@rule("TXN-007", title="the read_version in a .txn name has no padding digits",
+      severity="warning", spec="004", section="Manifest",
+      clause="{read_version} is the version of the table the transaction read from "
+             "(serialized to decimal with no padding digits)")
+def name_unpadded(ctx):
+    """``Manifest.transaction_file``'s leading number is written as ``str(read_version)``:
+    ``05-...`` names the same version as ``5-...`` but is not the name a reader derives."""
+    match = TXN_NAME.match(ctx.manifest.transaction_file or "")
+    if match and match.group(1) != str(int(match.group(1))):
+        yield Finding(f"transaction_file {ctx.manifest.transaction_file!r} pads its "
+                      f"read_version with zeros", {"path": ctx.manifest.transaction_file})

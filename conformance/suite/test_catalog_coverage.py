@@ -46,7 +46,19 @@ EXEMPT_PREFIXES = {"NS-": "namespace rules run on a namespace root (test_namespa
 _FILE_21 = ("2.1 file rule (file.py/encoding.py, another engineer); negative tests on "
             "hand-made files in test_file_container.py / test_file_v2_1.py; no single-byte "
             "change of the tiny fixture files breaks exactly this rule")
-PENDING: dict[str, str] = {}
+PENDING: dict[str, str] = {
+    "FILE-014": _FILE_21 + " (the tiny files have one page per column, whose priority 0 is "
+                "the protobuf default and has no byte to change)",
+    "FILE-015": _FILE_21,
+    "ENC-010": _FILE_21 + " (tried: every single-byte change of the 2.1-rich "
+                "variant, whose small-integer column should select the encoding)",
+    "ENC-020": _FILE_21 + " (tried: every single-byte change of the 2.1-rich "
+                "variant, whose zstd-compressed string column should select the encoding)",
+    "ENC-030": _FILE_21 + " (tried: every single-byte change of the 2.1-rich "
+                "variant, whose distinct similar strings should select the encoding)",
+    "ENC-043": _FILE_21 + " (needs a full-zip page: wide values, too large for a tiny "
+                "fixture)",
+}
 
 
 def _fixture_ids() -> set[str]:
@@ -100,19 +112,24 @@ def _generator():
     return mod
 
 
-def test_generation_is_deterministic(pylance, tmp_path):
+def test_generation_is_deterministic_and_committed_fixtures_are_current(pylance, tmp_path):
+    """Two generations give the same names and bytes, and equal the committed folder
+    (what ``tools/gen_invalid_fixtures.py --check`` tells CI)."""
     gen = _generator()
     gen.build(tmp_path / "one")
     gen.build(tmp_path / "two")
     assert gen.tree(tmp_path / "one"), "nothing was generated"
     assert gen.compare(tmp_path / "one", tmp_path / "two") == []
-
-
-def test_committed_fixtures_are_current(pylance):
-    gen = _generator()
-    diffs = gen.check(FIXTURES)
+    diffs = gen.compare(tmp_path / "one", FIXTURES)
     assert diffs == [], "fixtures/invalid is stale: run python tools/gen_invalid_fixtures.py " \
                         f"({len(diffs)} differences, first: {diffs[:5]})"
+
+
+def test_check_mode_reports_a_stale_folder(pylance, tmp_path):
+    gen = _generator()
+    stale = tmp_path / "stale"
+    gen.build(stale, ["LAYOUT-003"])
+    assert gen.main(["--check", "--out", str(stale)]) == 1
 
 
 def test_compare_sees_a_changed_byte(tmp_path):

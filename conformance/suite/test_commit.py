@@ -293,3 +293,78 @@ def test_pylance_continues_our_dataset_and_we_continue_theirs(tmp_path, pylance)
     ds = pylance.dataset(str(theirs))
     assert ds.version == 2 and ds.to_table().equals(table(6))
     ds.validate()
+
+
+# -- detached commits (REFS-NAMESPACE-COMMIT.md §6) ----------------------------------------
+def test_detached_commit_is_never_latest_and_pylance_opens_it(tmp_path, pylance):
+    from reference_impl.dataset import open_dataset
+    from reference_impl.write import commit as commit_txn
+
+    root = tmp_path / "ds"
+    write_dataset(pa.table({"a": pa.array([1, 2, 3], pa.int64())}), str(root), data_storage_version=FV)
+    store = LocalStore(root)
+    hint = (root / layout.VERSION_HINT_KEY).read_bytes()
+    frags = write_fragments(store, pa.table({"a": pa.array([9], pa.int64())}),
+                            list(commit.load_version(store, 1).manifest.fields), file_version=FV)
+    ds = commit_txn(str(root), operations.append(1, frags), detached=True)
+    v = ds.version
+    assert v >> 63 == 1 and layout.is_detached_version(v)
+    assert (root / "_versions" / f"d{v}.manifest").exists()
+    assert ds.to_table()["a"].to_pylist() == [1, 2, 3, 9]
+    assert (root / layout.VERSION_HINT_KEY).read_bytes() == hint  # no hint for a detached commit
+    assert open_dataset(str(root)).version == 1 and open_dataset(str(root)).versions() == [1]
+    assert len(list((root / "_transactions").glob("1-*.txn"))) == 1  # named by read_version
+    theirs = pylance.dataset(str(root), version=v)
+    assert theirs.version == v and theirs.to_table()["a"].to_pylist() == [1, 2, 3, 9]
+    assert pylance.dataset(str(root)).version == 1
+    # ordinary commits continue from the highest attached version
+    assert write_dataset(pa.table({"a": pa.array([4], pa.int64())}), str(root), mode="append").version == 2
+    # a detached commit on top of a detached version names its txn by the full number
+    frags = write_fragments(store, pa.table({"a": pa.array([10], pa.int64())}),
+                            list(commit.load_version(store, 1).manifest.fields), file_version=FV)
+    ds2 = commit_txn(str(root), operations.append(v, frags), detached=True)
+    assert ds2.version != v and ds2.to_table()["a"].to_pylist() == [1, 2, 3, 9, 10]
+    assert list((root / "_transactions").glob(f"{v}-*.txn"))
+    assert pylance.dataset(str(root), version=ds2.version).count_rows() == 5
+
+
+def test_we_open_pylance_detached_versions(tmp_path, pylance):
+    from lance.fragment import LanceFragment
+
+    from reference_impl.dataset import open_dataset
+
+    root = str(tmp_path / "ds")
+    pylance.write_dataset(pa.table({"a": pa.array([1, 2], pa.int64())}), root)
+    frag = LanceFragment.create(root, pa.table({"a": pa.array([5], pa.int64())}))
+    d = pylance.LanceDataset.commit(root, pylance.LanceOperation.Append([frag]), read_version=1,
+                                    detached=True)
+    ours = open_dataset(root, version=d.version)
+    assert ours.version == d.version and ours.to_table()["a"].to_pylist() == [1, 2, 5]
+    assert open_dataset(root).version == 1
+    assert [e.version for e in ours.version_entries()] == [1]
+
+
+def test_detached_commit_refusals(tmp_path):
+    from reference_impl.write import commit as commit_txn
+
+    root = tmp_path / "ds"
+    write_dataset(pa.table({"a": pa.array([1], pa.int64())}), str(root), data_storage_version=FV)
+    with pytest.raises(InvalidInput):
+        commit_txn(str(root), operations.append(0, []), detached=True)
+    with pytest.raises(NotFound):
+        commit_txn(str(root), operations.append((1 << 63) | 5, []), detached=True)
+    assert sorted(p.name for p in (root / "_versions").iterdir() if p.name.endswith(".manifest")) \
+        == [layout.manifest_name_v2(1)]
+    assert len(list((root / "_transactions").iterdir())) == 1  # refused commits leave no .txn
+
+
+def test_write_dataset_on_a_store_object_returns_a_dataset(tmp_path):
+    from reference_impl.dataset import Dataset
+    from reference_impl.io.memory import MemoryStore
+
+    for target in (LocalStore(tmp_path / "ds"), MemoryStore()):
+        ds = write_dataset(pa.table({"a": pa.array([1, 2], pa.int64())}), target, data_storage_version=FV)
+        assert isinstance(ds, Dataset) and ds.version == 1 and ds.count_rows() == 2
+        ds = write_dataset(pa.table({"a": pa.array([3], pa.int64())}), target, mode="append")
+        assert isinstance(ds, Dataset) and ds.version == 2
+        assert ds.to_table()["a"].to_pylist() == [1, 2, 3]

@@ -159,3 +159,84 @@ def test_pylance_reads_our_s3_ddb_commits(moto_server, ddb, pylance):
     write_dataset(table(1, 6), uri, mode="append", storage_options=opts, external_store=ddb)
     ds = pylance.dataset(f"s3+ddb://{bucket}/ds?ddbTableName={ddb.table_name}", storage_options=opts)
     assert ds.version == 4 and ds.to_table().equals(table(7))
+
+
+# -- s3+ddb:// URIs (REFS-NAMESPACE-COMMIT.md §8.4) ------------------------------------------
+def test_s3_ddb_uri_needs_exactly_one_table_parameter():
+    from reference_impl.errors import InvalidInput
+    from reference_impl.table.external_store import is_s3_ddb_uri, split_s3_ddb_uri
+
+    assert split_s3_ddb_uri("s3+ddb://bkt/deep/ds?ddbTableName=T") == ("s3://bkt/deep/ds", "T")
+    assert is_s3_ddb_uri("S3+DDB://bkt/ds?ddbTableName=T") and not is_s3_ddb_uri("s3://bkt/ds")
+    for bad in ("s3+ddb://bkt/ds", "s3+ddb://bkt/ds?ddbTableName=", "s3+ddb://bkt/ds?other=T",
+                "s3+ddb://bkt/ds?ddbTableName=T&x=1", "s3+ddb:///ds?ddbTableName=T"):
+        with pytest.raises(InvalidInput):
+            split_s3_ddb_uri(bad)
+    with pytest.raises(InvalidInput):
+        write_dataset(table(1), "s3+ddb://bkt/ds?ddbTableName=T&x=1")
+
+
+def test_s3_ddb_uris_interoperate_with_pylance(moto_server, pylance):
+    from reference_impl.dataset import open_dataset
+
+    bucket = moto_server.create_bucket(f"lc-ddb-{uuid.uuid4().hex[:12]}")
+    tname = moto_server.create_dynamodb_table(f"t{uuid.uuid4().hex[:12]}")
+    opts = moto_server.storage_options()
+    uri = f"s3+ddb://{bucket}/deep/ds?ddbTableName={tname}"
+    ds = write_dataset(table(3), uri, storage_options=opts, data_storage_version=FV)
+    assert ds.uri == uri and ds.version == 1
+    items = moto_server.client("dynamodb").scan(TableName=tname)["Items"]
+    [item] = items
+    final = f"deep/ds/_versions/{layout.manifest_name_v2(1)}"
+    assert item["base_uri"]["S"] == "deep/ds" and item["version"]["N"] == "1"
+    assert item["path"]["S"] == final and item["committer"]["S"] == "lancedb"
+    s3 = moto_server.client("s3")
+    assert int(item["size"]["N"]) == s3.head_object(Bucket=bucket, Key=final)["ContentLength"]
+    # pylance reads ours, appends; we read pylance's commit and go on (a delete, through the table)
+    theirs = pylance.dataset(uri, storage_options=opts)
+    assert theirs.version == 1 and theirs.to_table().equals(table(3))
+    pylance.write_dataset(table(2, 3), uri, mode="append", storage_options=opts)
+    ours = open_dataset(uri, storage_options=opts)
+    assert ours.version == 2 and ours.to_table().equals(table(5))
+    ours = ours.delete("id = 0")
+    assert ours.version == 3 and ours.uri == uri
+    rows = moto_server.client("dynamodb").scan(TableName=tname)["Items"]
+    assert sorted(int(r["version"]["N"]) for r in rows) == [1, 2, 3]
+    assert all(r["path"]["S"].endswith(".manifest") for r in rows)
+    theirs = pylance.dataset(uri, storage_options=opts)
+    assert theirs.version == 3 and theirs.to_table()["id"].to_pylist() == [1, 2, 3, 4]
+    # the DynamoDB row is what counts: a row that names v4 is seen before any listing does
+    ds4 = write_dataset(table(1, 9), uri, mode="append", storage_options=opts)
+    assert ds4.version == 4 and pylance.dataset(uri, storage_options=opts).count_rows() == 5
+
+
+def test_s3_ddb_reader_repairs_a_commit_stopped_after_its_commit_point(moto_server, pylance):
+    from reference_impl.dataset import open_dataset
+    from reference_impl.table import operations
+    from reference_impl.table.external_store import store_for_s3_ddb
+    from reference_impl.write import write_fragments
+
+    bucket = moto_server.create_bucket(f"lc-ddb-{uuid.uuid4().hex[:12]}")
+    tname = moto_server.create_dynamodb_table(f"t{uuid.uuid4().hex[:12]}")
+    opts = moto_server.storage_options()
+    uri = f"s3+ddb://{bucket}/ds?ddbTableName={tname}"
+    write_dataset(table(3), uri, storage_options=opts, data_storage_version=FV)
+    store, kv = store_for_s3_ddb(uri, opts)
+
+    def crash(at):
+        if at == "commit":
+            raise Crash(at)
+
+    fields = list(commit.load_version(store, 1).manifest.fields)
+    txn = operations.append(1, write_fragments(store, table(2, 3), fields, file_version=FV))
+    with pytest.raises(Crash):
+        commit.commit_transaction(store, txn, external_store=kv, crash_after=crash)
+    assert "-" in kv.latest("ds")[1].rsplit("/", 1)[1]  # the row names the staging object
+    assert pylance.dataset(f"s3://{bucket}/ds", storage_options=opts).version == 1
+    ds = open_dataset(uri, storage_options=opts)  # our reader repairs
+    assert ds.version == 2 and ds.count_rows() == 5
+    assert kv.latest("ds") == (2, f"ds/_versions/{layout.manifest_name_v2(2)}")
+    keys = [o["Key"] for o in moto_server.client("s3").list_objects_v2(
+        Bucket=bucket, Prefix="ds/_versions/")["Contents"]]
+    assert not [k for k in keys if "manifest-" in k]
+    assert pylance.dataset(f"s3://{bucket}/ds", storage_options=opts).version == 2

@@ -17,8 +17,8 @@ import pytest
 from conformance.faults import (
     COMMIT_STEPS,
     EXTERNAL_STEPS,
-    FaultPlan,
     Fault,
+    FaultPlan,
     FaultyExternalStore,
     FaultyStore,
     WriterStopped,
@@ -162,7 +162,7 @@ def test_delay_at_manifest_put_makes_the_writer_rebase(tmp_path):
     assert entered.wait(10)
     write_dataset(_rows("fast"), uri, mode="append")
     th.join(30)
-    assert done["r"].version == 3 and done["r"].attempts == 2
+    assert done["r"].version == 3
     assert _tags(uri) == {"first": 3, "slow": 3, "fast": 3}
     assert sum(1 for s, _o, _k in plan.log if s == "manifest_put") == 2
 

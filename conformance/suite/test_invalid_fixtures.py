@@ -21,7 +21,9 @@ CASES = sorted(p.name for p in FIXTURES.iterdir() if (p / "case.json").exists())
 def test_fixture_breaks_exactly_its_rule(rule_id):
     case = json.loads((FIXTURES / rule_id / "case.json").read_text())
     assert case["rule"] == rule_id
-    report = validate(str(FIXTURES / rule_id / "table"), versions="all")
+    options = case.get("validate", {"versions": "all"})
+    report = validate(str(FIXTURES / rule_id / "table"), versions=options.get("versions", "all"),
+                      deep=bool(options.get("deep", False)))
     assert rule_id in report.rules_violated(None), report.render("text")
     others = report.rules_violated("error") - {rule_id} - set(case.get("also", []))
     assert not others, report.render("text")
@@ -31,6 +33,17 @@ def test_fixture_breaks_exactly_its_rule(rule_id):
 
 def test_every_corruption_has_a_fixture():
     assert sorted(CORRUPTIONS) == CASES
+
+
+def test_deep_cases_need_deep():
+    """A deep case's rule does not fire without --deep (the damage is inside a data file),
+    so the case really exercises the deep pass."""
+    deep_cases = [r for r in CASES
+                  if json.loads((FIXTURES / r / "case.json").read_text())["validate"].get("deep")]
+    assert deep_cases
+    for rule_id in deep_cases:
+        report = validate(str(FIXTURES / rule_id / "table"), versions="all")
+        assert rule_id not in report.rules_violated(None), rule_id
 
 
 def test_also_lists_are_recorded():

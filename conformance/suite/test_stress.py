@@ -37,7 +37,8 @@ def _assert_clean(report) -> None:
     assert report.lost_commits == 0, report.lost
     assert report.invariant_violations == [], report.invariant_violations
     assert report.commits_succeeded > 0
-    assert report.final_version >= 1 + report.commits_succeeded - sum(1 for _ in ())
+    # each acknowledged commit made at least one version (compaction makes two)
+    assert report.final_version >= 1 + report.commits_succeeded
 
 
 def test_short_profile_local(tmp_path):
@@ -89,11 +90,11 @@ def test_short_profile_with_pylance_seaweedfs(s3_bucket, pylance):
 def test_unsafe_store_loses_commits_and_is_caught(s3_bucket, capsys):
     """moto with conditional headers stripped: two writers both 'create' one manifest."""
     uri = f"{s3_bucket.uri}/ds"
-    r = run_stress(uri, storage_options=s3_bucket.storage_options, writers=6, commits=5, seed=16)
+    r = run_stress(uri, storage_options=s3_bucket.storage_options, writers=4, commits=4, seed=16)
     assert r.lost_commits > 0
     assert not r.ok
     opts = [x for k, v in s3_bucket.storage_options.items() for x in ("-o", f"{k}={v}")]
-    code, out = _cli([f"{s3_bucket.uri}/ds2", "--writers", "6", "--commits", "5", "--seed", "17",
+    code, out = _cli([f"{s3_bucket.uri}/ds2", "--writers", "4", "--commits", "4", "--seed", "17",
                       *opts], capsys)
     assert code == 1
     summary = json.loads(out[: out.index("}") + 1])

@@ -211,3 +211,129 @@ def test_large_deletions_use_roaring_small_ones_arrow(tmp_path, pylance, our_rea
     assert names == [".arrow", ".bin"]
     theirs = same(our_reader, pylance, uri, ds.version, False)
     assert theirs.num_rows == n - 5500 - 10
+
+
+# -- row version sequences through update, delete and compaction ----------------------------
+_VCOLS = ["a", "_row_created_at_version", "_row_last_updated_at_version"]
+
+
+def _row_meta(lance_ds):
+    t = lance_ds.to_table(with_row_id=True, columns=_VCOLS)
+    return sorted(zip(*(t[c].to_pylist() for c in ["_rowid", *_VCOLS]), strict=True))
+
+
+def test_row_versions_move_with_rows_like_pylance(tmp_path, pylance, our_reader):
+    """The same script (create 2 files, append, update one row, delete one, compact) run by
+    pylance and by us under stable row ids: every row has the same row id, created-at and
+    last-updated-at version afterwards, read by pylance from both datasets."""
+    ours_p, theirs_p = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    first, second = pa.table({"a": pa.array(range(6), pa.int64())}), pa.table({"a": pa.array([6, 7, 8], pa.int64())})
+    pylance.write_dataset(first, theirs_p, enable_stable_row_ids=True, max_rows_per_file=3,
+                          data_storage_version=FV)
+    pylance.write_dataset(second, theirs_p, mode="append")
+    t = pylance.dataset(theirs_p)
+    t.update({"a": "a + 100"}, where="a = 1")
+    pylance.dataset(theirs_p).delete("a = 4")
+    before_theirs = _row_meta(pylance.dataset(theirs_p))
+    pylance.dataset(theirs_p).optimize.compact_files(target_rows_per_fragment=100)
+
+    write_dataset(first, ours_p, enable_stable_row_ids=True, max_rows_per_file=3, data_storage_version=FV)
+    ds = write_dataset(second, ours_p, mode="append")
+    ds = ops.update(ds, {"a": "a + 100"}, "a = 1")
+    ds = ops.delete(ds, "a = 4")
+    before_ours = _row_meta(pylance.dataset(ours_p))
+    assert before_ours == before_theirs
+    assert (1, 101, 1, 3) in before_ours  # the updated row: same id, created v1, updated v3
+    ds = ops.compact_files(ds, 100)
+    assert len(ds.manifest.fragments) == 1
+    after_ours, after_theirs = _row_meta(pylance.dataset(ours_p)), _row_meta(pylance.dataset(theirs_p))
+    assert after_ours == after_theirs == before_ours
+    pylance.dataset(ours_p).validate()
+    # and the sequences are what our own decoder reads from the compacted fragment
+    from reference_impl.table.rowids import fragment_versions
+
+    frag = ds.manifest.fragments[0]
+    got = ds.to_table(with_row_id=True)
+    created = fragment_versions(ds.store, frag, "created").tolist()
+    assert sorted(zip(got["_rowid"].to_pylist(), got["a"].to_pylist(), created,
+                      fragment_versions(ds.store, frag, "last_updated").tolist(), strict=True)) == after_ours
+
+
+# -- indexes through our compaction -----------------------------------------------------------
+def _index_shape(path):
+    from pyroaring import BitMap
+
+    from reference_impl.dataset import open_dataset
+    from reference_impl.table.fragment_reuse import summarize
+
+    out = {}
+    for im in open_dataset(path).list_indices():
+        entry = {"bitmap": list(BitMap.deserialize(im.fragment_bitmap)), "dataset_version": im.dataset_version}
+        if im.name == "__lance_frag_reuse":
+            from reference_impl.proto import table_pb2
+
+            d = table_pb2.FragmentReuseIndexDetails.FromString(im.index_details.value)
+            entry["summary"] = summarize(d)
+        out[im.name] = entry
+    return out
+
+
+def test_compaction_defers_index_remap_like_pylance(tmp_path, pylance, our_reader):
+    """A BTREE index pylance built survives our compaction as it survives pylance's
+    ``compact_files(defer_index_remap=True)``: same index list, bitmaps and fragment reuse
+    groups; pylance still plans with the index and finds the right rows."""
+    t = pa.table({"a": pa.array(range(9), pa.int64()), "b": pa.array(range(9), pa.int64())})
+    ours_p, theirs_p = str(tmp_path / "ours"), str(tmp_path / "theirs")
+    pylance.write_dataset(t, theirs_p, max_rows_per_file=3, data_storage_version=FV)
+    pylance.dataset(theirs_p).create_scalar_index("a", "BTREE")
+    pylance.dataset(theirs_p).delete("a = 4")
+    pylance.dataset(theirs_p).optimize.compact_files(target_rows_per_fragment=100, defer_index_remap=True)
+
+    write_dataset(t, ours_p, max_rows_per_file=3, data_storage_version=FV)
+    pylance.dataset(ours_p).create_scalar_index("a", "BTREE")
+    ds = ops.delete(our_reader(ours_p), "a = 4")
+    indices_before = [im.SerializeToString() for im in ds.list_indices()]
+    ds = ops.compact_files(ds, 100)
+    assert [im.SerializeToString() for im in ops._reopen(ds, ds.version - 2).list_indices()] == indices_before
+
+    ours, theirs = _index_shape(ours_p), _index_shape(theirs_p)
+    assert ours == theirs
+    assert ours["a_idx"]["bitmap"] == [0, 1, 2] and ours["__lance_frag_reuse"]["bitmap"] == [3]
+    lds = pylance.dataset(ours_p)
+    lds.validate()
+    assert "ScalarIndexQuery" in lds.scanner(filter="a = 5").explain_plan()
+    for v in (0, 4, 5, 8):
+        assert lds.to_table(filter=f"a = {v}")["b"].to_pylist() == ([] if v == 4 else [v])
+    # pylance goes on from our compacted version (another delete, then remapping the index)
+    lds.delete("a = 5")
+    lds = pylance.dataset(ours_p)
+    lds.optimize.optimize_indices()
+    assert pylance.dataset(ours_p).to_table(filter="a = 6")["b"].to_pylist() == [6]
+
+
+def test_compaction_without_indexes_adds_no_reuse_index(tmp_path, our_reader):
+    p = str(tmp_path / "ds")
+    write_dataset(base(), p, max_rows_per_file=4, data_storage_version=FV)
+    ds = ops.compact_files(our_reader(p), 100)
+    assert len(ds.manifest.fragments) == 1 and ds.list_indices() == []
+
+
+def test_index_pruning_leaves_callers_messages_alone():
+    from pyroaring import BitMap
+
+    from reference_impl.proto import table_pb2
+    from reference_impl.table import operations
+
+    prev = table_pb2.Manifest(version=1)
+    for i in range(2):
+        prev.fragments.add(id=i, physical_rows=1)
+    idx = table_pb2.IndexMetadata(name="i", fields=[0], fragment_bitmap=BitMap([0, 1]).serialize())
+    before = idx.SerializeToString()
+    txn = operations.delete(1, [], [1], "x")
+    _, out = operations.build_manifest(prev, txn, 2, indices=[idx])
+    assert idx.SerializeToString() == before
+    assert list(BitMap.deserialize(out[0].fragment_bitmap)) == [0]
+    # a Rewrite with a remap hook takes the hook's list instead of pruning
+    rw = operations.rewrite(1, [([prev.fragments[1]], [table_pb2.DataFragment(physical_rows=1)])])
+    _, out = operations.build_manifest(prev, rw, 2, indices=[idx], remap_indices=lambda ixs, v: [*ixs, "x"])
+    assert out == [idx, "x"] and idx.SerializeToString() == before

@@ -39,15 +39,15 @@ the pieces of the writer it is built from are: :func:`reference_impl.write.write
 from __future__ import annotations
 
 import json
-import time
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import AlreadyExists, FormatError, InvalidInput, NotFound
+from ..errors import AlreadyExists, FormatError, InvalidInput
 from ..io.base import ObjectStore
 from . import ids
 
@@ -105,7 +105,7 @@ def empty_rows() -> pa.Table:
 
 def make_rows(rows: list[tuple]) -> pa.Table:
     """Rows ``(object_id, object_type, location, metadata)`` as a table of :data:`SCHEMA`."""
-    cols = list(zip(*rows)) if rows else [[], [], [], []]
+    cols = list(zip(*rows, strict=True)) if rows else [[], [], [], []]
     return pa.table([pa.array(cols[0], pa.utf8()), pa.array(cols[1], pa.utf8()),
                      pa.array(cols[2], pa.utf8()), pa.array(cols[3], pa.utf8()),
                      pa.nulls(len(rows), SCHEMA.field("base_objects").type)], schema=SCHEMA)
@@ -275,13 +275,15 @@ class ManifestTable:
         and may raise (e.g. ``TableAlreadyExists``) to abandon. Returns the version
         written, or the version read when nothing changed.
         """
-        self.ensure_created()
         attempt = 0
         while True:
             version, rows = self.read()
             new = change(rows)
             if new is None:
                 return version
+            if version == 0:  # created on the first accepted change only
+                self.ensure_created()
+                continue
             try:
                 self._write_version(version + 1, new, self._previous_manifest(version))
                 return version + 1
@@ -293,10 +295,3 @@ class ManifestTable:
                 attempt += 1
                 time.sleep(random.uniform(0, min(1.0, 0.005 * 2 ** attempt)))
 
-
-def require_rows_for(oid: str, rows: pa.Table, object_type: str) -> Row:
-    """The row of ``oid`` if it has ``object_type``, else NotFound (generic)."""
-    row = find(rows, oid)
-    if row is None or row.object_type != object_type:
-        raise NotFound(f"{object_type} {oid!r} not found")
-    return row

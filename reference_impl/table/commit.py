@@ -21,6 +21,12 @@ A commit that stops in step 3 or 4 removes its ``.txn`` file (pylance leaves non
 data files stay behind as unverified orphans. The ``.txn`` name and ``read_version`` keep
 the caller's read version even when the commit lands later.
 
+Detached commits (REFS-NAMESPACE-COMMIT.md §6; :func:`commit_detached`): the manifest is
+built on the ``read_version`` manifest alone (no conflict check: nothing can race with a
+version nobody else can name), numbered with a random u64 whose bit 63 is set, created if
+absent as ``_versions/d{v}.manifest`` (a clash draws a new number). It never becomes
+latest, is left out of the version list, and no hint is written; it opens by number only.
+
 External manifest store (spec 001, "External Manifest Store"): the manifest is staged as
 ``{final key}-{uuid}``, ``put_if_not_exists(base_uri, version, staging path)`` in the KV
 store is the commit point, then the staging object is copied to the final key, the KV row
@@ -32,6 +38,7 @@ from __future__ import annotations
 
 import json
 import random
+import secrets
 import time
 import uuid as uuid_mod
 from collections.abc import Callable
@@ -139,8 +146,14 @@ def commit_transaction(
     external_store=None,
     prepared: Callable[[int], tuple[table_pb2.Manifest, list]] | None = None,
     crash_after: Callable[[str], None] | None = None,
+    detached: bool = False,
+    remap_indices: Callable[[list, int], list] | None = None,
 ) -> CommitResult:
     """Commit ``txn`` (its ``read_version`` is where the caller started) to ``store``.
+
+    ``detached=True`` makes a detached version instead (:func:`commit_detached`).
+    ``remap_indices(indices, version)`` gives a Rewrite's index list from the latest
+    version's (see :func:`.operations.build_manifest`); called again on every retry.
 
     ``prepared(version)`` replaces manifest building (clones build theirs from the source).
     ``external_store`` is an :class:`.external_store.ExternalManifestStore`.
@@ -150,6 +163,9 @@ def commit_transaction(
     from . import flags
     from .manifest import encode_manifest_file
 
+    if detached:
+        return commit_detached(store, txn, stable_row_ids=stable_row_ids, data_format=data_format,
+                               max_retries=max_retries)
     latest = latest_version_or_zero(store)
     if external_store is not None:
         kv_latest = external_store.latest(base_uri_of(store))
@@ -195,7 +211,7 @@ def commit_transaction(
                     previous, txn, version, indices=indices,
                     load_version=lambda v: _manifest_and_indices(store, v),
                     stable_row_ids=stable_row_ids, data_format=data_format,
-                    transaction_file=txn_name)
+                    transaction_file=txn_name, remap_indices=remap_indices)
             index_section = table_pb2.IndexSection(indices=indices) if indices else None
             data = encode_manifest_file(manifest, transaction=txn_bytes, index_section=index_section)
             key = layout.manifest_key(version, scheme)
@@ -219,6 +235,59 @@ def commit_transaction(
     if _is_local(store) and external_store is None:
         write_version_hint(store, version)
     return CommitResult(version, key, manifest, indices, txn, attempt + 1)
+
+
+def new_detached_version() -> int:
+    """A random u64 with bit 63 set (REFS §6)."""
+    return secrets.randbits(63) | layout.DETACHED_BIT
+
+
+def commit_detached(
+    store: ObjectStore,
+    txn: transaction_pb2.Transaction,
+    *,
+    stable_row_ids: bool | None = None,
+    data_format: tuple[str, str] | None = None,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+) -> CommitResult:
+    """Commit ``txn`` as a detached version built on ``txn.read_version`` (which may itself
+    be detached). The ``.txn`` file is named by the read version, as for any commit.
+    Raises InvalidInput for ``read_version`` 0, NotFound when it does not exist."""
+    from . import flags
+    from .manifest import encode_manifest_file
+
+    rv = txn.read_version
+    if rv == 0:
+        raise InvalidInput("a detached commit starts from an existing version; read_version is 0")
+    base = load_version(store, rv)
+    flags.check_writer_flags(base.manifest, path=base.key)
+    base_indices = list(base.index_section.indices) if base.index_section is not None else []
+    if data_format is None:
+        df = base.manifest.data_format
+        data_format = (df.file_format or "lance", df.version or "2.2")
+    txn_bytes = txn.SerializeToString()
+    txn_name = layout.transaction_file_name(rv, txn.uuid)
+    txn_key = f"{layout.TRANSACTIONS_DIR}/{txn_name}"
+    store.put(txn_key, txn_bytes)
+    try:
+        for attempt in range(max_retries + 1):
+            version = new_detached_version()
+            manifest, indices = operations.build_manifest(
+                base.manifest, txn, version, indices=base_indices,
+                load_version=lambda v: _manifest_and_indices(store, v),
+                stable_row_ids=stable_row_ids, data_format=data_format, transaction_file=txn_name)
+            index_section = table_pb2.IndexSection(indices=indices) if indices else None
+            data = encode_manifest_file(manifest, transaction=txn_bytes, index_section=index_section)
+            key = layout.manifest_key(version, layout.SCHEME_DETACHED)
+            try:
+                store.put_if_not_exists(key, data)
+            except AlreadyExists:
+                continue  # another detached version drew the same number: draw again
+            return CommitResult(version, key, manifest, indices, txn, attempt + 1)
+        raise AlreadyExists(f"no free detached version number after {max_retries + 1} draws")
+    except (AlreadyExists, InvalidInput, FormatError, NotFound):
+        store.delete(txn_key)
+        raise
 
 
 def _manifest_and_indices(store: ObjectStore, version: int):

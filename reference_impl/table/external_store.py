@@ -21,17 +21,69 @@ Backends:
   (S, ``"lancedb"``), ``size`` (N). Put-if-not-exists is a ``PutItem`` with
   ``attribute_not_exists(base_uri) AND attribute_not_exists(version)``; the repoint uses
   ``attribute_exists(...)``; latest is a consistent ``Query`` newest-first with ``Limit=1``.
+
+URIs (REFS-NAMESPACE-COMMIT.md §8.4): ``s3+ddb://bucket/path?ddbTableName=T`` is the
+dataset ``s3://bucket/path`` whose commits go through the DynamoDB table ``T``. The URI
+carries exactly one query parameter, ``ddbTableName``, non-empty; the storage option
+``dynamodb_endpoint`` (else the environment variable ``DYNAMODB_ENDPOINT``) names the
+DynamoDB endpoint, the ``aws_*`` options give region and credentials. The dataset keeps
+the ``s3+ddb://`` form as its URI. :func:`split_s3_ddb_uri` and :func:`store_for_s3_ddb`
+turn such a URI into the object store and the KV store.
 """
 
 from __future__ import annotations
 
 import abc
+import os
 import sqlite3
 import threading
+from urllib.parse import parse_qsl, urlsplit
 
-from ..errors import AlreadyExists, NotFound, StoreError
+from ..errors import AlreadyExists, InvalidInput, NotFound, StoreError
 
 COMMITTER = "lancedb"
+S3_DDB_SCHEME = "s3+ddb"
+TABLE_PARAM = "ddbTableName"
+
+
+def is_s3_ddb_uri(uri) -> bool:
+    """True for a ``s3+ddb://`` URI (case-insensitive scheme)."""
+    return isinstance(uri, str) and uri[:9].lower() == S3_DDB_SCHEME + "://"
+
+
+def split_s3_ddb_uri(uri: str) -> tuple[str, str]:
+    """``(s3 URI, DynamoDB table name)`` of ``s3+ddb://bucket/path?ddbTableName=T``.
+    Raises InvalidInput unless the query is exactly one non-empty ``ddbTableName``."""
+    if not is_s3_ddb_uri(uri):
+        raise InvalidInput(f"not an s3+ddb URI: {uri!r}")
+    parts = urlsplit(uri)
+    params = parse_qsl(parts.query, keep_blank_values=True)
+    if len(params) != 1 or params[0][0] != TABLE_PARAM or not params[0][1]:
+        raise InvalidInput(f"{uri!r}: an s3+ddb URI needs exactly one query parameter "
+                           f"{TABLE_PARAM}=<table>")
+    if not parts.netloc:
+        raise InvalidInput(f"{uri!r}: an s3+ddb URI needs a bucket")
+    return f"s3://{parts.netloc}{parts.path}", params[0][1]
+
+
+def dynamodb_store_for(table_name: str, storage_options: dict | None = None) -> DynamoDBManifestStore:
+    """The DynamoDB manifest store of ``table_name`` with pylance's storage option names."""
+    opts = {k.lower(): v for k, v in (storage_options or {}).items()}
+    endpoint = opts.get("dynamodb_endpoint") or os.environ.get("DYNAMODB_ENDPOINT") or None
+    region = (opts.get("aws_region") or opts.get("region") or os.environ.get("AWS_REGION")
+              or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
+    return DynamoDBManifestStore(
+        table_name, endpoint_url=endpoint, region=region,
+        aws_access_key_id=opts.get("aws_access_key_id") or opts.get("access_key_id"),
+        aws_secret_access_key=opts.get("aws_secret_access_key") or opts.get("secret_access_key"))
+
+
+def store_for_s3_ddb(uri: str, storage_options: dict | None = None):
+    """``(ObjectStore, DynamoDBManifestStore)`` of an ``s3+ddb://`` URI."""
+    from ..io.uri import open_store
+
+    s3_uri, table_name = split_s3_ddb_uri(uri)
+    return open_store(s3_uri, storage_options), dynamodb_store_for(table_name, storage_options)
 
 
 class ExternalManifestStore(abc.ABC):

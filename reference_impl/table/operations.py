@@ -259,12 +259,17 @@ def build_manifest(
     stable_row_ids: bool | None = None,
     data_format: tuple[str, str] = ("lance", "2.2"),
     transaction_file: str = "",
+    remap_indices: Callable[[list, int], list] | None = None,
 ) -> tuple[table_pb2.Manifest, list]:
     """Apply ``txn`` to ``previous`` (None for a new dataset) as version ``version``.
 
     Returns the new manifest and its index metadata list. ``load_version`` loads an older
-    (manifest, indices) pair; only Restore needs it. Raises InvalidInput for an operation
-    that cannot apply and UnsupportedFeature for one this writer does not build.
+    (manifest, indices) pair; only Restore needs it. ``remap_indices(indices, version)``,
+    for a Rewrite only, gives the new index list in place of pruning the rewritten fragments
+    from each index's bitmap (compaction with deferred index remap: the indexes keep
+    naming the old fragments and the fragment reuse index translates). The caller's
+    ``IndexMetadata`` messages are never changed in place. Raises InvalidInput for an
+    operation that cannot apply and UnsupportedFeature for one this writer does not build.
     """
     op = txn.WhichOneof("operation")
     m = table_pb2.Manifest()
@@ -390,10 +395,12 @@ def build_manifest(
         raise UnsupportedFeature(f"this writer cannot build a manifest for operation {op!r}",
                                  rule=None)
 
-    if op in ("delete", "update", "rewrite", "overwrite", "merge"):
+    if op == "rewrite" and remap_indices is not None:
+        indices = list(remap_indices(indices, version))
+    elif op in ("delete", "update", "rewrite", "overwrite", "merge"):
         live = {f.id for f in m.fragments}
-        for idx in indices:  # drop fragments that are gone from each index's coverage
-            _prune_bitmap(idx, live)
+        # drop fragments that are gone from each index's coverage
+        indices = [_prune_bitmap(idx, live) for idx in indices]
 
     m.version = version
     ts_ns = time.time_ns()
@@ -407,17 +414,23 @@ def build_manifest(
     return m, indices
 
 
-def _prune_bitmap(idx, live: set[int]) -> None:
+def _prune_bitmap(idx, live: set[int]):
+    """``idx`` when its fragment bitmap names only live fragments (or cannot be read), else
+    a copy whose bitmap keeps only the live ones; ``idx`` itself is never changed."""
     if not idx.fragment_bitmap:
-        return
+        return idx
     try:
         from pyroaring import BitMap
         bm = BitMap.deserialize(bytes(idx.fragment_bitmap))
     except Exception:  # leave a bitmap we cannot read untouched
-        return
+        return idx
     pruned = BitMap(i for i in bm if i in live)
-    if pruned != bm:
-        idx.fragment_bitmap = pruned.serialize()
+    if pruned == bm:
+        return idx
+    out = type(idx)()
+    out.CopyFrom(idx)
+    out.fragment_bitmap = pruned.serialize()
+    return out
 
 
 def _set_flags(m: table_pb2.Manifest, previous, stable_row_ids: bool) -> None:

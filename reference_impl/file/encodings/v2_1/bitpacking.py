@@ -25,6 +25,8 @@ import numpy as np
 
 from reference_impl.errors import FormatError
 
+from .chunks import gather_ranges
+
 FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
 UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 RULE = "ENC-010"
@@ -146,8 +148,7 @@ def decode_inline_set(cs, counts, T: int) -> np.ndarray:
         nw = 1024 * W // T
         if nw == 0:
             continue
-        d = cs.data
-        raw = np.concatenate([d[s + B:s + B + nw * B] for s in starts[idx].tolist()])
+        raw = gather_ranges(cs.data, starts[idx] + B, np.full(len(idx), nw * B))
         blocks[idx] = unpack_blocks(raw.view(dt).reshape(len(idx), nw), T, W)
     if np.all(counts == 1024):
         return blocks.reshape(-1)

@@ -17,6 +17,7 @@ import numpy as np
 
 from reference_impl.errors import FormatError
 
+from .chunks import gather_ranges
 from .values import Var
 
 RULE = "ENC-003"
@@ -74,12 +75,9 @@ def decode_chunk_set(cs, counts, bits: int) -> Var:
     first = np.zeros(n_chunks + 1, np.int64)
     np.cumsum(n_off, out=first[1:])
     total = int(first[-1])
-    chunk_of = np.repeat(np.arange(n_chunks), n_off)
-    j = np.arange(total, dtype=np.int64) - first[:-1][chunk_of]
-    pos = starts[chunk_of] + j * w
-    offs = np.zeros(total, np.int64)
-    for b in range(w):
-        offs |= cs.data[pos + b].astype(np.int64) << (8 * b)
+    # every chunk's offsets are its first (n+1)*w bytes: gather them all, read as words
+    raw = gather_ranges(cs.data, starts, n_off * w)
+    offs = raw.view("<u4" if w == 4 else "<u8").astype(np.int64)
     lo = offs[first[:-1]]
     hi = offs[first[1:] - 1]
     if np.any(lo != n_off * w) or np.any(hi > sizes):
@@ -92,8 +90,5 @@ def decode_chunk_set(cs, counts, bits: int) -> Var:
     lens = d[~is_boundary]
     out = np.zeros(len(lens) + 1, np.int64)
     np.cumsum(lens, out=out[1:])
-    d0 = cs.data
-    st = (starts + lo).tolist()
-    ln = (hi - lo).tolist()
-    data = np.concatenate([d0[a:a + b] for a, b in zip(st, ln)]) if st else np.zeros(0, np.uint8)
+    data = gather_ranges(cs.data, starts + lo, hi - lo)
     return Var(out, data)

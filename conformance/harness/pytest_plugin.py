@@ -1,0 +1,90 @@
+"""pytest plugin: run the conformance suite of an implementation inside pytest.
+
+    pytest -p conformance.harness.pytest_plugin --lance-impl=pylance [--lance-suite=read]
+           [--lance-skip-file=F] [--lance-fixtures=DIR]
+
+(with the ``pytest11`` entry point installed, ``-p ...`` is not needed). With
+``--lance-impl`` the plugin adds one test item per case of the suite, named by its stable
+case id (``lance::read.deletion-arrow``, ``lance::write.stale-append``...): PASS passes,
+FAIL and ERROR fail with the rule ids and message, UNSUPPORTED and skip-file entries skip
+with their reason. Without ``--lance-impl`` the plugin adds nothing.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from . import runner
+
+
+def pytest_addoption(parser) -> None:
+    g = parser.getgroup("lance-conformance")
+    g.addoption("--lance-impl", default=None,
+                help='implementation under test: reference, pylance, module:Class, cmd:"..."')
+    g.addoption("--lance-suite", default="all", choices=("read", "write", "all"))
+    g.addoption("--lance-skip-file", default=None, help="skip-file of case ids with reasons")
+    g.addoption("--lance-fixtures", default=None, help="golden fixtures folder")
+
+
+class LanceCaseFailed(Exception):
+    pass
+
+
+class LanceCaseItem(pytest.Item):
+    def __init__(self, *, case_id: str, kind: str, job, skip_reason: str | None, **kw) -> None:
+        super().__init__(**kw)
+        self.case_id, self.kind, self.job, self.skip_reason = case_id, kind, job, skip_reason
+
+    def runtest(self) -> None:
+        if self.skip_reason is not None:
+            pytest.skip(f"skip-file: {self.skip_reason}")
+        r = runner.run_job(self.case_id, self.kind, self.job)
+        if r.outcome in (runner.UNSUPPORTED, runner.SKIP):
+            pytest.skip(f"{r.outcome}: {r.message}")
+        if r.outcome != runner.PASS:
+            raise LanceCaseFailed(f"{r.outcome} [{', '.join(r.rules)}] {r.message}")
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, LanceCaseFailed):
+            return f"{self.case_id}: {excinfo.value}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, f"lance::{self.case_id}"
+
+
+class _State:
+    adapter = None
+    tmp = None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items) -> None:
+    spec = config.getoption("--lance-impl")
+    if not spec:
+        return
+    from .adapter import load_adapter
+
+    skips = {}
+    if config.getoption("--lance-skip-file"):
+        skips = runner.parse_skip_file(Path(config.getoption("--lance-skip-file")).read_text())
+    _State.adapter = load_adapter(spec)
+    _State.tmp = tempfile.TemporaryDirectory(prefix="lance-conformance-pytest-")
+    fixtures = config.getoption("--lance-fixtures")
+    jobs = runner.plan(_State.adapter, Path(_State.tmp.name), suite=config.getoption("--lance-suite"),
+                       fixtures=Path(fixtures) if fixtures else None)
+    for cid, kind, job in jobs:
+        items.append(LanceCaseItem.from_parent(session, name=f"lance::{cid}", case_id=cid, kind=kind,
+                                               job=job, skip_reason=runner._skipped(cid, skips)))
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    if _State.adapter is not None:
+        _State.adapter.close()
+        _State.adapter = None
+    if _State.tmp is not None:
+        _State.tmp.cleanup()
+        _State.tmp = None

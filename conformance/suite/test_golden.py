@@ -1,0 +1,213 @@
+"""Golden fixtures (fixtures/golden): their case.json, their portability, their coverage,
+and ``fixtures verify`` catching a changed expectation or a changed byte."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from conformance import golden
+from conformance.cli import main
+
+SPEC_DIR = Path("/work/shared/spec")
+ROOT = golden.DEFAULT_DIR
+
+
+def _case_dirs():
+    return sorted(p for p in ROOT.iterdir() if (p / "case.json").exists())
+
+
+def _norm(text: str) -> str:
+    text = text.replace("\u2019", "'").replace("\u201c", '"').replace("\u201d", '"')
+    return re.sub(r"\s+", " ", text)
+
+
+def test_every_case_is_shipped_under_its_id():
+    assert sorted(p.name for p in _case_dirs()) == sorted(golden.CASES)
+    for cdir in _case_dirs():
+        assert golden.load_case(cdir)["id"] == cdir.name
+
+
+@pytest.mark.parametrize("cid", sorted(golden.CASES))
+def test_case_json_matches_its_schema(cid):
+    assert golden.check_case_json(golden.load_case(ROOT / cid)) == []
+
+
+def test_schema_rejects_bad_case_documents():
+    good = golden.load_case(ROOT / "deletion-arrow")
+    assert golden.check_case_json(good) == []
+    for broken in (
+        {k: v for k, v in good.items() if k != "id"},
+        good | {"producer": "someone 1.0"},
+        good | {"reads": [dict(good["reads"][0], path="/abs/path")]},
+        good | {"table": {"shipped": False}},  # no reason
+        good | {"expected": {"outcome": "reject", "when": "commit", "error": "CommitConflict"}},
+    ):
+        assert golden.check_case_json(broken), broken
+
+
+@pytest.mark.skipif(not SPEC_DIR.is_dir(), reason="spec texts not present")
+def test_spec_clauses_are_quoted_from_the_spec():
+    texts = {p.name: _norm(p.read_text()) for p in SPEC_DIR.glob("00*.txt")}
+    for case in golden.CASES.values():
+        for ref in case.spec:
+            assert ref["file"] in texts, ref
+            assert _norm(ref["clause"]) in texts[ref["file"]], (case.id, ref["clause"])
+            assert _norm(ref["section"]) in texts[ref["file"]], (case.id, ref["section"])
+
+
+def test_cases_cover_every_spec_file_and_the_required_features():
+    files = {ref["file"] for c in golden.CASES.values() for ref in c.spec}
+    assert files == {golden.SPEC_000, golden.SPEC_001, golden.SPEC_002, golden.SPEC_003, golden.SPEC_004}
+    features = {f for c in golden.CASES.values() for f in c.features}
+    for needed in ("data_storage_version=2.0", "data_storage_version=2.1", "data_storage_version=2.2",
+                   "data_storage_version=legacy", "deletion-arrow", "deletion-roaring",
+                   "stable_row_ids", "add_columns", "drop_columns", "overwrite", "restore", "config",
+                   "tags", "branches", "v1-names", "legacy", "shallow_clone", "namespace"):
+        assert needed in features, needed
+    rejects = {c.id: c.expected for c in golden.CASES.values() if c.expected["outcome"] == "reject"}
+    assert {e["error"] for e in rejects.values()} == {"UnsupportedFeature", "FormatError", "CommitConflict"}
+
+
+def test_deletion_cases_hold_both_deletion_file_kinds():
+    assert list((ROOT / "deletion-arrow" / "table" / "_deletions").glob("*.arrow"))
+    assert not list((ROOT / "deletion-arrow" / "table" / "_deletions").glob("*.bin"))
+    assert list((ROOT / "deletion-roaring" / "table" / "_deletions").glob("*.bin"))
+
+
+def test_v1_names_and_legacy_cases_are_what_they_say():
+    names = [p.name for p in (ROOT / "v1-manifest-names" / "table" / "_versions").glob("*.manifest")]
+    assert sorted(names) == ["1.manifest", "2.manifest"]
+    data = next((ROOT / "legacy-file" / "table" / "data").glob("*.lance")).read_bytes()
+    assert data[-4:] == b"LANC" and data[-8:-4] == b"\x00\x00\x02\x00"  # version 0.2 tail
+    assert golden.load_case(ROOT / "legacy-file")["producer"] == "pylance 14.0.2"
+
+
+def test_stable_row_id_expectations_carry_rowid():
+    doc = golden.load_case(ROOT / "stable-row-ids")
+    for r in doc["reads"]:
+        t = golden.read_arrow(ROOT / "stable-row-ids" / "expected" / r["rows"])
+        assert "_rowid" in t.column_names and r["row_ids"]
+    last = golden.read_arrow(ROOT / "stable-row-ids" / "expected" / doc["reads"][-1]["rows"])
+    ids = dict(zip(last.column("id").to_pylist(), last.column("_rowid").to_pylist(), strict=True))
+    assert 1 not in ids and ids[0] == 0 and ids[5] == 5  # untouched rows keep their ids
+    assert ids[4] >= 12  # the updated row got a new id
+
+
+def test_shipped_tables_store_no_absolute_path():
+    for cdir in _case_dirs():
+        doc = golden.load_case(cdir)
+        if not doc["table"]["shipped"]:
+            assert not (cdir / "table").exists()
+            assert "absolute" in doc["table"]["reason"]
+            continue
+        assert golden.absolute_paths_in(cdir / "table", ["/work/", "/tmp/", "file://"]) == [], cdir.name
+
+
+def test_fixtures_are_small():
+    total = sum(p.stat().st_size for p in ROOT.rglob("*") if p.is_file())
+    assert total < 5 * 1024 * 1024
+
+
+def test_fixtures_verify_passes(capsys):
+    assert main(["fixtures", "verify"]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(golden.CASES)} of {len(golden.CASES)} cases verify" in out
+
+
+def _copy_case(tmp_path, cid) -> Path:
+    root = tmp_path / "golden"
+    shutil.copytree(ROOT / cid, root / cid)
+    return root
+
+
+def test_verify_fails_when_expected_rows_change(tmp_path, capsys):
+    root = _copy_case(tmp_path, "deletion-arrow")
+    path = root / "deletion-arrow" / "expected" / "v2.arrow"
+    t = golden.read_arrow(path)
+    golden._write_arrow(path, t.slice(0, t.num_rows - 1))
+    problems = golden.verify_case(root / "deletion-arrow")
+    assert any("v2" in p and "rows" in p for p in problems), problems
+    assert main(["fixtures", "verify", "--dir", str(root), "--case", "deletion-arrow"]) == 1
+    assert "FAIL deletion-arrow" in capsys.readouterr().out
+
+
+def test_verify_fails_when_a_value_changes(tmp_path):
+    root = _copy_case(tmp_path, "update")
+    path = root / "update" / "expected" / "v1.arrow"
+    t = golden.read_arrow(path)
+    cats = t.column("category").to_pylist()
+    cats[0] = "tampered"
+    golden._write_arrow(path, t.set_column(1, "category", pa.array(cats)))
+    assert any("values differ" in p for p in golden.verify_case(root / "update", regenerate=False))
+
+
+def test_verify_fails_when_one_data_byte_changes(tmp_path):
+    root = _copy_case(tmp_path, "types-2.1")
+    data = next((root / "types-2.1" / "table" / "data").glob("*.lance"))
+    raw = bytearray(data.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    data.write_bytes(bytes(raw))
+    problems = golden.verify_case(root / "types-2.1", regenerate=False)
+    assert any("content differs" in p for p in problems), problems
+
+
+def test_verify_fails_when_a_manifest_byte_changes(tmp_path):
+    root = _copy_case(tmp_path, "tags")
+    manifest = sorted((root / "tags" / "table" / "_versions").glob("*.manifest"))[0]
+    raw = bytearray(manifest.read_bytes())
+    raw[-20] ^= 0xFF
+    manifest.write_bytes(bytes(raw))
+    assert golden.verify_case(root / "tags", regenerate=False)
+
+
+def test_verify_reports_a_missing_case(tmp_path):
+    root = _copy_case(tmp_path, "config")
+    results = golden.verify_all(root, regenerate=False)
+    assert results["config"] == []
+    assert results["tags"] == ["case missing from the fixtures folder"]
+
+
+def test_generate_is_logically_reproducible(tmp_path, capsys):
+    assert main(["fixtures", "generate", "--out", str(tmp_path), "--case", "schema-evolution",
+                 "--case", "branches"]) == 0
+    for cid in ("schema-evolution", "branches"):
+        assert golden.compare_expected(ROOT / cid / "expected", tmp_path / cid / "expected") == []
+    assert main(["fixtures", "generate", "--out", str(tmp_path), "--case", "nope"]) == 2
+
+
+def test_pylance_producer_gives_the_same_logical_contents(pylance, tmp_path):
+    for cid in ("deletion-arrow", "schema-evolution", "tags", "overwrite"):
+        golden.generate_case(golden.CASES[cid], tmp_path, "pylance")
+        assert golden.load_case(tmp_path / cid)["producer"] == "pylance 14.0.2"
+        assert golden.compare_expected(ROOT / cid / "expected", tmp_path / cid / "expected") == []
+
+
+def test_reject_cases_refuse_with_the_expected_error():
+    from conformance.harness.reference import ReferenceAdapter
+
+    for cid in ("reject-unknown-reader-flag", "reject-unknown-encoding", "reject-unknown-txn-operation"):
+        doc = golden.load_case(ROOT / cid)
+        assert golden.reject_error(doc["expected"], ROOT / cid / "table", ReferenceAdapter()) == \
+            doc["expected"]["error"]
+    # and the same tables without the corruption are accepted
+    ok = golden.load_case(ROOT / "config")
+    assert golden.reject_error({"when": "read"}, ROOT / "config" / "table", ReferenceAdapter()) is None
+    assert ok["expected"] == {"outcome": "read"}
+
+
+def test_expected_versions_json_lists_every_read():
+    for cdir in _case_dirs():
+        doc = golden.load_case(cdir)
+        versions = json.loads((cdir / "expected" / "versions.json").read_text())
+        if doc["expected"]["outcome"] == "read":
+            assert [r["id"] for r in versions["reads"]] == [r["id"] for r in doc["reads"]]
+            for r in doc["reads"]:
+                assert (cdir / "expected" / r["rows"]).is_file()
+    tags = json.loads((ROOT / "tags" / "expected" / "versions.json").read_text())["tags"]
+    assert tags == {"v-one": 1, "two": 2}
