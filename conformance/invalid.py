@@ -1162,6 +1162,7 @@ BYTE_PATCHES: dict[str, tuple[str, int, bytes]] = {
     "FILE-006": ("2.1", 317, b"\x00"),     # inside column 0's ColumnMetadata
     "FILE-011": ("2.1", 590, b"\x00"),     # CMO table offset moved into the data region
     "FILE-013": ("2.1", 371, b"\x00"),     # a page length
+    "FILE-015": ("2.1", 372, b"\x32"),     # Page.encoding's tag: field 4 -> unknown field 6
     "ENC-001": ("2.1", 414, b"\x00"),
     "ENC-003": ("2.1", 194, b"\x00"),      # a variable-width offset
     "ENC-040": ("2.1", 411, b"\x1a"),
@@ -1213,6 +1214,8 @@ ALSO.update({
     "FILE-052": ["DATAFILE-003", "FILE-006"],
     # a page whose declared length is wrong also decodes to a different value count
     "FILE-013": ["ENC-046"],
+    # a page without its encoding cannot be decoded, which ENC-046 reports for the page
+    "FILE-015": ["ENC-046"],
     "ENC-042": ["ENC-046"],
 })
 

@@ -596,52 +596,93 @@ def alter_columns(ds, *alterations, commit_message: str | None = None):
 
 
 # -- compaction ---------------------------------------------------------------------------
+def _index_coverage(ds) -> dict[int, frozenset]:
+    """Fragment id -> the uuids of the indexes whose fragment bitmap names it (the
+    fragment reuse index left out)."""
+    from .table.index import FRAG_REUSE_INDEX_NAME, decode_fragment_bitmap
+
+    cover: dict[int, set] = {}
+    for im in ds.list_indices():
+        if im.name == FRAG_REUSE_INDEX_NAME:
+            continue
+        for fid in decode_fragment_bitmap(im.fragment_bitmap, path=ds.manifest_file.key).tolist():
+            cover.setdefault(fid, set()).add(bytes(im.uuid.uuid))
+    return {k: frozenset(v) for k, v in cover.items()}
+
+
+def _compaction_groups(ds, target_rows_per_fragment: int) -> list[list]:
+    """Runs of adjacent candidate fragments (fewer rows than the target, or with
+    deletions) that the same indexes cover; a run of one fragment without deletions is
+    left alone. pylance 14.0.2 plans the same way: fragments under an index are never
+    merged with fragments outside it."""
+    coverage = _index_coverage(ds)
+    runs, cur, key = [], [], None
+    for f in ds.manifest.fragments:
+        candidate = f.physical_rows < target_rows_per_fragment or f.HasField("deletion_file")
+        k = coverage.get(f.id, frozenset())
+        if cur and (not candidate or k != key):
+            runs.append(cur)
+            cur = []
+        if candidate:
+            cur.append(f)
+            key = k
+    if cur:
+        runs.append(cur)
+    return [r for r in runs if len(r) >= 2 or r[0].HasField("deletion_file")]
+
+
 def compact_files(ds, target_rows_per_fragment: int = 1024 * 1024, *, commit_message: str | None = None):
-    """Rewrite small fragments (fewer rows than the target) and fragments with deletions
-    into as few fragments as the target allows: ReserveFragments (107) for the new ids, then
-    Rewrite (104). Under stable row ids the row ids and the created-at / last-updated-at
-    version sequences move with their rows (as pylance 14.0.2 keeps them).
+    """Rewrite small fragments (fewer rows than the target) and fragments with deletions:
+    each run of adjacent such fragments covered by the same indexes
+    (:func:`_compaction_groups`) becomes as few fragments as the target allows.
+    ReserveFragments (107) for the new ids, then one Rewrite (104) with a group per run.
+    Under stable row ids the row ids and the created-at / last-updated-at version
+    sequences move with their rows (as pylance 14.0.2 keeps them).
 
     Indexes: like pylance's ``compact_files(defer_index_remap=True)`` (not its default,
     which rewrites every index's files under a new uuid), the index files are left alone.
     Each index keeps its fragment bitmap, still naming the old fragments, and the
-    ``__lance_frag_reuse`` index gains a version whose group maps the surviving old row
+    ``__lance_frag_reuse`` index gains a version whose groups map the surviving old row
     addresses to the new fragments (:func:`.table.fragment_reuse.defer_index_remap`,
     ``dataset_version`` = the version the Rewrite is built on). pylance keeps planning with
     such an index. A dataset without indexes gets no fragment reuse index."""
     from .table import operations
+    from .table.fragment_reuse import defer_index_remap, reuse_group
     from .write import write_fragments
 
-    from .table.fragment_reuse import defer_index_remap, reuse_group
-
     _check_writable(ds)
-    frags = list(ds.manifest.fragments)
-    chosen = [f for f in frags if f.physical_rows < target_rows_per_fragment or f.HasField("deletion_file")]
-    if len(chosen) < 2 and not any(f.HasField("deletion_file") for f in chosen):
+    runs = _compaction_groups(ds, target_rows_per_fragment)
+    if not runs:
         return ds
-    ids = {f.id for f in chosen}
     t = ds.to_table(with_row_address=True, with_row_id=_stable(ds))
     frag_of, _ = _split_addresses(t["_rowaddr"].to_numpy())
-    rows = t.filter(pa.array(np.isin(frag_of, list(ids))))
-    data = rows.select(ds.schema.names)
-    new = write_fragments(ds.store, data, list(ds.manifest.fields), file_version=_file_version(ds),
-                          max_rows_per_file=target_rows_per_fragment) if data.num_rows else []
-    if _stable(ds):  # ids and both version sequences move with the rows
-        rfrag, roff = _split_addresses(rows["_rowaddr"].to_numpy())
-        meta = _row_versions(ds, rfrag, roff) or (None, None)
-        _carry_row_meta(new, rows["_rowid"].to_numpy(), *meta)
-    reserved = _commit(ds, operations.reserve_fragments(ds.version, len(new)))
-    first = reserved.manifest.max_fragment_id - len(new) + 1
-    for i, f in enumerate(new):
-        f.id = first + i
-    txn = operations.rewrite(reserved.version, [(chosen, new)], commit_message=commit_message)
-    group = reuse_group(chosen, new, rows["_rowaddr"].to_numpy()) if new else None
+    planned = []  # (old fragments, new fragments, surviving old row addresses)
+    for old in runs:
+        rows = t.filter(pa.array(np.isin(frag_of, [f.id for f in old])))
+        data = rows.select(ds.schema.names)
+        new = write_fragments(ds.store, data, list(ds.manifest.fields), file_version=_file_version(ds),
+                              max_rows_per_file=target_rows_per_fragment) if data.num_rows else []
+        if _stable(ds):  # ids and both version sequences move with the rows
+            rfrag, roff = _split_addresses(rows["_rowaddr"].to_numpy())
+            meta = _row_versions(ds, rfrag, roff) or (None, None)
+            _carry_row_meta(new, rows["_rowid"].to_numpy(), *meta)
+        planned.append((old, new, rows["_rowaddr"].to_numpy()))
+    total = sum(len(new) for _, new, _ in planned)
+    reserved = _commit(ds, operations.reserve_fragments(ds.version, total))
+    next_id = reserved.manifest.max_fragment_id - total + 1
+    for _, new, _ in planned:
+        for f in new:
+            f.id = next_id
+            next_id += 1
+    txn = operations.rewrite(reserved.version, [(old, new) for old, new, _ in planned],
+                             commit_message=commit_message)
+    reuse = [reuse_group(old, new, addrs) for old, new, addrs in planned if new]
 
     def remap(indices, version):
         # no index, nothing to translate (pylance then adds no fragment reuse index either)
-        if not indices or group is None:
+        if not indices or not reuse:
             return indices
-        return defer_index_remap(indices, [group], version - 1)
+        return defer_index_remap(indices, reuse, version - 1)
 
     return _commit(reserved, txn, remap_indices=remap)
 

@@ -61,7 +61,7 @@ class _State:
     tmp = None
 
 
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselect the items
 def pytest_collection_modifyitems(session, config, items) -> None:
     spec = config.getoption("--lance-impl")
     if not spec:

@@ -543,3 +543,110 @@ def test_hostile_location_is_refused_not_followed(tmp_path):
             call()
         assert info.value.rule == "NS-008"
     assert (outside / "_versions").is_dir()
+
+
+def test_memory_root():
+    import uuid
+
+    ns = DirectoryNamespace(f"memory://ns-{uuid.uuid4().hex}/root")
+    ns.create_namespace(["a"])
+    d = ns.create_table(["a", "t"], T)
+    assert ns.list_tables(["a"]) == ["t"]
+    ns.drop_table(["a", "t"])
+    assert ns.list_tables(["a"]) == []
+    assert not any(True for _ in ns.store.list(d.location + "/"))
+
+
+def test_compat_deregister_hides_v1_directory(tmp_path):
+    ns = _ns(tmp_path)
+    ns.create_table(["t"], T)
+    ns.deregister_table(["t"])
+    assert ns.list_tables([]) == [] and not ns.table_exists(["t"])
+    assert os.path.isdir(os.path.join(ns.root, "t.lance", "_versions"))
+    assert v2.find(ns.manifest.read()[1], "t") is None
+
+
+def test_ids_taken_by_the_other_kind(tmp_path):
+    ns = _ns(tmp_path)
+    ns.create_namespace(["n"])
+    ns.create_table(["t"], T)
+    with pytest.raises(TableAlreadyExists):
+        ns.create_table(["n"], T)
+    with pytest.raises(NamespaceAlreadyExists):
+        ns.create_namespace(["t"])
+    with pytest.raises(NamespaceNotFound):
+        ns.describe_namespace(["t"])
+    with pytest.raises(TableNotFound):
+        ns.describe_table(["n"])
+
+
+# -- a model-based soak run (slow) -------------------------------------------------------------
+@pytest.mark.slow
+def test_operation_scripts_match_a_model(tmp_path):
+    """Random scripts of namespace operations against a dict model; the namespace stays
+    valid for our validator throughout."""
+    import itertools
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    counter = itertools.count()
+    names = st.sampled_from(["a", "b", "c"])
+    op = st.tuples(st.sampled_from(["create_ns", "create_t", "drop_t", "drop_ns", "rename"]),
+                   st.lists(names, min_size=1, max_size=2), st.lists(names, min_size=1, max_size=2))
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.lists(op, min_size=1, max_size=12), st.booleans())
+    def run(script, listing):
+        ns = DirectoryNamespace(str(tmp_path / f"r{next(counter)}"), dir_listing_enabled=listing)
+        model: dict[str, str] = {}  # object id -> "namespace" | "table"
+
+        def parent_ok(parts):
+            return len(parts) == 1 or model.get(ids.object_id(parts[:-1])) == "namespace"
+
+        for kind, parts, other in script:
+            oid, ooid = ids.object_id(parts), ids.object_id(other)
+            if kind == "create_ns":
+                ok = parent_ok(parts) and oid not in model
+                effect = {oid: "namespace"}
+            elif kind == "create_t":
+                ok = parent_ok(parts) and oid not in model
+                effect = {oid: "table"}
+            elif kind == "drop_t":
+                ok = model.get(oid) == "table"
+                effect = {oid: None}
+            elif kind == "drop_ns":
+                ok = model.get(oid) == "namespace" and not any(
+                    k.startswith(oid + "$") for k in model)
+                effect = {oid: None}
+            else:
+                ok = model.get(oid) == "table" and parent_ok(other) and ooid not in model
+                effect = {oid: None, ooid: "table"}
+            call = {"create_ns": lambda p, o: ns.create_namespace(p),
+                    "create_t": lambda p, o: ns.create_table(p, T),
+                    "drop_t": lambda p, o: ns.drop_table(p),
+                    "drop_ns": lambda p, o: ns.drop_namespace(p),
+                    "rename": lambda p, o: ns.rename_table(p, o)}[kind]
+            if ok:
+                call(parts, other)
+                for k, v in effect.items():
+                    if v is None:
+                        model.pop(k, None)
+                    else:
+                        model[k] = v
+            else:
+                with pytest.raises((InvalidInput, NotFound, TableAlreadyExists,
+                                    NamespaceAlreadyExists)):
+                    call(parts, other)
+        for parent in [[]] + [ids.split_object_id(k) for k, v in model.items() if v == "namespace"]:
+            want_t = sorted(ids.split_object_id(k)[-1] for k, v in model.items()
+                            if v == "table" and ids.split_object_id(k)[:-1] == parent)
+            want_n = sorted(ids.split_object_id(k)[-1] for k, v in model.items()
+                            if v == "namespace" and ids.split_object_id(k)[:-1] == parent)
+            assert ns.list_tables(parent) == want_t
+            assert ns.list_namespaces(parent) == want_n
+        if ns.manifest.version():
+            rep = validate_namespace(ns.root)
+            assert rep.conforms and not rep.warnings, rep.render("text")
+
+    run()

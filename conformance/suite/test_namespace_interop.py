@@ -18,6 +18,8 @@ import pytest
 from conformance.engine.namespace import validate_namespace
 from reference_impl.namespace import DirectoryNamespace, TableAlreadyExists, ids
 
+pytestmark = pytest.mark.interop
+
 T = pa.table({"a": [1, 2, 3], "s": ["x", "y", None]})
 MODES = {
     "compat": {},
@@ -173,6 +175,19 @@ def test_rename_is_ours_only(pylance, tmp_path):
     assert theirs.list_tables(_req("ListTablesRequest", id=[])).tables == []
 
 
+def test_our_deregister_seen_by_pylance(pylance, tmp_path):
+    """A deregistered root table keeps its directory with .lance-deregistered, which
+    pylance's compatibility-mode listing honours too."""
+    root = str(tmp_path / "root")
+    ours = _ours(root, "compat")
+    ours.create_table(["t"], T)
+    ours.create_table(["keep"], T)
+    ours.deregister_table(["t"])
+    theirs = _theirs(root, "compat")
+    assert theirs.list_tables(_req("ListTablesRequest", id=[])).tables == ["keep"]
+    assert os.path.isdir(os.path.join(root, "t.lance"))
+
+
 def test_migration_read_by_pylance_v2_only(pylance, tmp_path):
     root = tmp_path / "root"
     pylance.write_dataset(T, str(root / "legacy.lance"))
@@ -200,23 +215,24 @@ def test_pylance_inline_indexes_satisfy_ns011(pylance, tmp_path):
 
 # -- S3 --------------------------------------------------------------------------------------
 @pytest.mark.s3
+@pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("s3_bucket", ["moto", "seaweedfs"], indirect=True)
-def test_s3_both_directions(pylance, s3_bucket):
+def test_s3_both_directions(pylance, s3_bucket, mode):
     opts = s3_bucket.storage_options
     root_ours = f"{s3_bucket.uri}/ours"
-    tables = _we_populate(_ours(root_ours, "compat", opts), "compat")
-    _pylance_reads(pylance, _theirs(root_ours, "compat", opts), tables, "compat", opts)
+    tables = _we_populate(_ours(root_ours, mode, opts), mode)
+    _pylance_reads(pylance, _theirs(root_ours, mode, opts), tables, mode, opts)
     _conforms(root_ours, opts)
 
     root_theirs = f"{s3_bucket.uri}/theirs"
-    tables = _pylance_populates(_theirs(root_theirs, "compat", opts), "compat")
-    ours = _ours(root_theirs, "compat", opts)
-    _we_read(ours, tables, "compat")
-    gone = ours.describe_table(["sales", "eu", "orders"]).location
+    tables = _pylance_populates(_theirs(root_theirs, mode, opts), mode)
+    ours = _ours(root_theirs, mode, opts)
+    _we_read(ours, tables, mode)
+    gone = ours.describe_table(tables[-1]).location
     assert any(True for _ in ours.store.list(gone + "/"))
-    ours.drop_table(["sales", "eu", "orders"])
+    ours.drop_table(tables[-1])
     assert not any(True for _ in ours.store.list(gone + "/"))
-    assert ours.list_tables(["sales", "eu"]) == []
+    assert not ours.table_exists(tables[-1])
     _conforms(root_theirs, opts)
 
 

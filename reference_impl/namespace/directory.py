@@ -130,19 +130,18 @@ class DirectoryNamespace:
                 f"{what} requires manifest_enabled=true (child namespaces and multi-level "
                 "ids are only supported with the __manifest table)")
 
-    def _check_parent(self, parts: list[str], rows: pa.Table) -> None:
-        """NamespaceNotFound unless the namespace holding ``parts`` exists."""
-        parent = parts[:-1]
-        if not parent:
+    def _require_namespace(self, parts: list[str], rows: pa.Table) -> None:
+        """NamespaceNotFound unless the namespace ``parts`` exists (the root always does)."""
+        if not parts:
             return
         self._need_manifest("a child namespace")
-        row = v2.find(rows, ids.object_id(parent))
+        row = v2.find(rows, ids.object_id(parts))
         if row is None or row.object_type != v2.NAMESPACE:
-            raise NamespaceNotFound(f"namespace {parent} does not exist")
+            raise NamespaceNotFound(f"namespace {parts} does not exist")
 
-    def _require_namespace(self, parts: list[str], rows: pa.Table) -> None:
-        if parts:
-            self._check_parent(parts + ["_"], rows)
+    def _check_parent(self, parts: list[str], rows: pa.Table) -> None:
+        """NamespaceNotFound unless the namespace holding the object ``parts`` exists."""
+        self._require_namespace(parts[:-1], rows)
 
     def _listed(self, parts: list[str]) -> bool:
         """True when the root table ``parts`` exists by directory listing."""
@@ -290,7 +289,7 @@ class DirectoryNamespace:
         self._check_parent(parts, rows)
         found = self._find_table(parts, rows)
         if found is None and self.manifest is not None and v2.find(rows, ids.object_id(parts)):
-            raise NamespaceAlreadyExists(f"{parts} is a namespace")
+            raise TableAlreadyExists(f"the id {parts} is taken by a namespace")
         if found is not None:
             location, row = found
             if mode != "exist_ok" and v1.is_declared_only(self.store, location):

@@ -16,13 +16,12 @@ Two decoders live here and must agree (a test checks it):
   it is the readable definition.
 * :func:`decode` is the page decoder used by the reader, vectorised over all values of a page.
   Every token becomes a row id into a table of 8-byte rows (rows 0..255 the symbols, rows
-  256..511 the literal bytes, escape tokens have length 0). The output length of token ``t`` is
-  ``len[id[t]]``; its running sum gives each token's output position. The gather index of output
-  byte ``p`` inside token ``t`` is ``8*id[t] + (p - pos[t])``: an array of ones with, at each
-  token start, the jump from the previous token's last byte to this token's first byte, turned
-  into indices by one cumulative sum. When a page has no escape bytes, tokens are taken two at a
-  time (a table of ``n_symbols**2`` 16-byte symbol pairs, row ``c0 * n_symbols + c1``), which halves the per-token work.
-  The string offsets are the running sum sampled at the compressed value boundaries.
+  256..511 the literal bytes; escape tokens have length 0). Token ``t`` outputs
+  ``len[id[t]]`` bytes; the running sum ``cum`` of those lengths is each token's output
+  position, byte plane ``j`` of every token is scattered to ``cum[t] + j`` (see
+  :func:`_expand`), and the string offsets are ``cum`` sampled at the compressed value
+  boundaries. Escape and literal bytes are told apart by their parity inside each run of 255
+  bytes of a value.
 """
 
 from __future__ import annotations
@@ -38,8 +37,6 @@ from .values import Var
 RULE = "ENC-030"
 ESCAPE = 255
 TABLE_SIZE = 8 + 256 * 8 + 256
-# pages with fewer compressed bytes than this do not pay for building the pair table
-PAIR_THRESHOLD = 1 << 16
 
 
 def parse_symbol_table(table: bytes):
@@ -94,43 +91,35 @@ def _expand(ids: np.ndarray, tok_len: np.ndarray, table: np.ndarray):
     """Concatenate ``table[id][:tok_len[id]]`` over ``ids`` -> ``(bytes, cum)``.
 
     ``cum`` (len(ids)+1) is the running output length before each token. Every id must index
-    ``table`` and every length be <= its width (the callers validate codes first).
+    ``table`` and every length be <= 8 (the callers validate codes first).
+
+    Byte plane ``j`` (byte ``j`` of every token) is written at ``cum[t] + j``, planes from the
+    last to the first. A plane may be written for *every* token, even those shorter than
+    ``j + 1``: the stray byte lands inside a later token at a smaller offset, whose plane is
+    written afterwards and overwrites it. Planes that few tokens reach are written for those only.
     """
-    width = table.shape[1]
-    tl = tok_len[ids]
-    idx_t = np.int32 if len(ids) * width < (1 << 31) - 1 else np.int64
-    cum = np.zeros(len(ids) + 1, idx_t)
-    np.cumsum(tl, dtype=idx_t, out=cum[1:])
+    code = ids.astype(np.intp)
+    m = len(code)
+    lens8 = tok_len.astype(np.uint8)
+    tl = np.take(lens8, code)
+    cum = np.zeros(m + 1, np.intp)
+    np.cumsum(tl, out=cum[1:])
     total = int(cum[-1])
+    out = np.empty(total + 8, np.uint8)
     if total == 0:
-        return np.zeros(0, np.uint8), cum
-    live = tl > 0
-    if live.all():
-        lid, ltl, lpos = ids, tl, cum[:-1]
-    else:
-        lid, ltl, lpos = ids[live], tl[live], cum[:-1][live]
-    base = lid.astype(idx_t) * width
-    jump = np.empty(len(base), idx_t)
-    jump[0] = base[0]
-    # from the last byte of the previous token (base + len - 1) to this token's first byte
-    np.subtract(base[1:], base[:-1], out=jump[1:])
-    np.subtract(jump[1:], ltl[:-1], out=jump[1:], casting="unsafe")
-    jump[1:] += 1
-    gather = np.ones(total, idx_t)
-    gather[lpos] = jump
-    np.cumsum(gather, out=gather)
-    return np.take(table.reshape(-1), gather), cum
-
-
-def _pair_table(sym: np.ndarray, lens: np.ndarray, n: int):
-    """Row ``c0 * n + c1``: symbol c0 then symbol c1 (16 bytes); and their summed length."""
-    ids = np.arange(n * n)
-    c0, c1 = ids // n, ids % n
-    l0 = lens[c0]
-    pair = np.zeros((n * n, 17), np.uint8)  # one spare column: symbol bytes past 16 are zeros
-    pair[:, :8] = sym[c0]
-    pair[ids[:, None], l0[:, None] + np.arange(8)] = sym[c1]
-    return pair[:, :16].copy(), (l0 + lens[c1]).astype(np.uint8)
+        return out[:0], cum
+    top = int(lens8.max())
+    # share of tokens reaching each plane, estimated on a sample
+    sample = np.bincount(tl[::61], minlength=9)[::-1].cumsum()[::-1]
+    pos = cum[:-1]
+    for j in range(top - 1, -1, -1):
+        plane = np.ascontiguousarray(table[:, j])
+        if sample[j + 1] * 20 > sample[0]:
+            out[pos + j] = np.take(plane, code)
+        else:
+            sel = np.flatnonzero(tl > j)
+            out[pos[sel] + j] = np.take(plane, code[sel])
+    return out[:total], cum
 
 
 def _escape_masks(data: np.ndarray, offs: np.ndarray):
@@ -167,19 +156,6 @@ def decode(table: bytes, comp: Var) -> Var:
         hi = int(data.max())
         if hi >= nsym:
             raise FormatError(f"FSST code {hi} outside the {nsym}-symbol table", rule=RULE)
-        if m >= PAIR_THRESHOLD:
-            k = m // 2
-            pair_sym, pair_len = _pair_table(sym, lens, nsym)
-            pairs = data[0:2 * k:2].astype(np.int32)
-            pairs *= nsym
-            pairs += data[1:2 * k:2]
-            out, pcum = _expand(pairs, pair_len, pair_sym)
-            if m & 1:
-                out = np.concatenate([out, sym[data[-1], :lens[data[-1]]]])
-            odd = (offs & 1).astype(bool)
-            new_off = pcum[offs >> 1].astype(np.int64)
-            new_off[odd] += lens8[data[offs[odd] - 1]]
-            return Var(new_off, out)
         out, cum = _expand(data, lens8, sym)
         return Var(cum[offs].astype(np.int64), out)
     escape, literal = _escape_masks(data, offs)
