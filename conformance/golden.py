@@ -13,7 +13,8 @@ A case lives in ``fixtures/golden/<case-id>/``::
     table/                the dataset (relative paths only, so the folder can move)
     expected/v{N}.arrow   Arrow IPC file of the logical rows of one read (``_rowid`` when
                           the case is about row ids); other paths' reads are ``{path}/v{N}.arrow``
-    expected/versions.json  per read: row count and schema; the tags of the table
+    expected/versions.json  per read: row count, schema and the tags naming that version;
+                          the tags of the table
     expected/files.json   sha256 of every file of ``table/`` (shipped cases)
 
 The case id never changes. A case whose table must hold absolute paths (branches and
@@ -100,6 +101,8 @@ C_READER_FLAGS = ref(SPEC_004, "Manifest",
 C_NAMESPACE_V1 = ref(SPEC_002, "V1: Directory Listing",
                      "In V1, a table exists in a Lance directory namespace if a table directory of the "
                      "specific name exists.")
+C_INDEX = ref(SPEC_004, "IndexMetadata",
+               "Unique ID of an index. It is unique across all the dataset versions.")
 C_LEGACY = ref(SPEC_003, "File Version", "0.1 Any Any This is the initial Lance format.")
 
 
@@ -178,6 +181,14 @@ def _build_legacy(table: Path, producer) -> None:
 
     lance.write_dataset(sc.table_for(_d("mixed", 16)), str(table), data_storage_version="legacy")
     lance.write_dataset(sc.table_for(_d("mixed", 4, 16)), str(table), mode="append")
+
+
+def _build_scalar_index(table: Path, producer) -> None:
+    import lance
+
+    lance.write_dataset(sc.table_for(_d("small", 40)), str(table))
+    lance.dataset(str(table)).create_scalar_index("id", "BTREE")
+    lance.write_dataset(sc.table_for(_d("small", 5, 40)), str(table), mode="append")
 
 
 def _build_namespace(table: Path, producer) -> None:
@@ -298,6 +309,9 @@ _case(GoldenCase("v1-manifest-names", "V1 manifest names ({version}.manifest)",
 _case(GoldenCase("portable-copy", "a table read after being moved (relative paths only)",
                  [C_PORTABLE], ["portability"],
                  [{"op": "create", "data": _d("small", 6)}, {"op": "delete", "where": "id = 0"}]))
+_case(GoldenCase("index-scalar", "a BTREE index over part of the fragments; readers ignore "
+                 "what they do not use", [C_INDEX], ["indices"], producer="pylance",
+                 producers=("pylance",), build=_build_scalar_index))
 _case(GoldenCase("namespace-dir-v1", "a V1 directory namespace of two tables",
                  [C_NAMESPACE_V1], ["namespace"], build=_build_namespace,
                  extra_paths=("alpha.lance", "beta.lance")))
@@ -454,7 +468,9 @@ def generate_case(case: GoldenCase, out: Path, producer: str | None = None, *,
                 reads.append({"id": rid, "path": path, "version": v, "rows": name,
                               "row_ids": case.row_ids})
                 versions["reads"].append({"id": rid, "num_rows": rows.num_rows,
-                                          "schema": _schema_strings(rows)})
+                                          "schema": _schema_strings(rows),
+                                          "tags": sorted(n for n, tv in _tags(table / path).items()
+                                                         if tv == v)})
         versions["tags"] = _tags(table)
     else:
         versions["versions"] = [v for v in _reference_versions_or_listing(table) if v is not None]

@@ -26,7 +26,6 @@ the serialized ``DataFragment``; the driver sorts them by fragment and commits.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -268,5 +267,3 @@ def _write_on_spark(job: WriteJob, bounds, *, master=None, spark=None, partition
                                f"expected 0..{len(bounds) - 1}")
     return [table_pb2.DataFragment.FromString(b) for _, b in got]
 
-
-_ = os

@@ -71,7 +71,9 @@ def validate_namespace(root: str, storage_options: dict | None = None, deep: boo
     started = time.monotonic()
     try:
         store = open_store(root, storage_options)
-        empty = not any(True for _ in store.list(""))
+        from reference_impl.namespace.v1 import _list_all
+
+        empty = not any(True for _ in _list_all(store))
     except LanceError as exc:
         raise DatasetNotFound(f"cannot open namespace root {root}: {exc}") from None
     if empty:

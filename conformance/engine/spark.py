@@ -137,15 +137,23 @@ def validate(uri: str, *, master: str | None = None, spark=None, versions="lates
     equal to the local engine's apart from ``elapsed_s``.
 
     ``spark``: an existing SparkSession (else one on ``master`` is started, ``local[*]``
-    by default). Raises :class:`SparkEngineError` when Spark cannot run the checks and
+    by default, once the driver has planned data-file work; a ``spark://`` master is
+    probed before anything is read). Raises :class:`SparkEngineError` when Spark cannot run the checks and
     :class:`~.local.DatasetNotFound` when the driver finds no dataset."""
-    from conformance.spark_session import DEFAULT_CONNECT_TIMEOUT, SparkUnavailable, get_session
+    from conformance.spark_session import (
+        DEFAULT_CONNECT_TIMEOUT,
+        SparkUnavailable,
+        check_master,
+        get_session,
+    )
 
     started = time.monotonic()
     deadline = None if timeout is None else started + float(timeout)
+    wait = connect_timeout or DEFAULT_CONNECT_TIMEOUT
     if spark is None:
+        # a master that does not answer fails before any manifest is read
         try:
-            spark = get_session(master, connect_timeout=connect_timeout or DEFAULT_CONNECT_TIMEOUT)
+            check_master(master or "local[*]", wait)
         except SparkUnavailable as exc:
             raise SparkEngineError(str(exc)) from None
     p = plan(uri, versions=versions, deep=deep, rules=rules, skip=skip,
@@ -153,6 +161,12 @@ def validate(uri: str, *, master: str | None = None, spark=None, versions="lates
     p.started = started
     target = _absolute(uri)
     items = [dataclasses.replace(i, uri=target) for i in p.items]
+    if spark is None and items:
+        # the session starts only when there is data-file work to hand out
+        try:
+            spark = get_session(master, connect_timeout=wait)
+        except SparkUnavailable as exc:
+            raise SparkEngineError(str(exc)) from None
     if progress and items:
         progress("data files", 0, len(items))
     results, finished = run_items(spark, items, partitions=partitions, deadline=deadline)

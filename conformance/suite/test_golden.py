@@ -68,7 +68,7 @@ def test_cases_cover_every_spec_file_and_the_required_features():
     for needed in ("data_storage_version=2.0", "data_storage_version=2.1", "data_storage_version=2.2",
                    "data_storage_version=legacy", "deletion-arrow", "deletion-roaring",
                    "stable_row_ids", "add_columns", "drop_columns", "overwrite", "restore", "config",
-                   "tags", "branches", "v1-names", "legacy", "shallow_clone", "namespace"):
+                   "tags", "branches", "v1-names", "legacy", "shallow_clone", "namespace", "indices"):
         assert needed in features, needed
     rejects = {c.id: c.expected for c in golden.CASES.values() if c.expected["outcome"] == "reject"}
     assert {e["error"] for e in rejects.values()} == {"UnsupportedFeature", "FormatError", "CommitConflict"}
@@ -211,5 +211,7 @@ def test_expected_versions_json_lists_every_read():
             assert [r["id"] for r in versions["reads"]] == [r["id"] for r in doc["reads"]]
             for r in doc["reads"]:
                 assert (cdir / "expected" / r["rows"]).is_file()
-    tags = json.loads((ROOT / "tags" / "expected" / "versions.json").read_text())["tags"]
-    assert tags == {"v-one": 1, "two": 2}
+    doc = json.loads((ROOT / "tags" / "expected" / "versions.json").read_text())
+    assert doc["tags"] == {"v-one": 1, "two": 2}
+    assert [(r["id"], r["tags"], r["num_rows"]) for r in doc["reads"]] == [
+        ("v1", ["v-one"], 5), ("v2", ["two"], 10)]

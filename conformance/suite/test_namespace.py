@@ -233,6 +233,7 @@ def test_refused_requests_change_nothing(tmp_path, call):
 
 
 def test_refused_request_on_fresh_root_creates_no_manifest(tmp_path):
+    write_dataset(T, str(tmp_path / "sibling.lance"))  # beside the missing root
     ns = _ns(tmp_path)
     with pytest.raises(NamespaceNotFound):
         ns.create_table(["p", "t"], T)
@@ -524,6 +525,8 @@ def test_cli_validate_namespace(tmp_path, capsys):
     bad = _write_rows(tmp_path / "bad", [("x", "view", None, None)])
     assert main(["validate", "--namespace", bad, "--format", "json"]) == 1
     assert "NS-004" in capsys.readouterr().out
+    with pytest.raises(DatasetNotFound):
+        validate_namespace(str(tmp_path / "missing"))
     (tmp_path / "empty").mkdir()
     assert main(["validate", "--namespace", str(tmp_path / "empty")]) == 2
     with pytest.raises(DatasetNotFound):

@@ -57,6 +57,7 @@ from .encodings.v2_1 import constant as constant_layout
 from .encodings.v2_1 import full_zip, mini_block, repdef
 from .encodings.v2_1.values import Fixed, Var, concat
 from .page import page_layout, read_page_buffers
+from .random_access import chunk_runs, load_page_index, read_run
 
 DECODERS: dict[str, Callable] = {}
 RULE_SCHEMA = "FILE-009"
@@ -114,10 +115,19 @@ def _chain(path, layers, values, leaf_valid) -> Node:
     return node
 
 
-def _decode_page_2_1(container: FileContainer, page, path, field_: pa.Field) -> Node:
-    layout = page_layout(page, path=container.path)
-    buffers = read_page_buffers(container, page)
-    rows = int(page.length)
+def _decode_page_2_1(container: FileContainer, page, path, field_: pa.Field, *, layout=None,
+                     buffers=None, rows=None) -> Node:
+    """Decode one page of one leaf column into a node chain.
+
+    ``layout``/``buffers``/``rows`` override the page's own (random access decodes a run of
+    mini-block chunks as a small page, see :mod:`.random_access`).
+    """
+    if layout is None:
+        layout = page_layout(page, path=container.path)
+    if buffers is None:
+        buffers = read_page_buffers(container, page)
+    if rows is None:
+        rows = int(page.length)
     leaf = path[-1]
     kind = layout.WhichOneof("layout")
     version = container.version_name
@@ -367,6 +377,7 @@ class LanceFileReader:
         if self.container.is_legacy:
             raise UnsupportedFeature("legacy 0.1 files are read by reference_impl.file.legacy")
         self.version = self.container.version_name
+        self._page_index: dict = {}  # (column, page) -> random_access.PageIndex
         if self.version == "2.3":
             raise UnsupportedFeature("Lance file version 2.3 (PlanarLayout) is not supported")
         from reference_impl.table.schema import fields_to_arrow
@@ -485,38 +496,115 @@ class LanceFileReader:
         if len(idx) and (idx.min() < 0 or idx.max() >= self.num_rows):
             raise IndexError("take index outside the file")
         if family(self.version) == "2.0":
-            return self.read_all().select(self._names(columns)).take(pa.array(idx))
+            return self._take_2_0(idx, columns)
         sel = self._select(columns)
         starts = self._column_starts()
-        dec = self._decoder()
         arrays = []
         for i in sel:
             f = self.schema.field(i)
-            pages = _page_rows(self.container, starts[i])
-            bounds = np.array([p[0] for p in pages] + [self.num_rows], np.int64)
-            page_of = np.searchsorted(bounds, idx, side="right") - 1
-            chunks = []
-            for pg in np.unique(page_of):
-                s, ln = pages[pg]
-                res = dec(self.container, starts[i], f, (s, s + ln))
-                arr = res[0].slice(s - res[2], ln) if len(res) > 2 else res[0]
-                chunks.append((pg, arr))
-            if not chunks:
-                arrays.append(pa.array([], f.type))
-                continue
-            base = {}
-            total = 0
-            for pg, arr in chunks:
-                base[pg] = total
-                total += len(arr)
-            whole = pa.concat_arrays([a for _, a in chunks]) if len(chunks) > 1 else chunks[0][1]
-            local = idx - np.array([pages[p][0] for p in page_of], np.int64) + np.array([base[p] for p in page_of], np.int64)
-            arrays.append(whole.take(pa.array(local)))
+            leaves = list(_leaf_paths(f))
+            if len(leaves) == 1:
+                arrays.append(self._take_single_leaf(f, starts[i], leaves[0], idx))
+            else:
+                arrays.append(self._take_pages(f, starts[i], idx))
         fields = [self.schema.field(i).remove_metadata() for i in sel]
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
+    def load_page_index(self, columns: Sequence | None = None) -> int:
+        """Read the search buffers (chunk metadata, dictionary, repetition index) of every
+        mini-block page of ``columns`` (all by default) into the page index, as a reader does
+        once before serving random access; returns the number of pages indexed. After this a
+        ``take`` of one row costs one read per mini-block column."""
+        if family(self.version) == "2.0":
+            return 0
+        starts = self._column_starts()
+        n = 0
+        for i in self._select(columns):
+            leaves = list(_leaf_paths(self.schema.field(i)))
+            if len(leaves) != 1:
+                continue
+            col = starts[i]
+            for pg, page in enumerate(self.container.columns[col].pages):
+                layout = page_layout(page, path=self.container.path)
+                if layout.WhichOneof("layout") == "mini_block_layout" and (col, pg) not in self._page_index:
+                    self._page_index[(col, pg)] = load_page_index(self.container, page, layout.mini_block_layout,
+                                                                  self.version)
+                    n += 1
+        return n
+
+    def _take_pages(self, f: pa.Field, col: int, idx: np.ndarray) -> pa.Array:
+        """Take through whole pages: every page holding a requested row is decoded."""
+        pages = _page_rows(self.container, col)
+        bounds = np.array([p[0] for p in pages] + [self.num_rows], np.int64)
+        page_of = np.searchsorted(bounds, idx, side="right") - 1
+        pieces = []
+        for pg in np.unique(page_of).tolist():
+            s, ln = pages[pg]
+            res = self._decoder()(self.container, col, f, (s, s + ln))
+            first = res[2] if len(res) > 2 else s
+            pieces.append((s, res[0].slice(s - first, ln)))
+        return _take_from_pieces(f, pieces, idx)
+
+    def _take_single_leaf(self, f: pa.Field, col: int, path, idx: np.ndarray) -> pa.Array:
+        """Take for a field with one leaf column: mini-block pages are read chunk run by chunk
+        run through the cached page index (one read per run), other layouts page by page."""
+        if not len(idx):
+            return pa.array([], f.type)
+        c = self.container
+        pages = list(c.columns[col].pages)
+        _check_pages(c, col, pages)
+        bounds = np.array([int(p.priority) for p in pages] + [self.num_rows], np.int64)
+        page_of = np.searchsorted(bounds, idx, side="right") - 1
+        pieces = []
+        for pg in np.unique(page_of).tolist():
+            page = pages[pg]
+            base = int(page.priority)
+            layout = page_layout(page, path=c.path)
+            if layout.WhichOneof("layout") != "mini_block_layout":
+                res = decode_column_2_1(c, col, f, (base, base + int(page.length)))
+                pieces.append((base, res[0].slice(base - res[2], int(page.length))))
+                continue
+            key = (col, pg)
+            index = self._page_index.get(key)
+            if index is None:
+                index = self._page_index[key] = load_page_index(c, page, layout.mini_block_layout, self.version)
+            wanted = np.unique(idx[page_of == pg]) - base
+            for c0, c1 in chunk_runs(index, wanted):
+                sub, bufs, rows, first = read_run(c, page, layout.mini_block_layout, index, c0, c1)
+                sub_layout = type(layout)()
+                sub_layout.mini_block_layout.CopyFrom(sub)
+                node = _decode_page_2_1(c, page, path, f, layout=sub_layout, buffers=bufs, rows=rows)
+                arr = _to_arrow(f, node)
+                if len(arr) != rows:
+                    raise FormatError(f"chunks {c0}..{c1} decode {len(arr)} rows, index says {rows}",
+                                      rule="ENC-041", path=c.path)
+                pieces.append((base + first, arr))
+        return _take_from_pieces(f, pieces, idx)
+
+    def _take_2_0(self, idx: np.ndarray, columns) -> pa.Table:
+        """2.0 take: decode only the row range spanned by each needed page group."""
+        from .encodings.v2_0 import take as take20
+
+        return take20.take(self, idx, self._names(columns))
+
     def _names(self, columns):
         return [self.schema.field(i).name for i in self._select(columns)]
+
+
+def _take_from_pieces(f: pa.Field, pieces: list, idx: np.ndarray) -> pa.Array:
+    """Rows ``idx`` out of decoded pieces ``(first_row, array)`` that together cover them."""
+    if not pieces:
+        return pa.array([], f.type)
+    pieces.sort(key=lambda p: p[0])
+    firsts = np.array([p[0] for p in pieces], np.int64)
+    lens = np.array([len(p[1]) for p in pieces], np.int64)
+    base = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    k = np.searchsorted(firsts, idx, side="right") - 1
+    local = idx - firsts[k]
+    if np.any(k < 0) or np.any(local >= lens[k]):
+        raise FormatError("decoded pages do not cover the requested rows", rule=RULE_PAGES)
+    whole = pa.concat_arrays([p[1] for p in pieces]) if len(pieces) > 1 else pieces[0][1]
+    return whole.take(pa.array(local + base[k]))
 
 
 def open_file(store, key: str, *, size: int | None = None) -> LanceFileReader:

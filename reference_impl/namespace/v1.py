@@ -42,12 +42,22 @@ def table_exists(root: ObjectStore, name: str) -> bool:
     return directory_has_files(root, d) and not is_deregistered(root, d)
 
 
+def _list_all(root: ObjectStore):
+    """Every object under the root; nothing when a local root directory does not exist yet
+    (``LocalStore.list("")`` on a missing root would walk its parent directory)."""
+    from ..io.local import LocalStore
+
+    if isinstance(root, LocalStore) and not root.root.is_dir():
+        return iter(())
+    return root.list("")
+
+
 def list_tables(root: ObjectStore) -> list[str]:
     """Names of the root tables found by directory listing, sorted (deregistered ones left
     out). Sub-directories that are not ``<valid name>.lance`` are ignored."""
     names = set()
     deregistered = set()
-    for info in root.list(""):
+    for info in _list_all(root):
         top, sep, rest = info.key.partition("/")
         if not sep:
             continue

@@ -79,6 +79,59 @@ def unpack_any(raw: bytes, expected_url: str, message, *, path=None, offset=None
     return message
 
 
+class LazyPageBuffers(Sequence):
+    """A page's buffers, read on first use with one ranged read covering all of them.
+
+    A 2.0 ``take`` decodes only the pages holding the requested rows, so page bytes are not
+    read when the column is set up but the first time a decoder asks for one of them.
+    """
+
+    def __init__(self, offsets, sizes, read_range: Callable[[int, int], bytes]) -> None:
+        self._spans = [(int(o), int(s)) for o, s in zip(offsets, sizes, strict=False)]
+        self._read_range = read_range
+        self._views = None
+
+    def __len__(self) -> int:
+        return len(self._spans)
+
+    def _load(self) -> list:
+        live = [(o, s) for o, s in self._spans if s]
+        if not live:
+            return [memoryview(b"") for _ in self._spans]
+        lo = min(o for o, _ in live)
+        hi = max(o + s for o, s in live)
+        if hi - lo > MAX_PAGE_SPAN:  # far-apart buffers: read them one by one
+            return [memoryview(self._read_range(o, s)) if s else memoryview(b"") for o, s in self._spans]
+        block = memoryview(self._read_range(lo, hi - lo))
+        return [block[o - lo:o - lo + s] if s else memoryview(b"") for o, s in self._spans]
+
+    def __getitem__(self, i):
+        if self._views is None:
+            self._views = self._load()
+        return self._views[i]
+
+
+class LazyList(Sequence):
+    """``n`` items produced by ``fetch(i)`` on first use (global buffers of a 2.0 file)."""
+
+    def __init__(self, n: int, fetch: Callable[[int], bytes]) -> None:
+        self._n, self._fetch, self._cache = n, fetch, {}
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i):
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        if i not in self._cache:
+            self._cache[i] = memoryview(self._fetch(i))
+        return self._cache[i]
+
+
+#: page buffers further apart than this are read separately rather than as one span
+MAX_PAGE_SPAN = 1 << 30
+
+
 def column_from_metadata(
     meta: file2_pb2.ColumnMetadata,
     read_range: Callable[[int, int], bytes],
@@ -121,10 +174,7 @@ def column_from_metadata(
             path=path,
             offset=first,
         )
-        buffers = [
-            memoryview(read_range(o, s)) if s else memoryview(b"")
-            for o, s in zip(page.buffer_offsets, page.buffer_sizes, strict=False)
-        ]
+        buffers = LazyPageBuffers(page.buffer_offsets, page.buffer_sizes, read_range)
         ctx = PageContext(
             buffers, column_buffers, file_buffers, path=path, offset=first, read_range=read_range
         )
@@ -372,18 +422,12 @@ def strip_field_ids(schema: pa.Schema) -> pa.Schema:
 # -- the shared reader's decoder hook ----------------------------------------------------------
 
 
-def decode_column_2_0(container, column_index: int, field: pa.Field, page_range=None):
-    """``reference_impl.file.reader`` decoder for 2.0 files: ``(array, next_column_index)``.
-
-    ``container`` is a ``FileContainer``; its columns are parsed into :class:`Column`
-    objects once and kept on the container. ``page_range`` is ignored: the whole field
-    is decoded and the reader slices it.
-    """
+def container_columns(container) -> list[Column]:
+    """The container's columns as :class:`Column` objects, built once (page bytes stay unread
+    until a decoder needs them) and kept on the container."""
     columns = getattr(container, "_v2_0_columns", None)
     if columns is None:
-        gbufs = [
-            memoryview(container.read_global_buffer(i)) for i in range(container.num_global_buffers)
-        ]
+        gbufs = LazyList(container.num_global_buffers, container.read_global_buffer)
         columns = [
             column_from_metadata(m, container.read_buffer, path=container.path, file_buffers=gbufs)
             for m in container.columns
@@ -392,6 +436,17 @@ def decode_column_2_0(container, column_index: int, field: pa.Field, page_range=
             container._v2_0_columns = columns
         except (AttributeError, TypeError):  # a frozen or slotted container: no cache
             pass
+    return columns
+
+
+def decode_column_2_0(container, column_index: int, field: pa.Field, page_range=None):
+    """``reference_impl.file.reader`` decoder for 2.0 files: ``(array, next_column_index)``.
+
+    ``container`` is a ``FileContainer``; its columns are parsed into :class:`Column`
+    objects once and kept on the container. ``page_range`` is ignored: the whole field
+    is decoded and the reader slices it.
+    """
+    columns = container_columns(container)
     try:
         return decode_field(field, columns, column_index)
     except (pa.ArrowException, ValueError, OverflowError) as exc:
