@@ -126,6 +126,9 @@ def run_items(spark, items: list[DataFileItem], *, partitions: int | None = None
         return [], False
     if "error" in box:
         raise SparkEngineError(f"Spark job failed: {_short_reason(box['error'])}") from None
+    if len(box["result"]) != len(items):
+        raise SparkEngineError(f"Spark returned results for {len(box['result'])} of "
+                               f"{len(items)} data files")
     return box["result"], True
 
 

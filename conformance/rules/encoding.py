@@ -8,31 +8,31 @@ layouts.
 
 from __future__ import annotations
 
-from .file import _check, _loc, container_of, reader_of
-from .registry import Finding, rule
+from .file import _check, _loc, container_of, decode_findings
+from .registry import Finding, get_rule, rule
 
 _DEC = {}
 
 
 def _decoded(ctx):
-    if "enc_findings" not in ctx.cache:
-        c, _err = container_of(ctx)
-        if c is None or c.is_legacy or c.version_name not in ("2.1", "2.2"):
-            ctx.cache["enc_findings"] = []
-        else:
-            from reference_impl.file import checks
+    c, _err = container_of(ctx)
+    if c is None or c.is_legacy or c.version_name not in ("2.1", "2.2"):
+        return []
+    return decode_findings(ctx)
 
-            r, err = reader_of(ctx)
-            if r is None:
-                ctx.cache["enc_findings"] = [(getattr(err, "rule", None) or "ENC-046", str(err), None)]
-            else:
-                ctx.cache["enc_findings"] = checks.decode_all(r)
-    return ctx.cache["enc_findings"]
+
+def _registered(rule_id) -> bool:
+    try:
+        get_rule(rule_id)
+    except KeyError:
+        return False
+    return True
 
 
 def _from_decode(ctx, rule_id):
     for rid, msg, off in _decoded(ctx):
-        mine = rid == rule_id or (rule_id == "ENC-046" and rid not in _DEC)
+        # ENC-046 also reports decoder ids the catalog does not know (none should remain)
+        mine = rid == rule_id or (rule_id == "ENC-046" and not _registered(rid))
         if mine:
             yield Finding(f"[{rid}] {msg}" if rid != rule_id else msg, _loc(ctx, off))
 
@@ -66,6 +66,25 @@ _decode_rule("ENC-043", "full-zip rows fill the zipped buffer as the repetition 
              "entry *r* is the byte offset of row *r*'s first control word in buffer 0, and the last entry is buffer 0's length")
 _decode_rule("ENC-044", "constant pages carry a value of the field's width", "3.4 Constant / all-null layout (`PageLayout` field 2)",
              "present if the Arrow value is a single buffer of ≤ 32 bytes")
+_decode_rule("ENC-002", "flat buffers hold count x bits_per_value bits", "4.1 Flat",
+             "A buffer of `bits_per_value`-bit values [E]. Sub-byte widths (bool, 1 bit) are packed LSB first")
+_decode_rule("ENC-013", "byte-stream-split chunks hold B planes of n bytes", "4.8 ByteStreamSplit `{values: flat 32|64}` [E]",
+             "Within each chunk of n values and B = T/8 bytes per value, the buffer holds B planes of n bytes")
+_decode_rule("ENC-014", "fixed-size list values carry their validity bitmaps and dim x rows flat items",
+             "4.10 FixedSizeList `{items_per_value, has_validity, values}`",
+             "value buffers = one bitmap per nested FSL layer with `has_validity` (outermost first), then the flat items")
+_decode_rule("ENC-015", "packed struct rows are flat values of the summed whole-byte child widths",
+             "4.11 PackedStruct `{bits_per_value[], values: flat(Σ)}` [E]",
+             "Field *i* occupies `bits_per_value[i]` bits at a fixed byte position in each row")
+_decode_rule("ENC-016", "variable packed struct fields stay inside their value",
+             "4.12 VariablePackedStruct `{fields[{value, bits_per_value | bits_per_length}]}` (2.2+ only) [E][B]",
+             "variable fields contribute a `bits_per_length`-bit length followed by the bytes")
+_decode_rule("ENC-017", "dictionary indices are integers inside the dictionary", "3.2 Mini-block layout",
+             "The chunk values are then **i32 dictionary indices**, 0-based.")
+_decode_rule("ENC-045", "decoded values fit the field's Arrow type", "1.1 Field to column mapping",
+             "primitive, string/binary, decimal, fixed_size_binary, `fixed_size_list<primitive>` | 1 column")
+_decode_rule("ENC-047", "blob descriptors are (u64 position, u64 size) rows inside the file", "3.5 Blob layouts",
+             "Each row is (u64 absolute file position, u64 size).")
 _decode_rule("ENC-046", "decoded value counts match the declared lengths", "6. Known traps",
              "`MiniBlockLayout.num_items` = visible values")
 

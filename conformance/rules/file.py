@@ -40,6 +40,29 @@ def reader_of(ctx):
     return ctx.cache["file_reader"]
 
 
+def decode_findings(ctx) -> list:
+    """``checks.decode_all`` over the context's data file (any v2.x version), cached."""
+    if "file_decode_findings" not in ctx.cache:
+        c, _err = container_of(ctx)
+        if c is None or c.is_legacy:
+            ctx.cache["file_decode_findings"] = []
+        else:
+            from reference_impl.file import checks
+
+            r, err = reader_of(ctx)
+            if r is None:
+                ctx.cache["file_decode_findings"] = [(getattr(err, "rule", None) or "ENC-046", str(err), None)]
+            else:
+                ctx.cache["file_decode_findings"] = checks.decode_all(r)
+    return ctx.cache["file_decode_findings"]
+
+
+def _from_decode(ctx, rule_id):
+    for rid, msg, off in decode_findings(ctx):
+        if rid == rule_id:
+            yield Finding(msg, _loc(ctx, off))
+
+
 def _loc(ctx, offset=None):
     loc = {"path": ctx.file_key}
     if offset is not None:
@@ -150,3 +173,19 @@ def page_encodings(ctx):
 
     yield from _check(ctx, checks.encodings, "FILE-015")
     yield from _check(ctx, checks.layout_grammar, "FILE-015")
+
+
+@rule("FILE-009", title="the schema maps onto the file's columns", severity="error", spec="FILE-ENCODINGS",
+      section="1.1 Field to column mapping",
+      clause="Column order follows the schema's pre-order walk; `DataFile.column_indices` records it",
+      scope="data_file", deep=True)
+def schema_columns(ctx):
+    yield from _from_decode(ctx, "FILE-009")
+
+
+@rule("FILE-010", title="every field decodes to the file's row count, its columns paged alike", severity="error",
+      spec="FILE-ENCODINGS", section="1.2 Page metadata",
+      clause="Within a column, pages appear in row order and cover contiguous, non-overlapping row ranges",
+      scope="data_file", deep=True)
+def field_rows(ctx):
+    yield from _from_decode(ctx, "FILE-010")

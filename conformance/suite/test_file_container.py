@@ -294,3 +294,120 @@ def test_legacy_file_from_pylance(pylance, tmp_path):
     assert c.is_legacy and c.version_name == "0.1" and c.num_rows == 10
     with pytest.raises(UnsupportedFeature):
         LanceFileReader(LocalStore(str(data)), name)
+
+
+# ------------------------------------------------- decoder ids registered as rules (issue 3)
+
+
+@pytest.fixture
+def sample_more(pylance, tmp_path):
+    """A 2.2 file with flat floats, a fixed-size list, packed structs (fixed and variable
+    children) and a blob column."""
+    n = 300
+    rng = np.random.default_rng(0)
+    fields = [pa.field("f", pa.float64()), pa.field("v", pa.list_(pa.float32(), 4)),
+              pa.field("ps", pa.struct([("a", pa.int32()), ("b", pa.float64())]),
+                       metadata={"lance-encoding:packed": "true"}),
+              pa.field("vps", pa.struct([("a", pa.int32()), ("s", pa.string())]),
+                       metadata={"lance-encoding:packed": "true"}),
+              pa.field("blob", pa.large_binary(), metadata={"lance-encoding:blob": "true"})]
+    table = pa.table({
+        "f": rng.random(n),
+        "v": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(4 * n).astype(np.float32)), 4),
+        "ps": pa.StructArray.from_arrays([pa.array(np.arange(n, dtype=np.int32)), pa.array(rng.random(n))], ["a", "b"]),
+        "vps": pa.StructArray.from_arrays([pa.array(np.arange(n, dtype=np.int32)),
+                                           pa.array([f"s{i}" for i in range(n)])], ["a", "s"]),
+        "blob": pa.array([bytes([i % 256]) * 100 for i in range(n)], pa.large_binary()),
+    }, schema=pa.schema(fields))
+    write(pylance, tmp_path / "m22.lance", table, "2.2")
+    return tmp_path, table
+
+
+def test_sample_more_reads_like_pylance(pylance, sample_more):
+    tmp_path, _ = sample_more
+    got = LanceFileReader(LocalStore(str(tmp_path)), "m22.lance").read_all()
+    assert got.equals(pylance.file.LanceFileReader(str(tmp_path / "m22.lance")).read_all().to_table())
+
+
+def _bss16(lay, pg):
+    vc = _mb(lay).value_compression
+    vc.Clear()
+    vc.byte_stream_split.values.flat.bits_per_value = 16
+
+
+def _vps_no_width(lay, pg):
+    lay.full_zip_layout.value_compression.variable_packed_struct.fields[0].ClearField("bits_per_value")
+
+
+MORE_CASES = [
+    ("ENC-002", "f", lambda lay, pg: setattr(_mb(lay).value_compression.flat, "bits_per_value", 128)),
+    ("ENC-013", "f", _bss16),
+    ("ENC-014", "v", lambda lay, pg: setattr(_mb(lay).value_compression.fixed_size_list, "items_per_value", 0)),
+    ("ENC-015", "ps", lambda lay, pg: _mb(lay).value_compression.packed_struct.bits_per_value.__setitem__(1, 60)),
+    ("ENC-016", "vps", _vps_no_width),
+    ("ENC-047", "blob", lambda lay, pg: lay.blob_layout.inner_layout.full_zip_layout.SetInParent()),
+]
+
+
+@pytest.mark.parametrize("rule_id,column,fn", MORE_CASES, ids=[c[0] for c in MORE_CASES])
+def test_more_encoding_rules(sample_more, rule_id, column, fn):
+    tmp_path, table = sample_more
+    assert not run_rule(rule_id, tmp_path, "m22.lance")
+    key = mutate_page(tmp_path, "m22.lance", _col(table, column), fn)
+    found = run_rule(rule_id, tmp_path, key)
+    assert found, (rule_id, [f for r in ("ENC-001", "ENC-046") for f in run_rule(r, tmp_path, key)])
+    assert not run_rule("ENC-046", tmp_path, key)  # reported under its own id only
+    with pytest.raises(FormatError) as e:
+        LanceFileReader(LocalStore(str(tmp_path)), key).read_all()
+    assert e.value.rule == rule_id
+
+
+@pytest.mark.parametrize("rule_id,column,fn", [
+    ("ENC-017", "low", lambda lay, pg: setattr(_mb(lay), "num_dictionary_items", 1)),
+    ("ENC-045", "i", lambda lay, pg: setattr(_mb(lay).value_compression.inline_bitpacking,
+                                             "uncompressed_bits_per_value", 32)),
+], ids=["ENC-017", "ENC-045"])
+def test_dictionary_and_type_rules(sample, rule_id, column, fn):
+    tmp_path, table = sample
+    assert not run_rule(rule_id, tmp_path, "f22.lance")
+    key = mutate_page(tmp_path, "f22.lance", _col(table, column), fn)
+    assert run_rule(rule_id, tmp_path, key), [f for r in ("ENC-001", "ENC-046") for f in run_rule(r, tmp_path, key)]
+
+
+def test_schema_columns_rule(sample):
+    """FILE-009: the schema needs one column per leaf; a file missing its last column fails."""
+    tmp_path, _ = sample
+    raw = (tmp_path / "f22.lance").read_bytes()
+    c = read_container(LocalStore(str(tmp_path)), "f22.lance")
+    cols = [file2_pb2.ColumnMetadata.FromString(m.SerializeToString()) for m in c.columns][:-1]
+    (tmp_path / "short.lance").write_bytes(rewrite_tail(raw, c, columns=cols))
+    assert not run_rule("FILE-009", tmp_path, "f22.lance")
+    assert run_rule("FILE-009", tmp_path, "short.lance")
+
+
+def test_field_rows_rule(pylance, tmp_path):
+    """FILE-010: a 2.0 column whose pages hold fewer rows than the FileDescriptor says."""
+    from reference_impl.proto import file_pb2
+
+    table = pa.table({"a": pa.array(np.arange(100))})
+    write(pylance, tmp_path / "f20.lance", table, "2.0")
+    raw = (tmp_path / "f20.lance").read_bytes()
+    c = read_container(LocalStore(str(tmp_path)), "f20.lance")
+    pos, size = c.global_buffers[0]
+    desc = file_pb2.FileDescriptor.FromString(raw[pos:pos + size])
+    desc.length = 101
+    body = desc.SerializeToString()
+    head = bytearray(raw[:c.column_meta_start])
+    head += b"\0" * (-len(head) % 64)
+    new_pos = len(head)
+    head += body
+
+    class Tail:  # the container with a longer data region
+        column_meta_start = len(head)
+        columns = c.columns
+        global_buffers = [(new_pos, len(body))] + list(c.global_buffers[1:])
+        version = c.version
+
+    (tmp_path / "rows.lance").write_bytes(rewrite_tail(bytes(head), Tail))
+    assert not run_rule("FILE-010", tmp_path, "f20.lance")
+    assert run_rule("FILE-010", tmp_path, "rows.lance")

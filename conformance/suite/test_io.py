@@ -536,3 +536,14 @@ def test_server_stop_ends_process_and_removes_its_directory(moto_server):
 
     assert not port_accepts(port)
     assert moto_server.running  # the session's server is a different process
+
+
+def test_local_store_on_a_missing_root_lists_nothing(tmp_path):
+    """A store whose root directory does not exist yet lists nothing (and never walks
+    the parent directory)."""
+    from reference_impl.io.local import LocalStore
+
+    (tmp_path / "sibling.txt").write_bytes(b"x")
+    store = LocalStore(tmp_path / "missing")
+    assert list(store.list("")) == []
+    assert list(store.list("_versions/")) == []

@@ -206,7 +206,7 @@ def test_pylance_inline_indexes_satisfy_ns011(pylance, tmp_path):
     p = PylanceNamespace(root=root, inline_optimization_enabled="true")
     p.create_namespace(_req("CreateNamespaceRequest", id=["n"]))
     p.create_table(_req("CreateTableRequest", id=["n", "t"]), _ipc(T))
-    assert len(pylance.dataset(os.path.join(root, "__manifest")).list_indices()) == 3
+    assert len(pylance.dataset(os.path.join(root, "__manifest")).describe_indices()) == 3
     rep = validate_namespace(root)
     assert "NS-011" in rep.rules_checked
     assert not [f for f in rep.findings if f.rule.startswith("NS-")], rep.render("text")
@@ -214,9 +214,14 @@ def test_pylance_inline_indexes_satisfy_ns011(pylance, tmp_path):
 
 
 # -- S3 --------------------------------------------------------------------------------------
+# every mode on moto; on SeaweedFS the compatibility mode by default, the others under -m slow
+_S3_CASES = [pytest.param(server, mode, id=f"{server}-{mode}",
+                          marks=[pytest.mark.slow] if server == "seaweedfs" and mode != "compat" else [])
+             for server in ("moto", "seaweedfs") for mode in MODES]
+
+
 @pytest.mark.s3
-@pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("s3_bucket", ["moto", "seaweedfs"], indirect=True)
+@pytest.mark.parametrize("s3_bucket, mode", _S3_CASES, indirect=["s3_bucket"])
 def test_s3_both_directions(pylance, s3_bucket, mode):
     opts = s3_bucket.storage_options
     root_ours = f"{s3_bucket.uri}/ours"

@@ -67,7 +67,12 @@ def value_shape(field: pa.Field) -> tuple[str, int]:
     if pa.types.is_fixed_size_list(t):
         return "fsl", 0
     if pa.types.is_struct(t):
-        return "fixed", sum(storage(c.type).bit_width for c in t)
+        if any(is_variable(c.type) for c in t):
+            return "var", 0  # 2.2 variable packed struct: one variable-length value per row
+        try:
+            return "fixed", sum(storage(c.type).bit_width for c in t)
+        except ValueError:
+            raise FormatError(f"packed struct {t} has a child of no fixed width", rule=RULE) from None
     try:
         return "fixed", t.bit_width
     except ValueError:
@@ -146,6 +151,16 @@ def leaf_array(field: pa.Field, values, valid: np.ndarray | None) -> pa.Array:
         if not isinstance(values, Fsl):
             raise FormatError(f"fixed-size list {field.name!r} decoded as {type(values).__name__}", rule=RULE)
         arr = _fsl_array(st, values, valid)
+    elif pa.types.is_struct(st) and isinstance(values, list):
+        # variable packed struct: one decoded stream per child (FILE-ENCODINGS §4.12)
+        if len(values) != st.num_fields:
+            raise FormatError(f"packed struct {field.name!r} decoded {len(values)} of {st.num_fields} children",
+                              rule=RULE)
+        kids = [leaf_array(c, part, None) for c, part in zip(st, values)]
+        n = len(kids[0]) if kids else 0
+        if any(len(k) != n for k in kids):
+            raise FormatError(f"packed struct {field.name!r} children differ in length", rule=RULE)
+        arr = pa.Array.from_buffers(st, n, [_bitmap(valid)], children=kids)
     elif pa.types.is_struct(st):
         if not isinstance(values, Fixed):
             raise FormatError(f"packed struct {field.name!r} not fixed width", rule=RULE)

@@ -22,7 +22,7 @@ the path and the offending offset.
 Rule ids used here: FILE-001 footer (size, magic), FILE-002 footer offsets/tables out of
 bounds, FILE-003 unknown version, FILE-004 global buffer out of bounds, FILE-005
 FileDescriptor does not parse / missing, FILE-006 column metadata out of bounds or does
-not parse, FILE-007 page buffer out of bounds.
+not parse, FILE-011 page buffer out of bounds.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ RULE_VERSION = "FILE-003"
 RULE_GLOBAL = "FILE-004"
 RULE_DESCRIPTOR = "FILE-005"
 RULE_COLMETA = "FILE-006"
-RULE_PAGE_BUFFER = "FILE-007"
+RULE_PAGE_BUFFER = "FILE-011"  # page buffers lie inside the file
 
 VERSION_NAMES = {(0, 3): "2.0", (2, 0): "2.0", (2, 1): "2.1", (2, 2): "2.2", (2, 3): "2.3"}
 

@@ -17,8 +17,8 @@ from reference_impl.errors import FormatError, UnsupportedFeature
 from reference_impl.proto import encodings_v2_1_pb2
 
 PAGE_LAYOUT_URL = "/lance.encodings21.PageLayout"
-RULE_ENCODING = "FILE-008"
-RULE_BUFFERS = "FILE-007"
+RULE_ENCODING = "FILE-015"  # page encodings are direct Anys of the layout type
+RULE_BUFFERS = "FILE-011"  # page buffers pair up and lie inside the file
 MAX_SPAN = 1 << 31
 
 

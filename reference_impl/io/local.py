@@ -79,7 +79,8 @@ class LocalStore(ObjectStore):
         base = self.root
         start = base / prefix.rstrip("/") if prefix.rstrip("/") else base
         # A prefix may end inside a name ("_versions/1"): walk its directory and filter.
-        walk_from = start if start.is_dir() else start.parent
+        # Never walk above the root: a missing root lists nothing.
+        walk_from = start if start.is_dir() or start == base else start.parent
         if not walk_from.is_dir():
             return
         for dirpath, _dirnames, filenames in os.walk(walk_from):
