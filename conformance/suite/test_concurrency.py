@@ -108,6 +108,7 @@ def test_mixed_writers_moto(s3_bucket, pylance):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 @pytest.mark.interop
 @pytest.mark.parametrize("kind", ["local", "moto", "seaweedfs"])
 def test_mixed_writers_processes(kind, tmp_path, request, pylance):
@@ -126,6 +127,7 @@ def test_mixed_writers_processes(kind, tmp_path, request, pylance):
 
 # -- the long runs -------------------------------------------------------------------------
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 @pytest.mark.s3
 @pytest.mark.parametrize("server", ["moto", "seaweedfs"])
 def test_state_machine_s3(server, request):
@@ -136,12 +138,14 @@ def test_state_machine_s3(server, request):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_state_machine_local_long(tmp_path):
     counter = iter(range(10**6))
     _run(machine(lambda: (str(tmp_path / f"ds{next(counter)}"), {}), writers=4), MORE)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_state_machine_processes(tmp_path):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
@@ -179,7 +183,8 @@ def test_a_broken_writer_is_found_and_shrunk_to_a_minimal_interleaving(tmp_path)
         runs.append([])
         return str(tmp_path / f"ds{next(counter)}"), {}
 
-    profile = settings(max_examples=200, stateful_step_count=10, deadline=None, database=None)
+    profile = settings(max_examples=100, stateful_step_count=6, deadline=None, database=None,
+                       report_multiple_bugs=False)
     with pytest.raises((AssertionError, Flaky)):
         _run(machine(location, writers=2, runner=lying_runner, validate=False), profile)
     last = runs[-1]

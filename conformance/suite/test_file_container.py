@@ -329,10 +329,10 @@ def test_sample_more_reads_like_pylance(pylance, sample_more):
     assert got.equals(pylance.file.LanceFileReader(str(tmp_path / "m22.lance")).read_all().to_table())
 
 
-def _bss16(lay, pg):
+def _bss8(lay, pg):
     vc = _mb(lay).value_compression
     vc.Clear()
-    vc.byte_stream_split.values.flat.bits_per_value = 16
+    vc.byte_stream_split.values.flat.bits_per_value = 8
 
 
 def _vps_no_width(lay, pg):
@@ -341,7 +341,7 @@ def _vps_no_width(lay, pg):
 
 MORE_CASES = [
     ("ENC-002", "f", lambda lay, pg: setattr(_mb(lay).value_compression.flat, "bits_per_value", 128)),
-    ("ENC-013", "f", _bss16),
+    ("ENC-013", "f", _bss8),
     ("ENC-014", "v", lambda lay, pg: setattr(_mb(lay).value_compression.fixed_size_list, "items_per_value", 0)),
     ("ENC-015", "ps", lambda lay, pg: _mb(lay).value_compression.packed_struct.bits_per_value.__setitem__(1, 60)),
     ("ENC-016", "vps", _vps_no_width),

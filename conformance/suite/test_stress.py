@@ -165,6 +165,7 @@ def test_compaction_under_concurrency_keeps_deletions(tmp_path):
 
 # -- the full size of the brief -----------------------------------------------------------
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("kind", ["local", "moto", "seaweedfs"])
 @pytest.mark.parametrize("with_pylance", [False, True], ids=["ours", "with-pylance"])
 def test_eight_writers_twenty_five_commits(kind, with_pylance, tmp_path, request):
@@ -186,6 +187,7 @@ def test_eight_writers_twenty_five_commits(kind, with_pylance, tmp_path, request
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)
 def test_processes_mixed_ops_local(tmp_path):
     r = run_stress(str(tmp_path / "ds"), writers=4, commits=10, ops=SAFE_OPS, processes=True, seed=22)
     _assert_clean(r)

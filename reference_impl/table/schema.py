@@ -79,10 +79,10 @@ metadata under the key ``b"lance:field_id"`` (decimal ASCII), so a round trip
 ``arrow_to_fields(fields_to_arrow(f))`` keeps the ids. Schema metadata
 (``Manifest.schema_metadata`` = 5) becomes the Arrow schema metadata.
 
-Errors (``FormatError`` rule ids of this module, SCHEMA-050..059): SCHEMA-050 unknown
-logical type (``UnsupportedFeature``); SCHEMA-051 duplicate field id; SCHEMA-052 a
-parent id that names no field, or nesting too deep; SCHEMA-053 children that do not fit
-the logical type; SCHEMA-054 a malformed logical-type parameter.
+Errors carry the catalog id of the rule they break: SCHEMA-004 an unknown logical type
+(``UnsupportedFeature``) or a malformed logical-type parameter; SCHEMA-001 a duplicate
+field id; SCHEMA-008 a negative id; SCHEMA-002 a parent id that names no field, a parent
+cycle, or nesting too deep; SCHEMA-005 children that do not fit the logical type.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ _PLAIN, _VAR_BINARY, _DICTIONARY = 1, 2, 3
 
 # --------------------------------------------------------------------------- logical types
 
-def _bad(msg: str, rule: str = "SCHEMA-054") -> FormatError:
+def _bad(msg: str, rule: str = "SCHEMA-004") -> FormatError:
     return FormatError(msg, rule=rule)
 
 
@@ -140,7 +140,7 @@ def _int_param(text: str, what: str, lo: int, hi: int, lt: str) -> int:
 def parse_logical_type(lt: str) -> pa.DataType:
     """The Arrow type of a logical type that has no child fields (every type except
     ``list``, ``large_list``, ``struct`` and ``map``). Raises ``UnsupportedFeature``
-    (SCHEMA-050) for an unknown spelling, ``FormatError`` (SCHEMA-054) for bad numbers."""
+    (SCHEMA-004) for an unknown spelling, ``FormatError`` (SCHEMA-004) for bad numbers."""
     if not isinstance(lt, str) or len(lt) > 4096:
         raise _bad("logical type is not a short string")
     if lt in _PRIMITIVES:
@@ -186,8 +186,8 @@ def parse_logical_type(lt: str) -> pa.DataType:
         value = parse_logical_type(":".join(parts[:-2]))
         return pa.dictionary(index, value, ordered=parts[-1] == "true")
     if lt in _NESTED:
-        raise FormatError(f"logical type {lt!r} needs child fields", rule="SCHEMA-053")
-    raise UnsupportedFeature(f"unknown logical type {lt!r}", rule="SCHEMA-050")
+        raise FormatError(f"logical type {lt!r} needs child fields", rule="SCHEMA-005")
+    raise UnsupportedFeature(f"unknown logical type {lt!r}", rule="SCHEMA-004")
 
 
 def logical_type_of(t: pa.DataType) -> str:
@@ -270,8 +270,8 @@ def _extension_metadata(t: pa.BaseExtensionType) -> bytes:
 class SchemaTree:
     """The parent/child structure of a flat field list, checked once.
 
-    Raises ``FormatError`` for duplicate ids (SCHEMA-051) and for fields whose parent
-    does not exist or that nest deeper than ``MAX_DEPTH`` (SCHEMA-052)."""
+    Raises ``FormatError`` for duplicate ids (SCHEMA-001) and for fields whose parent
+    does not exist or that nest deeper than ``MAX_DEPTH`` (SCHEMA-002)."""
 
     def __init__(self, fields: Iterable[file_pb2.Field]):
         self.fields: list[file_pb2.Field] = list(fields)
@@ -280,15 +280,15 @@ class SchemaTree:
         for f in self.fields:
             if f.id in self._by_id:
                 raise FormatError(f"field id {f.id} is used twice ({self._by_id[f.id].name!r}, "
-                                  f"{f.name!r})", rule="SCHEMA-051")
+                                  f"{f.name!r})", rule="SCHEMA-001")
             if f.id < 0:
-                raise FormatError(f"field {f.name!r} has a negative id {f.id}", rule="SCHEMA-051")
+                raise FormatError(f"field {f.name!r} has a negative id {f.id}", rule="SCHEMA-008")
             self._by_id[f.id] = f
             self._children.setdefault(f.id, [])
         for f in self.fields:
             if f.parent_id != -1 and f.parent_id not in self._by_id:
                 raise FormatError(f"field {f.name!r} (id {f.id}) names parent {f.parent_id}, "
-                                  f"which is not in the schema", rule="SCHEMA-052")
+                                  f"which is not in the schema", rule="SCHEMA-002")
             self._children[f.parent_id].append(f)
         # every field must be reachable from the top level within MAX_DEPTH
         seen = 0
@@ -297,17 +297,17 @@ class SchemaTree:
         while level:
             depth += 1
             if depth > MAX_DEPTH:
-                raise FormatError(f"schema nests deeper than {MAX_DEPTH} levels", rule="SCHEMA-052")
+                raise FormatError(f"schema nests deeper than {MAX_DEPTH} levels", rule="SCHEMA-002")
             seen += len(level)
             level = [c.id for fid in level for c in self._children[fid]]
         if seen != len(self.fields):
-            raise FormatError("schema has fields that form a parent cycle", rule="SCHEMA-052")
+            raise FormatError("schema has fields that form a parent cycle", rule="SCHEMA-002")
 
     def field_by_id(self, field_id: int) -> file_pb2.Field:
         try:
             return self._by_id[field_id]
         except KeyError:
-            raise FormatError(f"no field with id {field_id}", rule="SCHEMA-052") from None
+            raise FormatError(f"no field with id {field_id}", rule="SCHEMA-002") from None
 
     def has(self, field_id: int) -> bool:
         return field_id in self._by_id
@@ -403,30 +403,30 @@ def _to_arrow_field(tree: SchemaTree, f: file_pb2.Field) -> pa.Field:
     if lt in ("list", "large_list", "list.struct", "large_list.struct"):
         if len(kids) != 1:
             raise FormatError(f"{lt} field {f.name!r} (id {f.id}) has {len(kids)} children, "
-                              f"needs 1", rule="SCHEMA-053")
+                              f"needs 1", rule="SCHEMA-005")
         item = _to_arrow_field(tree, kids[0])
         if lt.endswith(".struct") and not pa.types.is_struct(item.type):
-            raise FormatError(f"{lt} field {f.name!r}: child is not a struct", rule="SCHEMA-053")
+            raise FormatError(f"{lt} field {f.name!r}: child is not a struct", rule="SCHEMA-005")
         t = pa.list_(item) if lt.startswith("list") else pa.large_list(item)
     elif lt == "struct":
         t = pa.struct([_to_arrow_field(tree, c) for c in kids])
     elif lt == "map":
         if len(kids) != 1 or kids[0].logical_type != "struct":
             raise FormatError(f"map field {f.name!r} (id {f.id}) needs one struct child",
-                              rule="SCHEMA-053")
+                              rule="SCHEMA-005")
         kv = tree.children_of(kids[0].id)
         if len(kv) != 2:
             raise FormatError(f"map field {f.name!r}: entries has {len(kv)} children, needs 2",
-                              rule="SCHEMA-053")
+                              rule="SCHEMA-005")
         key, value = (_to_arrow_field(tree, c) for c in kv)
         try:
             t = pa.map_(key.with_nullable(False), value)
         except (pa.ArrowException, ValueError, TypeError) as exc:
-            raise FormatError(f"map field {f.name!r}: {exc}", rule="SCHEMA-053") from None
+            raise FormatError(f"map field {f.name!r}: {exc}", rule="SCHEMA-005") from None
     else:
         if kids:
             raise FormatError(f"field {f.name!r} (id {f.id}) of type {lt!r} has children",
-                              rule="SCHEMA-053")
+                              rule="SCHEMA-005")
         t = parse_logical_type(lt)
     return pa.field(f.name, t, nullable=f.nullable, metadata=_arrow_metadata(f))
 
