@@ -104,6 +104,38 @@ C_NAMESPACE_V1 = ref(SPEC_002, "V1: Directory Listing",
 C_INDEX = ref(SPEC_004, "IndexMetadata",
                "Unique ID of an index. It is unique across all the dataset versions.")
 C_LEGACY = ref(SPEC_003, "File Version", "0.1 Any Any This is the initial Lance format.")
+C_EXTERNAL_STORE = ref(SPEC_001, "External Manifest Store",
+                       "A reader unaware of the external manifest store could read a table that uses "
+                       "it, but it might be up to one version behind the true latest version of the table.")
+C_EXTERNAL_SUPPLEMENT = ref(SPEC_001, "External Manifest Store",
+                            "The external manifest store supplements but does not replace the manifests "
+                            "in object storage.")
+C_PAGE_STATS = ref(SPEC_001, "Page-level statistics format",
+                   "Page-level statistics are stored as arrays within the Lance file.")
+C_STAT_VALUES = ref(SPEC_001, "Statistic values",
+                    "Three types of statistics are stored per column: null count, min value, max value.")
+C_HOT_COLD = ref(SPEC_000, "Hot/Cold Tiering",
+                 "This allows seamless querying across storage tiers without data movement.")
+C_MULTI_REGION = ref(SPEC_000, "Multi-Region Distribution",
+                     "Compute jobs can read data from the nearest region without data transfer.")
+C_BASE_ROOT = ref(SPEC_000, "Base Path System",
+                  "For dataset roots (when is_dataset_root is true), the full path includes standard "
+                  "subdirectories: data files are located under data/, deletion files under "
+                  "_deletions/, and indices under _indices/.")
+C_BASE_NOT_ROOT = ref(SPEC_000, "Base Path System",
+                      "For non-root base paths (when is_dataset_root is false), the base path points "
+                      "directly to the file directory, and the file path is appended directly without "
+                      "subdirectory prefixes.")
+C_NAMESPACE_V2 = ref(SPEC_002, "V2: Manifest",
+                     "V2 uses a special __manifest table (a Lance table) stored in the namespace "
+                     "directory to track all tables")
+C_NAMESPACE_NESTED = ref(SPEC_002, "V2: Manifest",
+                         "Nested namespaces: Support for hierarchical namespace organization")
+C_INDEX_DETAILS = ref(SPEC_004, "IndexMetadata", "google.protobuf.Any index_details = 6;")
+C_MEM_WAL = ref(SPEC_004, "MemWAL Index Types",
+                "Region manifest containing epoch-based fencing and WAL state.")
+C_WRITER_FLAGS = ref(SPEC_001, "Feature Flags", "Writers should check writer_feature_flags.")
+C_DATAFILE_VERSION = ref(SPEC_004, "DataFile", "The major file version used to create the file")
 
 
 @dataclass
@@ -124,6 +156,11 @@ class GoldenCase:
     row_ids: bool = False
     expected: dict = field(default_factory=lambda: {"outcome": "read"})
     extra_paths: tuple[str, ...] = ()      # other dataset paths under table/ to read
+    # (label, path) of every dataset to read, found in the built table (paths that are
+    # not stable, such as the hashed directories of a V2 namespace); labels name the reads
+    read_paths: Callable[[Path], list[tuple[str, str]]] | None = None
+    siblings: tuple[str, ...] = ()         # folders built next to table/ (base paths, stores)
+    external_store: bool = False           # committed through the SQLite external store
 
 
 def _d(gen: str, n: int, start: int = 0) -> dict:
@@ -223,6 +260,196 @@ def _build_clone(table: Path, producer) -> None:
     else:
         from reference_impl.dataset import open_dataset
         open_dataset(str(src)).shallow_clone(str(table), 2)
+
+
+def _build_bases(names: tuple[str, ...], dataset_root: bool):
+    """A pylance table whose writes go to other base paths, one write per base (the
+    ``names`` are folders next to ``table/``): ``is_dataset_root`` true puts files under
+    ``{base}/data/``, false directly in ``{base}/``. A delete leaves the deletion file in
+    the table's own ``_deletions/`` (it carries no base id)."""
+
+    def build(table: Path, producer) -> None:
+        import lance
+        from lance import DatasetBasePath
+
+        bases = [DatasetBasePath(str(table.parent / n), name=n, is_dataset_root=dataset_root)
+                 for n in names]
+        start = 0
+        for i, name in enumerate(names):
+            n = 6 if i == 0 else 3
+            data = sc.table_for(_d("small", n, start))
+            if i == 0:
+                lance.write_dataset(data, str(table), initial_bases=bases, target_bases=[name])
+            else:
+                lance.write_dataset(data, str(table), mode="append", target_bases=[name])
+            start += n
+        lance.dataset(str(table)).delete("id = 1")
+
+    return build
+
+
+def _build_page_stats(table: Path, producer) -> None:
+    """Legacy files of several pages (groups of 8 rows), so their statistics have one
+    entry per page: ints, floats (a zero among them) and strings, with nulls."""
+    import lance
+
+    def rows(start: int, n: int) -> pa.Table:
+        ids = list(range(start, start + n))
+        return pa.table({
+            "id": pa.array(ids, pa.int64()),
+            "score": pa.array([None if i % 5 == 3 else (i - 4) / 4 for i in ids], pa.float64()),
+            "name": pa.array([None if i % 7 == 6 else f"n{i:03d}" for i in ids], pa.string()),
+        })
+
+    lance.write_dataset(rows(0, 20), str(table), data_storage_version="legacy", max_rows_per_group=8)
+    lance.write_dataset(rows(20, 5), str(table), mode="append", max_rows_per_group=8)
+
+
+def _index_rows(n: int, start: int = 0) -> pa.Table:
+    import numpy as np
+
+    ids = np.arange(start, start + n, dtype=np.int64)
+    vec = np.random.default_rng(start + 7).standard_normal(n * 4).astype(np.float32)
+    return pa.table({
+        "id": ids,
+        "category": pa.array([f"c{i % 4}" for i in ids]),
+        "labels": pa.array([[f"l{i % 3}", f"l{i % 5}"] for i in ids], pa.list_(pa.string())),
+        "text": pa.array([f"word{i % 7} common text{i % 3}" for i in ids]),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec), 4),
+    })
+
+
+def _build_index_types(table: Path, producer) -> None:
+    """BITMAP, LABEL_LIST and INVERTED scalar indices and a small IVF_PQ vector index,
+    then an append the indices do not cover."""
+    import lance
+
+    ds = lance.write_dataset(_index_rows(256), str(table))
+    ds.create_scalar_index("category", "BITMAP")
+    ds.create_scalar_index("labels", "LABEL_LIST")
+    ds.create_scalar_index("text", "INVERTED")
+    ds.create_index("vec", "IVF_PQ", num_partitions=1, num_sub_vectors=2)
+    lance.write_dataset(_index_rows(4, 256), str(table), mode="append")
+
+
+def _build_mem_wal(table: Path, producer) -> None:
+    """A BTREE index, MemWAL initialised with two hash buckets, and one shard written once
+    (its WAL is not merged, so the table rows are those of the base table)."""
+    import uuid as uuid_mod
+
+    import lance
+
+    ds = lance.write_dataset(sc.table_for(_d("ids", 20)), str(table))
+    ds.create_scalar_index("id", "BTREE")
+    lance.dataset(str(table)).initialize_mem_wal(bucket_column="id", num_buckets=2)
+    with lance.dataset(str(table)).mem_wal_writer(str(uuid_mod.UUID(int=1))) as w:
+        w.put(sc.table_for(_d("ids", 3, 100)))
+
+
+NAMESPACE_V2_TABLES = (["t0"], ["ns1", "t1"], ["ns1", "ns2", "t2"])
+
+
+def _build_namespace_v2(table: Path, producer) -> None:
+    """A directory namespace with a ``__manifest`` table: nested namespaces ``ns1`` and
+    ``ns1$ns2``, a root table (compatibility mode: ``t0.lance``) and a table in each child
+    namespace (V2: ``<hash>_<object_id>`` directories)."""
+    from reference_impl.namespace.directory import DirectoryNamespace
+
+    table.mkdir(parents=True, exist_ok=True)
+    ns = DirectoryNamespace(str(table))
+    ns.create_namespace(["ns1"])
+    ns.create_namespace(["ns1", "ns2"])
+    for i, tid in enumerate(NAMESPACE_V2_TABLES):
+        ns.create_table(tid, sc.table_for(_d("small", 3 + i, 10 * i)))
+
+
+def _namespace_v2_paths(table: Path) -> list[tuple[str, str]]:
+    """(object id, location) of every table the namespace's ``__manifest`` lists."""
+    from reference_impl.namespace.directory import DirectoryNamespace
+
+    ns = DirectoryNamespace(str(table))
+    out = []
+    for tid in NAMESPACE_V2_TABLES:
+        out.append(("$".join(tid), ns.describe_table(tid).location))
+    return out
+
+
+EXTERNAL_STORE_FILE = "external-store.sqlite"
+
+
+def _build_external_store(table: Path, producer) -> None:
+    """Three commits through the SQLite external manifest store; the third stops right
+    after its commit point (the KV row names the staged ``{final}-{uuid}`` manifest, the
+    final manifest was never copied), so only a reader with the store sees version 3."""
+    from reference_impl.dataset import open_dataset
+    from reference_impl.table import commit as commit_mod
+    from reference_impl.table import operations
+    from reference_impl.table.external_store import SQLiteManifestStore
+    from reference_impl.write import write_dataset, write_fragments
+
+    kv = SQLiteManifestStore(str(table.parent / EXTERNAL_STORE_FILE))
+    try:
+        write_dataset(sc.table_for(_d("small", 5)), str(table), external_store=kv)
+        write_dataset(sc.table_for(_d("small", 3, 5)), str(table), mode="append", external_store=kv)
+        ds = open_dataset(str(table))
+        version = ds.manifest.data_format.version
+        frags = write_fragments(ds.store, sc.table_for(_d("small", 2, 8)), list(ds.manifest.fields),
+                                file_version=version)
+
+        class _Stop(Exception):
+            pass
+
+        def stop_after_commit_point(step: str) -> None:
+            if step == "commit":
+                raise _Stop
+
+        try:
+            commit_mod.commit_transaction(ds.store, operations.append(ds.version, frags),
+                                          data_format=("lance", version), external_store=kv,
+                                          crash_after=stop_after_commit_point)
+        except _Stop:
+            pass
+        else:
+            raise RuntimeError("the staged commit did not stop after its commit point")
+    finally:
+        kv.close()
+
+
+def external_store_read(adapter, table: Path, version: int, *, with_row_id: bool = False) -> pa.Table:
+    """Read ``version`` of ``table`` with its external manifest store (the file next to it),
+    on a copy: a reader with the store finishes a staged commit, which changes the table."""
+    from .harness.adapter import Unsupported
+
+    fn = getattr(adapter, "read_with_external_store", None)
+    if fn is None:
+        raise Unsupported(f"{adapter.name} has no SQLite external manifest store reader")
+    with tempfile.TemporaryDirectory(prefix="lance-golden-ext-") as tmp:
+        copy = Path(tmp) / "table"
+        shutil.copytree(table, copy)
+        store_file = Path(tmp) / EXTERNAL_STORE_FILE
+        shutil.copyfile(table.parent / EXTERNAL_STORE_FILE, store_file)
+        t = fn(str(copy), version, str(store_file), with_row_id=with_row_id)
+        return pa.table({n: c.combine_chunks() for n, c in zip(t.column_names, t.columns, strict=True)},
+                        schema=t.schema) if t.num_rows else t
+
+
+def _post_unknown_writer_flag(table: Path) -> None:
+    from conformance.invalid import rewrite_manifest
+
+    rewrite_manifest(_latest_manifest(table),
+                     lambda m: setattr(m, "writer_feature_flags", m.writer_feature_flags | 1 << 20))
+
+
+def _post_datafile_version(table: Path) -> None:
+    """Every DataFile of the (2.1) table claims file version 2.0; the footers say 2.1."""
+    from conformance.invalid import rewrite_manifest
+
+    def edit(m):
+        for frag in m.fragments:
+            for df in frag.files:
+                df.file_major_version, df.file_minor_version = 2, 0
+
+    rewrite_manifest(_latest_manifest(table), edit)
 
 
 _NOT_SHIPPED = ("its manifests hold absolute base paths (branch and clone references are "
@@ -339,6 +566,62 @@ _case(GoldenCase("reject-unknown-txn-operation",
                            "operation": {"op": "append", "data": _d("small", 1, 90),
                                          "read_version": 1}}))
 
+_NOT_SHIPPED_BASES = ("its manifests hold the absolute paths of its base paths (spec 000: \"The "
+                      "path field specifies an absolute path interpretable by the object store.\"), "
+                      "so the table and its base folders are generated where they are used")
+_NOT_SHIPPED_STORE = ("the external store keys its rows by the dataset's absolute location "
+                      "(base_uri), so the table and its SQLite store are generated where they are used")
+_case(GoldenCase("base-paths-hot-cold", "hot/cold tiering: two base paths, both dataset roots, "
+                 "one write in each, a delete in the table itself",
+                 [C_HOT_COLD, C_BASE_ROOT], ["base_paths", "is_dataset_root=true", "hot-cold"],
+                 producer="pylance", producers=("pylance",), build=_build_bases(("hot", "cold"), True),
+                 shipped=False, not_shipped_reason=_NOT_SHIPPED_BASES, siblings=("hot", "cold")))
+_case(GoldenCase("base-paths-multi-region", "multi-region distribution: three dataset-root base "
+                 "paths, one fragment in each",
+                 [C_MULTI_REGION, C_BASE_ROOT], ["base_paths", "is_dataset_root=true", "multi-region"],
+                 producer="pylance", producers=("pylance",),
+                 build=_build_bases(("us-east", "eu-west", "ap-south"), True),
+                 shipped=False, not_shipped_reason=_NOT_SHIPPED_BASES,
+                 siblings=("us-east", "eu-west", "ap-south")))
+_case(GoldenCase("base-paths-not-root", "base paths that are not dataset roots: data files "
+                 "directly in the base folders",
+                 [C_BASE_NOT_ROOT], ["base_paths", "is_dataset_root=false"],
+                 producer="pylance", producers=("pylance",), build=_build_bases(("files-a", "files-b"), False),
+                 shipped=False, not_shipped_reason=_NOT_SHIPPED_BASES, siblings=("files-a", "files-b")))
+_case(GoldenCase("external-manifest-store", "commits through the SQLite external manifest store; "
+                 "the last one staged (in the store, not yet copied to its final name)",
+                 [C_EXTERNAL_STORE, C_EXTERNAL_SUPPLEMENT], ["external_manifest_store", "staged-commit"],
+                 producers=("reference",), build=_build_external_store, shipped=False,
+                 not_shipped_reason=_NOT_SHIPPED_STORE, siblings=(EXTERNAL_STORE_FILE,),
+                 external_store=True))
+_case(GoldenCase("page-statistics", "legacy files with page statistics (several pages per file, "
+                 "nulls, a zero float)",
+                 [C_PAGE_STATS, C_STAT_VALUES, C_LEGACY], ["data_storage_version=legacy", "statistics"],
+                 producer="pylance", producers=("pylance",), build=_build_page_stats))
+_case(GoldenCase("namespace-dir-v2", "a V2 directory namespace: __manifest table, nested "
+                 "namespaces, a root table and tables in child namespaces",
+                 [C_NAMESPACE_V2, C_NAMESPACE_NESTED], ["namespace", "namespace-v2", "nested-namespaces"],
+                 producers=("reference",), build=_build_namespace_v2, read_paths=_namespace_v2_paths))
+_case(GoldenCase("index-types", "BITMAP, LABEL_LIST, INVERTED and IVF_PQ indices; readers "
+                 "ignore what they do not use",
+                 [C_INDEX, C_INDEX_DETAILS], ["indices", "bitmap", "label_list", "inverted", "ivf_pq"],
+                 producer="pylance", producers=("pylance",), build=_build_index_types))
+_case(GoldenCase("mem-wal", "a MemWAL index with one written shard next to a BTREE index",
+                 [C_MEM_WAL, C_INDEX_DETAILS], ["indices", "mem_wal"],
+                 producer="pylance", producers=("pylance",), build=_build_mem_wal))
+_case(GoldenCase("reject-unknown-writer-flag", "a writer must refuse to append to a table with "
+                 "an unknown writer flag",
+                 [C_FLAGS, C_WRITER_FLAGS], ["feature_flags", "must-reject"],
+                 [{"op": "create", "data": _d("small", 5)}], post=_post_unknown_writer_flag,
+                 expected={"outcome": "reject", "when": "commit", "error": "UnsupportedFeature",
+                           "operation": {"op": "append", "data": _d("small", 1, 90)}}))
+_case(GoldenCase("reject-datafile-version", "a DataFile whose version (2.0) disagrees with its "
+                 "file's footer (2.1)",
+                 [C_DATAFILE_VERSION, C_FILE_VERSION], ["encodings", "must-reject"],
+                 [{"op": "create", "data": _d("ids", 64), "data_storage_version": "2.1"}],
+                 post=_post_datafile_version,
+                 expected={"outcome": "reject", "when": "read", "error": "FormatError"}))
+
 
 # -- generation ------------------------------------------------------------------------------
 
@@ -348,8 +631,23 @@ def _adapter(producer: str):
     return load_adapter(producer)
 
 
-def _read_paths(case: GoldenCase) -> list[str]:
-    return list(case.extra_paths) or ["."]
+def _read_paths(case: GoldenCase, table: Path) -> list[tuple[str, str]]:
+    """(label, path) of every dataset of the case's table; the label names its reads."""
+    if case.read_paths is not None:
+        return case.read_paths(table)
+    return [(p, p) for p in (list(case.extra_paths) or ["."])]
+
+
+def external_store_latest(table: Path) -> int | None:
+    """The newest version the case's SQLite external manifest store knows."""
+    import sqlite3
+
+    con = sqlite3.connect(str(table.parent / EXTERNAL_STORE_FILE))
+    try:
+        row = con.execute("SELECT MAX(version) FROM manifests").fetchone()
+    finally:
+        con.close()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def _reference_read(table: Path, path: str, version: int, row_ids: bool) -> pa.Table:
@@ -453,7 +751,7 @@ def generate_case(case: GoldenCase, out: Path, producer: str | None = None, *,
     reads, versions = [], {"reads": [], "tags": {}}
     if case.expected["outcome"] == "read":
         model = sc.run_model(case.script) if case.build is None and case.script else None
-        for path in _read_paths(case):
+        for label, path in _read_paths(case, table):
             for v in _reference_versions(str(table / path)):
                 rows = _reference_read(table, path, v, case.row_ids)
                 if model is not None and path == "." and v in model.versions:
@@ -462,9 +760,9 @@ def generate_case(case: GoldenCase, out: Path, producer: str | None = None, *,
                         raise RuntimeError(f"{case.id} v{v}: reference read differs from the model: {diff}")
                 if cross_check:
                     _cross_check_pylance(table, path, v, rows, case.row_ids)
-                name = _rows_name(path, v)
+                name = _rows_name(label, v)
                 _write_arrow(cdir / "expected" / name, rows)
-                rid = f"{path}@v{v}" if path != "." else f"v{v}"
+                rid = f"{label}@v{v}" if label != "." else f"v{v}"
                 reads.append({"id": rid, "path": path, "version": v, "rows": name,
                               "row_ids": case.row_ids})
                 versions["reads"].append({"id": rid, "num_rows": rows.num_rows,
@@ -472,6 +770,8 @@ def generate_case(case: GoldenCase, out: Path, producer: str | None = None, *,
                                           "tags": sorted(n for n, tv in _tags(table / path).items()
                                                          if tv == v)})
         versions["tags"] = _tags(table)
+        if case.external_store:
+            store_doc = _external_store_reads(case, table, cdir, reads, versions)
     else:
         versions["versions"] = [v for v in _reference_versions_or_listing(table) if v is not None]
     doc = {
@@ -484,6 +784,8 @@ def generate_case(case: GoldenCase, out: Path, producer: str | None = None, *,
     }
     if case.script:
         doc["script"] = case.script
+    if case.external_store:
+        doc["external_store"] = store_doc
     (cdir / "expected" / "versions.json").write_text(json.dumps(versions, indent=1, sort_keys=True) + "\n")
     if case.shipped:
         hits = absolute_paths_in(table, [str(table.resolve()), str(out.resolve())])
@@ -493,10 +795,37 @@ def generate_case(case: GoldenCase, out: Path, producer: str | None = None, *,
             json.dumps(file_hashes(table), indent=1, sort_keys=True) + "\n")
     else:
         shutil.rmtree(table)
-        for extra in table.parent.glob("clone-source"):
-            shutil.rmtree(extra)
+        for name in ("clone-source", *case.siblings):
+            extra = table.parent / name
+            if extra.is_dir():
+                shutil.rmtree(extra)
+            elif extra.exists():
+                extra.unlink()
     (cdir / "case.json").write_text(json.dumps(doc, indent=1) + "\n")
     return cdir
+
+
+def _external_store_reads(case: GoldenCase, table: Path, cdir: Path, reads: list,
+                          versions: dict) -> dict:
+    """The reads only a reader with the external manifest store can make (versions the
+    store knows past the newest manifest in ``_versions/``), added to ``reads``."""
+    from .harness.reference import ReferenceAdapter
+
+    without = max(_reference_versions(str(table)))
+    latest = external_store_latest(table)
+    if latest is None or latest <= without:
+        raise RuntimeError(f"{case.id}: the external store knows no version past {without}")
+    for v in range(without + 1, latest + 1):
+        rows = external_store_read(ReferenceAdapter(), table, v, with_row_id=case.row_ids)
+        name = _rows_name(".", v)
+        _write_arrow(cdir / "expected" / name, rows)
+        rid = f"v{v}+store"
+        reads.append({"id": rid, "path": ".", "version": v, "rows": name,
+                      "row_ids": case.row_ids, "external_store": True})
+        versions["reads"].append({"id": rid, "num_rows": rows.num_rows,
+                                  "schema": _schema_strings(rows), "tags": []})
+    return {"kind": "sqlite", "file": EXTERNAL_STORE_FILE, "latest_with_store": latest,
+            "latest_without_store": without}
 
 
 def _observed_error(case: GoldenCase, table: Path) -> str:
@@ -554,6 +883,28 @@ def generate_all(out: Path, producer: str | None = None, *, cross_check: bool = 
                  ids: list[str] | None = None) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     return [generate_case(CASES[i], out, producer, cross_check=cross_check) for i in (ids or CASES)]
+
+
+SPEC_NAMES = {SPEC_000: "000", SPEC_001: "001", SPEC_002: "002", SPEC_003: "003", SPEC_004: "004"}
+
+
+def cases_table_markdown() -> str:
+    """The README's table of cases: id, spec sections, features, producer, shipped or
+    generated (kept in sync with :data:`CASES` by a test)."""
+    lines = ["| id | spec section(s) | features | producer | table |",
+             "|---|---|---|---|---|"]
+    for case in CASES.values():
+        sections = []
+        for r in case.spec:
+            label = f"{SPEC_NAMES[r['file']]} {r['section']}"
+            if label not in sections:
+                sections.append(label)
+        table = "shipped" if case.shipped else "generated"
+        if case.expected["outcome"] == "reject":
+            table += f"; must reject ({case.expected['when']}: {case.expected['error']})"
+        lines.append(f"| `{case.id}` | {'; '.join(sections)} | {', '.join(case.features)} | "
+                     f"{case.producer} | {table} |")
+    return "\n".join(lines) + "\n"
 
 
 # -- verification ----------------------------------------------------------------------------
@@ -650,10 +1001,19 @@ def _check_reads(doc: dict, table: Path, exp: Path, *, validate_table: bool) -> 
         if err != doc["expected"]["error"]:
             problems.append(f"must-reject: the reference raised {err}, expected {doc['expected']['error']}")
         return problems
+    store_doc = doc.get("external_store")
+    if store_doc:
+        have = max(adapter.versions(str(table)))
+        if have != store_doc["latest_without_store"]:
+            problems.append(f"without the external store the latest version is {have}, "
+                            f"expected {store_doc['latest_without_store']}")
     for r in doc["reads"]:
         try:
             want = read_arrow(exp / r["rows"])
-            got = adapter.read(str(table / r["path"]), r["version"], with_row_id=r["row_ids"])
+            if r.get("external_store"):
+                got = external_store_read(adapter, table, r["version"], with_row_id=r["row_ids"])
+            else:
+                got = adapter.read(str(table / r["path"]), r["version"], with_row_id=r["row_ids"])
         except Exception as exc:  # noqa: BLE001
             problems.append(f"{r['id']}: {type(exc).__name__}: {exc}")
             continue

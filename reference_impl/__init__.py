@@ -32,6 +32,7 @@ __all__ = [
     "PathEscape",
     "StoreError",
     "UnsupportedFeature",
+    "commit",
     "open_dataset",
     "write_dataset",
 ]
@@ -44,6 +45,13 @@ def open_dataset(uri, version=None, *, branch=None, storage_options=None):
     from .dataset import open_dataset as _open
 
     return _open(uri, version, branch=branch, storage_options=storage_options)
+
+
+def commit(uri, transaction, **kwargs):
+    """Commit an externally built ``Transaction`` (see :func:`reference_impl.write.commit`)."""
+    from .write import commit as _commit
+
+    return _commit(uri, transaction, **kwargs)
 
 
 def write_dataset(data, uri, mode="create", **kwargs):

@@ -645,7 +645,11 @@ def compact_files(ds, target_rows_per_fragment: int = 1024 * 1024, *, commit_mes
     ``__lance_frag_reuse`` index gains a version whose groups map the surviving old row
     addresses to the new fragments (:func:`.table.fragment_reuse.defer_index_remap`,
     ``dataset_version`` = the version the Rewrite is built on). pylance keeps planning with
-    such an index. A dataset without indexes gets no fragment reuse index."""
+    such an index. A dataset without indexes gets no fragment reuse index.
+
+    The Rewrite's ``read_version`` is the version ``ds`` is at, where the fragments were
+    chosen (pylance 14.0.2 does the same): a delete or update of those fragments committed
+    meanwhile makes the Rewrite a retryable CommitConflict instead of being undone."""
     from .table import operations
     from .table.fragment_reuse import defer_index_remap, reuse_group
     from .write import write_fragments
@@ -674,7 +678,9 @@ def compact_files(ds, target_rows_per_fragment: int = 1024 * 1024, *, commit_mes
         for f in new:
             f.id = next_id
             next_id += 1
-    txn = operations.rewrite(reserved.version, [(old, new) for old, new, _ in planned],
+    # the Rewrite reads the version its fragments were chosen at (as pylance's does), so a
+    # delete or update committed since then on the same fragments is a conflict, not undone
+    txn = operations.rewrite(ds.version, [(old, new) for old, new, _ in planned],
                              commit_message=commit_message)
     reuse = [reuse_group(old, new, addrs) for old, new, addrs in planned if new]
 

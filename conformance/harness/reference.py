@@ -30,6 +30,32 @@ class ReferenceAdapter(Adapter):
             raise Unsupported("no _rowid column returned")
         return t
 
+    def read_with_external_store(self, uri: str, version: int | None, store_file: str, *,
+                                 with_row_id: bool = False) -> pa.Table:
+        """Read with the SQLite external manifest store ``store_file``: the latest version
+        the store names is made readable first (a staged commit is finished), as a reader
+        aware of the store does (spec 001, "External Manifest Store"). The store's rows keep
+        the location the table was written at; that key is taken from the store."""
+        import sqlite3
+
+        from reference_impl.io.uri import open_store
+        from reference_impl.table.commit import resolve_latest_with_external_store
+        from reference_impl.table.external_store import SQLiteManifestStore
+
+        con = sqlite3.connect(store_file)
+        try:
+            keys = [r[0] for r in con.execute("SELECT DISTINCT base_uri FROM manifests")]
+        finally:
+            con.close()
+        if len(keys) != 1:
+            raise Unsupported(f"the external store holds {len(keys)} datasets, expected one")
+        kv = SQLiteManifestStore(store_file)
+        try:
+            resolve_latest_with_external_store(open_store(uri), kv, keys[0])
+        finally:
+            kv.close()
+        return self.read(uri, version, with_row_id=with_row_id)
+
     def versions(self, uri: str) -> list[int]:
         from reference_impl.dataset import open_dataset
 

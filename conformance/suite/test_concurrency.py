@@ -17,7 +17,7 @@ from conformance.simulation import Simulation, machine, process_runner
 from conformance.stress import run_stress
 
 FEW = settings(max_examples=6, stateful_step_count=10, deadline=None)
-MORE = settings(max_examples=25, stateful_step_count=20, deadline=None)
+MORE = settings(max_examples=15, stateful_step_count=20, deadline=None)
 
 
 def _run(machine_class, profile) -> None:
@@ -168,8 +168,8 @@ def test_a_broken_writer_is_found_and_shrunk_to_a_minimal_interleaving(tmp_path)
 
     def lying_runner(uri, opts, rv, op, params):
         runs[-1].append(op)
-        from reference_impl.table.commit import latest_version_or_zero
         from reference_impl.io.uri import open_store
+        from reference_impl.table.commit import latest_version_or_zero
 
         latest = latest_version_or_zero(open_store(uri, opts))
         if op == "delete" and rv < latest:

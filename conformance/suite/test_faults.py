@@ -190,3 +190,65 @@ def test_fault_with_external_manifest_store(tmp_path, step, action):
     assert _tags(uri) == {"first": 3, **({"faulted": 3} if committed else {})}
     write_dataset(_rows("after"), uri, mode="append", external_store=kv)
     assert open_dataset(uri).version == latest[0] + 1
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("action", ["fail", "stop_after"])
+@pytest.mark.parametrize("step", ["data_put", "txn_put", "manifest_put"])
+def test_fault_on_s3(s3_bucket, step, action, pylance):
+    """The same on S3 (moto): no hint is written there, and pylance, reading over S3, sees
+    exactly the versions that reached their commit point."""
+    uri = f"{s3_bucket.uri}/ds-{step}-{action}"
+    opts = s3_bucket.storage_options
+    write_dataset(_rows("first"), uri, mode="create", storage_options=opts)
+    plan = FaultPlan([Fault(step, action)])
+    store = FaultyStore(open_store(uri, opts), plan)
+    with pytest.raises((StoreError, WriterStopped)):
+        write_dataset(_rows("faulted"), store, mode="append")
+    assert "hint_put" not in [s for s, _o, _k in plan.log]
+    committed = commit_point_passed(plan.log, plan.fired)
+    assert committed == (step == "manifest_put" and action == "stop_after")
+    expected = 2 if committed else 1
+    assert open_dataset(uri, storage_options=opts).version == expected
+    theirs = pylance.dataset(uri, storage_options=opts)
+    assert theirs.version == expected
+    assert theirs.count_rows() == (6 if committed else 3)
+    pylance.write_dataset(_rows("pylance-after"), uri, mode="append", storage_options=opts)
+    assert open_dataset(uri, storage_options=opts).version == expected + 1
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("step,action", [
+    ("external_stage", "stop_after"), ("external_commit", "stop_after"), ("external_copy", "stop"),
+])
+def test_external_store_fault_on_dynamodb(moto_server, step, action, pylance):
+    """``s3+ddb://`` on moto (S3 + DynamoDB): a writer stopped after the row insert has
+    committed; pylance's ``s3+ddb`` reader (which repairs a staged row) and ours agree."""
+    import uuid
+
+    from reference_impl.table.commit import resolve_latest_with_external_store
+    from reference_impl.table.external_store import DynamoDBManifestStore
+
+    table = moto_server.create_dynamodb_table(f"t{uuid.uuid4().hex[:10]}")
+    bucket = moto_server.create_bucket(f"lc-ddb-{uuid.uuid4().hex[:12]}")
+    opts = moto_server.storage_options()
+    uri = f"s3+ddb://{bucket}/ds?ddbTableName={table}"
+    write_dataset(_rows("first"), uri, mode="create", storage_options=opts)
+    kv = DynamoDBManifestStore(table, endpoint_url=moto_server.endpoint,
+                               aws_access_key_id=opts["aws_access_key_id"],
+                               aws_secret_access_key=opts["aws_secret_access_key"])
+    plan = FaultPlan([Fault(step, action)])
+    store = FaultyStore(open_store(f"s3://{bucket}/ds", opts), plan)
+    with pytest.raises(WriterStopped):
+        write_dataset(_rows("faulted"), store, mode="append",
+                      external_store=FaultyExternalStore(kv, plan))
+    committed = commit_point_passed(plan.log, plan.fired)
+    assert committed == (EXTERNAL_STEPS.index(step) > EXTERNAL_STEPS.index("external_commit")
+                         or (step == "external_commit" and action == "stop_after"))
+    expected = 2 if committed else 1
+    theirs = pylance.dataset(uri, storage_options=opts)
+    assert theirs.version == expected
+    assert theirs.count_rows() == (6 if committed else 3)
+    latest = resolve_latest_with_external_store(open_store(f"s3://{bucket}/ds", opts), kv)
+    assert latest[0] == expected
+    assert open_dataset(f"s3://{bucket}/ds", storage_options=opts).version == expected

@@ -19,7 +19,7 @@ from conformance.rules.context import DataFileContext
 from reference_impl.errors import FormatError, UnsupportedFeature
 from reference_impl.file import checks
 from reference_impl.file.container import FOOTER, read_container
-from reference_impl.file.reader import LanceFileReader, register_decoder, DECODERS
+from reference_impl.file.reader import DECODERS, LanceFileReader, register_decoder
 from reference_impl.io.local import LocalStore
 from reference_impl.proto import encodings_v2_1_pb2, file2_pb2
 
@@ -292,8 +292,9 @@ def test_legacy_file_from_pylance(pylance, tmp_path):
     name = next(p.name for p in data.iterdir() if p.suffix == ".lance")
     c = read_container(LocalStore(str(data)), name)
     assert c.is_legacy and c.version_name == "0.1" and c.num_rows == 10
-    with pytest.raises(UnsupportedFeature):
-        LanceFileReader(LocalStore(str(data)), name)
+    r = LanceFileReader(LocalStore(str(data)), name)  # one entry point for every version
+    assert r.version == "0.1" and r.num_rows == 10
+    assert r.read_all().column("a").to_pylist() == list(range(10))
 
 
 # ------------------------------------------------- decoder ids registered as rules (issue 3)

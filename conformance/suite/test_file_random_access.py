@@ -159,5 +159,5 @@ def test_gather_ranges_agrees_with_slicing(length):
     data = rng.integers(0, 256, 100_000).astype(np.uint8)
     lens = rng.integers(0, length + 1, 500)
     starts = rng.integers(0, len(data) - length - 1, 500)
-    exp = np.concatenate([data[s:s + n] for s, n in zip(starts, lens)])
+    exp = np.concatenate([data[s:s + n] for s, n in zip(starts, lens, strict=True)])
     assert np.array_equal(gather_ranges(data, starts, lens), exp)

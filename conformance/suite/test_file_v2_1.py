@@ -66,12 +66,12 @@ def _leaf(t: pa.DataType, n: int, rng, mask, mode: str) -> pa.Array:
         return pa.array(vals, t, mask=mask)
     if pa.types.is_decimal(t):
         ints = rng.integers(-10**6, 10**6, n) if mode == "random" else rng.integers(0, 4, n)
-        return pa.array([None if m else decimal.Decimal(int(v)).scaleb(-t.scale) for v, m in zip(ints, mask)], t)
+        return pa.array([None if m else decimal.Decimal(int(v)).scaleb(-t.scale) for v, m in zip(ints, mask, strict=True)], t)
     if pa.types.is_fixed_size_binary(t):
         raw = rng.integers(0, 256, n * t.byte_width, dtype=np.uint8).reshape(n, t.byte_width)
         if mode != "random" and n:
             raw[:] = raw[0]
-        return pa.array([None if m else bytes(r) for r, m in zip(raw, mask)], t)
+        return pa.array([None if m else bytes(r) for r, m in zip(raw, mask, strict=True)], t)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
         if mode == "low":
             words = [["alpha", "beta", "gamma", ""][i] for i in rng.integers(0, 4, n)]
@@ -82,7 +82,7 @@ def _leaf(t: pa.DataType, n: int, rng, mask, mode: str) -> pa.Array:
         else:
             words = ["".join(chr(97 + c) for c in rng.integers(0, 26, int(k))) for k in rng.integers(0, 24, n)]
         vals = [None if m else (w.encode() if pa.types.is_binary(t) or pa.types.is_large_binary(t) else w)
-                for w, m in zip(words, mask)]
+                for w, m in zip(words, mask, strict=True)]
         return pa.array(vals, t)
     if pa.types.is_floating(t):
         np_t = {16: np.float16, 32: np.float32, 64: np.float64}[t.bit_width]

@@ -68,7 +68,10 @@ def test_cases_cover_every_spec_file_and_the_required_features():
     for needed in ("data_storage_version=2.0", "data_storage_version=2.1", "data_storage_version=2.2",
                    "data_storage_version=legacy", "deletion-arrow", "deletion-roaring",
                    "stable_row_ids", "add_columns", "drop_columns", "overwrite", "restore", "config",
-                   "tags", "branches", "v1-names", "legacy", "shallow_clone", "namespace", "indices"):
+                   "tags", "branches", "v1-names", "legacy", "shallow_clone", "namespace", "indices",
+                   "base_paths", "is_dataset_root=true", "is_dataset_root=false", "hot-cold",
+                   "multi-region", "external_manifest_store", "statistics", "namespace-v2",
+                   "nested-namespaces", "bitmap", "label_list", "inverted", "ivf_pq", "mem_wal"):
         assert needed in features, needed
     rejects = {c.id: c.expected for c in golden.CASES.values() if c.expected["outcome"] == "reject"}
     assert {e["error"] for e in rejects.values()} == {"UnsupportedFeature", "FormatError", "CommitConflict"}
@@ -193,7 +196,8 @@ def test_pylance_producer_gives_the_same_logical_contents(pylance, tmp_path):
 def test_reject_cases_refuse_with_the_expected_error():
     from conformance.harness.reference import ReferenceAdapter
 
-    for cid in ("reject-unknown-reader-flag", "reject-unknown-encoding", "reject-unknown-txn-operation"):
+    for cid in ("reject-unknown-reader-flag", "reject-unknown-encoding", "reject-unknown-txn-operation",
+                "reject-unknown-writer-flag", "reject-datafile-version"):
         doc = golden.load_case(ROOT / cid)
         assert golden.reject_error(doc["expected"], ROOT / cid / "table", ReferenceAdapter()) == \
             doc["expected"]["error"]
@@ -215,3 +219,178 @@ def test_expected_versions_json_lists_every_read():
     assert doc["tags"] == {"v-one": 1, "two": 2}
     assert [(r["id"], r["tags"], r["num_rows"]) for r in doc["reads"]] == [
         ("v1", ["v-one"], 5), ("v2", ["two"], 10)]
+
+
+# -- second round: base paths, external store, statistics, namespace V2, indices -------------
+
+def _materialize(cid: str, tmp_path: Path) -> Path:
+    return golden.materialize(ROOT / cid, tmp_path)
+
+
+def _manifest(table: Path):
+    from reference_impl.dataset import open_dataset
+
+    return open_dataset(str(table)).manifest
+
+
+def test_hot_cold_case_writes_into_two_dataset_roots(pylance, tmp_path):
+    table = _materialize("base-paths-hot-cold", tmp_path)
+    m = _manifest(table)
+    assert sorted((bp.name, bp.is_dataset_root) for bp in m.base_paths) == [("cold", True), ("hot", True)]
+    by_id = {bp.id: bp.name for bp in m.base_paths}
+    assert sorted(by_id[df.base_id] for f in m.fragments for df in f.files) == ["cold", "hot"]
+    for name in ("hot", "cold"):
+        assert len(list((table.parent / name / "data").glob("*.lance"))) == 1
+    assert not list(table.glob("data/*.lance"))
+    doc = golden.load_case(ROOT / "base-paths-hot-cold")
+    assert not doc["table"]["shipped"] and "absolute" in doc["table"]["reason"]
+    # the expectation holds only with the base folders where the manifest says they are
+    from reference_impl.dataset import open_dataset
+    assert open_dataset(str(table)).to_table().num_rows == 8
+    shutil.move(str(table.parent / "cold"), str(table.parent / "cold-moved"))
+    with pytest.raises(Exception) as err:
+        open_dataset(str(table)).to_table()
+    assert type(err.value).__name__ in ("NotFound", "FormatError", "StoreError")
+
+
+def test_multi_region_and_not_root_cases(pylance, tmp_path):
+    table = _materialize("base-paths-multi-region", tmp_path)
+    m = _manifest(table)
+    assert len(m.base_paths) == 3 and all(bp.is_dataset_root for bp in m.base_paths)
+    assert len({df.base_id for f in m.fragments for df in f.files}) == 3
+    table = _materialize("base-paths-not-root", tmp_path)
+    m = _manifest(table)
+    assert [bp.is_dataset_root for bp in m.base_paths] == [False, False]
+    for name in ("files-a", "files-b"):  # files directly in the folder, no data/
+        assert len(list((table.parent / name).glob("*.lance"))) == 1
+        assert not (table.parent / name / "data").exists()
+
+
+def test_external_store_case_records_both_expectations(tmp_path):
+    from conformance.harness.reference import ReferenceAdapter
+    from reference_impl.dataset import open_dataset
+
+    doc = golden.load_case(ROOT / "external-manifest-store")
+    assert doc["external_store"] == {"kind": "sqlite", "file": "external-store.sqlite",
+                                     "latest_with_store": 3, "latest_without_store": 2}
+    assert [r["id"] for r in doc["reads"]] == ["v1", "v2", "v3+store"]
+    table = _materialize("external-manifest-store", tmp_path)
+    assert (table.parent / "external-store.sqlite").is_file()
+    assert list(table.glob("_versions/*.manifest-*"))  # the staged manifest is still staged
+    assert open_dataset(str(table)).versions() == [1, 2]  # a reader without the store
+    got = golden.external_store_read(ReferenceAdapter(), table, 3)
+    want = golden.read_arrow(ROOT / "external-manifest-store" / "expected" / "v3.arrow")
+    assert got.num_rows == want.num_rows == 10
+    assert open_dataset(str(table)).versions() == [1, 2]  # the store read worked on a copy
+    # without the store file, a reader aware of it has nothing to read from
+    (table.parent / "external-store.sqlite").unlink()
+    with pytest.raises(FileNotFoundError):
+        golden.external_store_read(ReferenceAdapter(), table, 3)
+
+
+def test_external_store_read_case_in_the_harness(pylance, tmp_path):
+    from conformance.harness import runner
+    from conformance.harness.pylance_adapter import PylanceAdapter
+    from conformance.harness.reference import ReferenceAdapter
+
+    ref = runner.run_read_case(ReferenceAdapter(), ROOT / "external-manifest-store", tmp_path / "r")
+    assert ref.outcome == "PASS" and ref.message == "3 reads match", ref
+    theirs = runner.run_read_case(PylanceAdapter(), ROOT / "external-manifest-store", tmp_path / "p")
+    assert theirs.outcome == "PASS" and "v3+store not read" in theirs.message, theirs
+    # a wrong expectation for the reader without the store fails the case
+    bad = tmp_path / "bad" / "external-manifest-store"
+    shutil.copytree(ROOT / "external-manifest-store", bad)
+    doc = golden.load_case(bad)
+    doc["external_store"]["latest_without_store"] = 3
+    (bad / "case.json").write_text(json.dumps(doc))
+    assert runner.run_read_case(ReferenceAdapter(), bad, tmp_path / "b").outcome == "FAIL"
+
+
+def test_page_statistics_case_has_several_pages_of_statistics():
+    from reference_impl.dataset import open_dataset
+    from reference_impl.file.legacy import open_legacy
+    from reference_impl.table.stats import read_page_stats
+
+    table = ROOT / "page-statistics" / "table"
+    frags = open_dataset(str(table)).get_fragments()
+    path = table / "data" / frags[0].data_files()[0].path
+    stats = read_page_stats(open_legacy(path.read_bytes(), path=str(path)))
+    assert sorted(stats) == [0, 1, 2]
+    assert stats[0].min_value.to_pylist() == [0, 8, 16] and stats[0].max_value.to_pylist() == [7, 15, 19]
+    assert stats[1].null_count.tolist() == [1, 2, 1]
+    assert stats[2].min_value.to_pylist() == ["n000", "n008", "n016"]
+    assert golden.load_case(ROOT / "page-statistics")["producer"] == "pylance 14.0.2"
+
+
+def test_namespace_v2_case_lists_nested_namespaces(tmp_path):
+    from reference_impl.namespace.directory import DirectoryNamespace
+
+    moved = tmp_path / "ns"
+    shutil.copytree(ROOT / "namespace-dir-v2" / "table", moved)
+    assert (moved / "__manifest" / "_versions").is_dir()
+    ns = DirectoryNamespace(str(moved))
+    assert ns.list_namespaces([]) == ["ns1"] and ns.list_namespaces(["ns1"]) == ["ns2"]
+    doc = golden.load_case(ROOT / "namespace-dir-v2")
+    assert sorted(r["id"] for r in doc["reads"]) == ["ns1$ns2$t2@v1", "ns1$t1@v1", "t0@v1"]
+    for r in doc["reads"]:
+        tid = r["id"].split("@")[0].split("$")
+        assert ns.describe_table(tid).location == r["path"]
+    assert next(r for r in doc["reads"] if r["id"] == "t0@v1")["path"] == "t0.lance"
+    assert not ns.namespace_exists(["ns2"])
+
+
+def test_index_cases_hold_every_index_type():
+    from reference_impl.dataset import open_dataset
+
+    urls = {i.name: i.index_details.type_url
+            for i in open_dataset(str(ROOT / "index-types" / "table")).list_indices()}
+    assert urls == {"category_idx": "/lance.table.BitmapIndexDetails",
+                    "labels_idx": "/lance.table.LabelListIndexDetails",
+                    "text_idx": "/lance.table.InvertedIndexDetails",
+                    "vec_idx": "/lance.index.pb.VectorIndexDetails"}
+    names = [i.name for i in open_dataset(str(ROOT / "mem-wal" / "table")).list_indices()]
+    assert sorted(names) == ["__lance_mem_wal", "id_idx"]
+    assert list((ROOT / "mem-wal" / "table" / "_mem_wal").rglob("*"))
+
+
+def test_datafile_version_case_disagrees_only_in_the_manifest(tmp_path):
+    from conformance.harness.reference import ReferenceAdapter
+    from conformance.invalid import latest_manifest, rewrite_manifest
+
+    table = ROOT / "reject-datafile-version" / "table"
+    m = _manifest(table)
+    df = m.fragments[0].files[0]
+    assert (df.file_major_version, df.file_minor_version) == (2, 0)
+    tail = (table / "data" / df.path).read_bytes()[-8:]
+    assert tail[-4:] == b"LANC" and (tail[0], tail[2]) == (2, 1)  # the footer says 2.1
+    # put the right version back: the same table reads
+    copy = tmp_path / "t"
+    shutil.copytree(table, copy)
+
+    def fix(mm):
+        for f in mm.fragments:
+            for d in f.files:
+                d.file_major_version, d.file_minor_version = 2, 1
+
+    rewrite_manifest(latest_manifest(copy), fix)
+    assert golden.reject_error({"when": "read"}, copy, ReferenceAdapter()) is None
+
+
+def test_writer_flag_case_reads_but_refuses_an_append(tmp_path):
+    from conformance.harness import runner
+    from conformance.harness.reference import ReferenceAdapter
+
+    doc = golden.load_case(ROOT / "reject-unknown-writer-flag")
+    table = ROOT / "reject-unknown-writer-flag" / "table"
+    assert _manifest(table).writer_feature_flags & (1 << 20)
+    assert ReferenceAdapter().read(str(table)).num_rows == 5  # readers are not concerned
+    res = runner.run_commit_reject_case(ReferenceAdapter(), ROOT / "reject-unknown-writer-flag", tmp_path)
+    assert res.outcome == "PASS" and "UnsupportedFeature" in res.message
+    assert doc["expected"]["error"] == "UnsupportedFeature"
+
+
+def test_readme_lists_every_case():
+    text = (ROOT / "README.md").read_text()
+    assert golden.cases_table_markdown() in text
+    for cid in golden.CASES:
+        assert f"| `{cid}` |" in text

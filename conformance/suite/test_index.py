@@ -275,9 +275,9 @@ def _uses_index(lance_ds, flt, name):
 def test_index_metadata_survives_reference_writer(tmp_path, pylance):
     """pylance builds a BTree and a Bitmap index; our writer appends, deletes, updates and
     compacts. After append/delete/update pylance still plans with the indexes, answers
-    correctly and validates. Our plain compaction prunes the rewritten fragments from the
-    bitmaps (no remap), so pylance falls back to scanning but stays correct and valid; the
-    deferred-remap compaction of test_fragment_reuse keeps the indexes in use."""
+    correctly and validates. Our compaction defers the index remap as pylance does with
+    ``defer_index_remap=True``: the index keeps its fragment bitmap, a fragment-reuse index
+    records where the rows moved, and pylance still plans with the index afterwards."""
     from reference_impl import dataset_ops as ops
     from reference_impl.write import write_dataset
 
@@ -311,8 +311,8 @@ def test_index_metadata_survives_reference_writer(tmp_path, pylance):
     assert got["id_idx"].fragment_ids.tolist() == [0, 1, 2]
     ops.compact_files(open_dataset(root), 100)
     lds = check([13], 26)
-    assert _decoded(root)["id_idx"].fragment_ids.tolist() == []
-    assert not _uses_index(lds, "id = 13", "id_idx")
+    assert _decoded(root)["id_idx"].fragment_ids.tolist() == [0, 1, 2]
+    assert _uses_index(lds, "id = 13", "id_idx")
 
 
 @pytest.mark.parametrize("scenario", ["scalar_index", "vector_index"])

@@ -343,3 +343,27 @@ def test_index_pruning_leaves_callers_messages_alone():
     rw = operations.rewrite(1, [([prev.fragments[1]], [table_pb2.DataFragment(physical_rows=1)])])
     _, out = operations.build_manifest(prev, rw, 2, indices=[idx], remap_indices=lambda ixs, v: [*ixs, "x"])
     assert out == [idx, "x"] and idx.SerializeToString() == before
+
+
+def test_stale_compaction_does_not_undo_a_concurrent_delete(tmp_path, our_reader):
+    """The Rewrite reads the version its fragments were chosen at: a delete committed
+    meanwhile on those fragments is a retryable conflict (nothing rewritten), and a
+    compaction planned afresh keeps the deletion."""
+    from reference_impl.errors import CommitConflict
+
+    p = str(tmp_path / "ds")
+    write_dataset(base(), p, max_rows_per_file=4, data_storage_version=FV)
+    stale = our_reader(p)
+    ops.delete(our_reader(p), "id = 1")
+    with pytest.raises(CommitConflict) as exc:
+        ops.compact_files(stale, 100)
+    assert exc.value.retryable
+    assert our_reader(p).count_rows() == 11
+    ds = ops.compact_files(our_reader(p), 100)
+    assert ds.count_rows() == 11 and 1 not in ds.to_table()["id"].to_pylist()
+    # a concurrent append, on the other hand, is rebased over
+    ops.delete(ds, "id = 0")
+    stale = our_reader(p)
+    write_dataset(base(2), p, mode="append")
+    out = ops.compact_files(stale, 100)
+    assert out.count_rows() == 12 and len(out.manifest.fragments) == 2

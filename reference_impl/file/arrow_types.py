@@ -120,7 +120,7 @@ def _fsl_array(t: pa.DataType, v: Fsl, valid) -> pa.Array:
     v = v.with_dims([x.list_size for x in types])
     if [x.list_size for x in types] != list(v.dims):
         raise FormatError(f"fixed-size list dims {v.dims} do not match the type {t}", rule=RULE)
-    by_layer = dict(zip(v.vlayers, v.validity))
+    by_layer = dict(zip(v.vlayers, v.validity, strict=False))
     last = len(types) - 1
     items = v.items
     if v.const_items is not None:
@@ -156,7 +156,7 @@ def leaf_array(field: pa.Field, values, valid: np.ndarray | None) -> pa.Array:
         if len(values) != st.num_fields:
             raise FormatError(f"packed struct {field.name!r} decoded {len(values)} of {st.num_fields} children",
                               rule=RULE)
-        kids = [leaf_array(c, part, None) for c, part in zip(st, values)]
+        kids = [leaf_array(c, part, None) for c, part in zip(st, values, strict=False)]
         n = len(kids[0]) if kids else 0
         if any(len(k) != n for k in kids):
             raise FormatError(f"packed struct {field.name!r} children differ in length", rule=RULE)
@@ -166,8 +166,8 @@ def leaf_array(field: pa.Field, values, valid: np.ndarray | None) -> pa.Array:
             raise FormatError(f"packed struct {field.name!r} not fixed width", rule=RULE)
         widths = [storage(c.type).bit_width for c in st]
         kids = [_fixed_array(storage(c.type), part, None)
-                for c, part in zip(st, packed_node.split(values, widths))]
-        kids = [k.cast(c.type) if k.type != c.type else k for k, c in zip(kids, st)]
+                for c, part in zip(st, packed_node.split(values, widths), strict=False)]
+        kids = [k.cast(c.type) if k.type != c.type else k for k, c in zip(kids, st, strict=False)]
         arr = pa.Array.from_buffers(st, values.n if kids else 0, [_bitmap(valid)], children=kids)
     elif is_variable(st):
         if not isinstance(values, Var):

@@ -44,12 +44,12 @@ def buffers_in_file(container) -> list:
         if len(page.buffer_offsets) != len(page.buffer_sizes):
             out.append(("FILE-011", f"column {ci} page {pi}: {len(page.buffer_offsets)} offsets, "
                                     f"{len(page.buffer_sizes)} sizes", None))
-        for bi, (o, s) in enumerate(zip(page.buffer_offsets, page.buffer_sizes)):
+        for bi, (o, s) in enumerate(zip(page.buffer_offsets, page.buffer_sizes, strict=False)):
             if s and o + s > limit:
                 out.append(("FILE-011", f"column {ci} page {pi} buffer {bi} ({o}+{s}) runs past the "
                                         f"data region ending at {limit}", o))
     for ci, col in enumerate(container.columns):
-        for o, s in zip(col.buffer_offsets, col.buffer_sizes):
+        for o, s in zip(col.buffer_offsets, col.buffer_sizes, strict=False):
             if s and o + s > limit:
                 out.append(("FILE-011", f"column {ci} buffer ({o}+{s}) runs past the data region", o))
     return out
@@ -58,7 +58,7 @@ def buffers_in_file(container) -> list:
 def alignment(container) -> list:
     out = []
     for ci, pi, page in _pages(container):
-        for bi, (o, s) in enumerate(zip(page.buffer_offsets, page.buffer_sizes)):
+        for bi, (o, s) in enumerate(zip(page.buffer_offsets, page.buffer_sizes, strict=False)):
             if s and o % ALIGN:
                 out.append(("FILE-012", f"column {ci} page {pi} buffer {bi} at {o} is not 64-byte aligned", o))
     if container.global_buffers:

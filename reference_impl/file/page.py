@@ -52,7 +52,7 @@ def read_page_buffers(container, page) -> list:
     if len(offs) != len(sizes):
         raise FormatError("page buffer_offsets and buffer_sizes differ in length", rule=RULE_BUFFERS,
                           path=path)
-    spans = [(o, s) for o, s in zip(offs, sizes) if s]
+    spans = [(o, s) for o, s in zip(offs, sizes, strict=False) if s]
     for o, s in spans:
         if o + s > container.size:
             raise FormatError(f"page buffer {o}+{s} lies outside the file ({container.size} bytes)",
@@ -64,4 +64,4 @@ def read_page_buffers(container, page) -> list:
     if hi - lo > MAX_SPAN:
         raise FormatError("page buffers span more than 2 GiB", rule=RULE_BUFFERS, path=path, offset=lo)
     block = memoryview(container.read_buffer(lo, hi - lo))
-    return [block[o - lo: o - lo + s] if s else memoryview(b"") for o, s in zip(offs, sizes)]
+    return [block[o - lo: o - lo + s] if s else memoryview(b"") for o, s in zip(offs, sizes, strict=False)]

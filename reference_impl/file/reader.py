@@ -3,7 +3,7 @@
 Usage::
 
     r = LanceFileReader(store, "data/abc.lance")
-    r.version        # "2.0", "2.1", "2.2" or "2.3"
+    r.version        # "0.1" (legacy), "2.0", "2.1" or "2.2" ("2.3" is refused)
     r.num_rows       # FileDescriptor.length
     r.schema         # pyarrow schema from FileDescriptor.schema (with lance:field_id metadata)
     r.fields         # the lance.file.Field list
@@ -42,8 +42,8 @@ when nothing is registered).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -227,7 +227,7 @@ def _concat_nodes(nodes: list) -> Node:
             proto = next((v for v in vals if v is not None), None)
             if proto is None:
                 return Node("leaf", length, validity, values=None)
-            vals = [v if v is not None else Fsl.placeholder(proto, n.length) for v, n in zip(vals, nodes)]
+            vals = [v if v is not None else Fsl.placeholder(proto, n.length) for v, n in zip(vals, nodes, strict=False)]
         return Node("leaf", length, validity, values=concat(vals))
     if first.kind == "list":
         offs, base = [np.zeros(1, np.int64)], 0
@@ -268,7 +268,7 @@ def _to_arrow(f: pa.Field, node: Node) -> pa.Array:
     if node.kind == "struct":
         kids = [_to_arrow(c, node.children[c.name]) if c.name in node.children else pa.nulls(node.length, c.type)
                 for c in t]
-        for c, k in zip(t, kids):
+        for c, k in zip(t, kids, strict=False):
             if len(k) != node.length:
                 raise FormatError(f"struct child {c.name!r} has {len(k)} rows, struct {node.length}", rule="ENC-046")
         return pa.Array.from_buffers(t, node.length, [_bitmap(node.validity)], children=kids)
@@ -369,18 +369,24 @@ def _decode_column_2_0_fallback(container: FileContainer, column_index: int, fie
 # --------------------------------------------------------------------------- public reader
 
 class LanceFileReader:
-    """Reads a Lance 2.0/2.1/2.2 data file from an object store (see module docstring)."""
+    """Reads a Lance data file of any version from an object store: 0.1 (legacy, through
+    :mod:`reference_impl.file.legacy`), 2.0, 2.1 and 2.2 (see module docstring)."""
 
-    def __init__(self, store, key: str, *, size: int | None = None) -> None:
+    def __init__(self, store, key: str, *, size: int | None = None, fields=None) -> None:
+        """``fields`` (a Lance field list) describes a legacy 0.1 file that carries no embedded
+        manifest; v2 files and pylance's legacy files describe themselves."""
         self.store, self.key = store, key
         self.container = read_container(store, key, size=size)
-        if self.container.is_legacy:
-            raise UnsupportedFeature("legacy 0.1 files are read by reference_impl.file.legacy")
         self.version = self.container.version_name
         self._page_index: dict = {}  # (column, page) -> random_access.PageIndex
+        self.legacy = None
+        from reference_impl.table.schema import fields_to_arrow
+
+        if self.container.is_legacy:
+            self._open_legacy(fields, fields_to_arrow)
+            return
         if self.version == "2.3":
             raise UnsupportedFeature("Lance file version 2.3 (PlanarLayout) is not supported")
-        from reference_impl.table.schema import fields_to_arrow
 
         self.fields = self.container.fields
         try:
@@ -389,6 +395,24 @@ class LanceFileReader:
             raise
         except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
             raise FormatError(f"file schema cannot be converted: {exc}", rule=RULE_SCHEMA, path=key) from None
+
+    def _open_legacy(self, fields, fields_to_arrow) -> None:
+        """Legacy 0.1 files are decoded by :mod:`reference_impl.file.legacy`; the schema is the
+        file's embedded manifest (or ``fields``)."""
+        from .legacy import open_legacy
+
+        self.legacy = open_legacy(store=self.store, key=self.key)
+        self.fields = list(fields) if fields is not None else self.legacy.schema_fields()
+        try:
+            self.schema = fields_to_arrow(self.fields)
+        except FormatError:
+            raise
+        except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
+            raise FormatError(f"file schema cannot be converted: {exc}", rule=RULE_SCHEMA, path=self.key) from None
+
+    def _read_legacy(self, columns) -> pa.Table:
+        names = self._names(columns)
+        return self.legacy.read(self.fields, columns=names)
 
     @property
     def num_rows(self) -> int:
@@ -447,6 +471,12 @@ class LanceFileReader:
         return out
 
     def _read(self, columns, page_range) -> pa.Table:
+        if self.legacy is not None:
+            table = self._read_legacy(columns)
+            if table.num_rows != self.num_rows:
+                raise FormatError(f"legacy batches hold {table.num_rows} rows, batch_offsets say "
+                                  f"{self.num_rows}", rule=RULE_PAGES, path=self.key)
+            return table if page_range is None else table.slice(page_range[0], page_range[1] - page_range[0])
         sel = self._select(columns)
         dec = self._decoder()
         starts = self._column_starts()
@@ -495,6 +525,8 @@ class LanceFileReader:
         idx = np.asarray(list(indices) if not isinstance(indices, np.ndarray) else indices, np.int64)
         if len(idx) and (idx.min() < 0 or idx.max() >= self.num_rows):
             raise IndexError("take index outside the file")
+        if self.legacy is not None:
+            return self._read_legacy(columns).take(pa.array(idx))
         if family(self.version) == "2.0":
             return self._take_2_0(idx, columns)
         sel = self._select(columns)
@@ -515,7 +547,7 @@ class LanceFileReader:
         mini-block page of ``columns`` (all by default) into the page index, as a reader does
         once before serving random access; returns the number of pages indexed. After this a
         ``take`` of one row costs one read per mini-block column."""
-        if family(self.version) == "2.0":
+        if self.legacy is not None or family(self.version) == "2.0":
             return 0
         starts = self._column_starts()
         n = 0

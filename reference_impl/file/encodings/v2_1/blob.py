@@ -35,7 +35,7 @@ def decode(container, layout, buffers, rows: int):
     valid = None
     if has_nulls:
         valid = ~((size == 0) & (pos > 0))
-    parts = [np.frombuffer(container.read_buffer(int(p), int(s)), np.uint8) for p, s in zip(pos, size) if s]
+    parts = [np.frombuffer(container.read_buffer(int(p), int(s)), np.uint8) for p, s in zip(pos, size, strict=False) if s]
     off = np.zeros(rows + 1, np.int64)
     np.cumsum(size, out=off[1:])
     data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)

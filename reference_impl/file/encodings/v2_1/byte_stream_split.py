@@ -20,7 +20,7 @@ def decode_chunks(bufs: list, counts: list, T: int) -> Fixed:
         raise FormatError(f"byte-stream-split of {T}-bit values", rule=RULE)
     B = T // 8
     parts = []
-    for b, n in zip(bufs, counts):
+    for b, n in zip(bufs, counts, strict=False):
         if len(b) < n * B:
             raise FormatError(f"byte-stream-split chunk of {len(b)} bytes for {n} values", rule=RULE)
         parts.append(np.frombuffer(b, np.uint8, n * B).reshape(B, n).T.reshape(-1))

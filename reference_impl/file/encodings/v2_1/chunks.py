@@ -33,7 +33,7 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     total = int(pos[-1] + lengths[-1])
     if total > 48 * len(starts):
         # long ranges: one memcpy per range beats three passes per byte over an index
-        return np.concatenate([data[s:s + n] for s, n in zip(starts.tolist(), lengths.tolist())])
+        return np.concatenate([data[s:s + n] for s, n in zip(starts.tolist(), lengths.tolist(), strict=False)])
     idx_t = np.int32 if len(data) < (1 << 31) - 1 else np.int64
     jump = np.empty(len(starts), idx_t)
     jump[0] = starts[0]
@@ -61,7 +61,7 @@ class ChunkSet:
     def buffers(self, k: int) -> list:
         """Buffer ``k`` of every chunk, as numpy byte views."""
         d = self.data
-        return [d[s:s + n] for s, n in zip(self.starts[k].tolist(), self.sizes[k].tolist())]
+        return [d[s:s + n] for s, n in zip(self.starts[k].tolist(), self.sizes[k].tolist(), strict=False)]
 
     def gather(self, k: int, lengths: np.ndarray) -> np.ndarray:
         """The first ``lengths[c]`` bytes of buffer ``k`` of every chunk, concatenated."""
@@ -75,14 +75,14 @@ class ChunkSet:
             out |= self.data[pos + b].astype(np.uint64) << np.uint64(8 * b)
         return out
 
-    def with_buffer(self, k: int, new: list) -> "ChunkSet":
+    def with_buffer(self, k: int, new: list) -> ChunkSet:
         """A copy in which buffer ``k`` of chunk ``c`` is replaced by ``new[c]`` (bytes)."""
         lists = [self.buffers(j) for j in range(self.n_buffers)]
         lists[k] = [np.frombuffer(b, np.uint8) for b in new]
-        return ChunkSet.from_lists([list(x) for x in zip(*lists)])
+        return ChunkSet.from_lists([list(x) for x in zip(*lists, strict=False)])
 
     @staticmethod
-    def from_lists(chunks: list) -> "ChunkSet":
+    def from_lists(chunks: list) -> ChunkSet:
         """Build from ``chunks[c][k]`` byte buffers."""
         if not chunks:
             return ChunkSet(np.zeros(0, np.uint8), [np.zeros(0, np.int64)], [np.zeros(0, np.int64)])

@@ -15,7 +15,17 @@ import numpy as np
 
 from reference_impl.errors import FormatError
 
-from . import bitpacking, byte_stream_split, fixed_size_list, flat, fsst, general, packed_struct, rle, variable
+from . import (
+    bitpacking,
+    byte_stream_split,
+    fixed_size_list,
+    flat,
+    fsst,
+    general,
+    packed_struct,
+    rle,
+    variable,
+)
 from .chunks import ChunkSet
 from .values import Fixed, Var
 
@@ -56,7 +66,7 @@ def decode_mini_block(node, chunks: ChunkSet, counts: np.ndarray):
         if not isinstance(inner, Var):
             raise FormatError("FSST values must be variable", rule=fsst.RULE)
         return fsst.decode(node.fsst.symbol_table, inner)
-    lists = [list(x) for x in zip(*[chunks.buffers(b) for b in range(chunks.n_buffers)])]
+    lists = [list(x) for x in zip(*[chunks.buffers(b) for b in range(chunks.n_buffers)], strict=False)]
     cl = counts.tolist()
     if k == "rle":
         return rle.decode_chunks([(c[0], c[1]) for c in lists], cl, rle.widths(node.rle))

@@ -58,7 +58,7 @@ def decode_chunks(node, bufs: list, counts: list) -> Fsl:
     cum = np.cumprod(dims)
     val_parts = [[] for _ in range(sum(flags))]
     item_bufs, item_counts = [], []
-    for chunk, rows in zip(bufs, counts):
+    for chunk, rows in zip(bufs, counts, strict=False):
         k = 0
         for li, f in enumerate(flags):
             if f:

@@ -38,11 +38,11 @@ def decode(buf, n: int, bits: int) -> Fixed:
 def decode_chunks(bufs: list, counts: list, bits: int) -> Fixed:
     check_bits(bits)
     if bits == 1:
-        return Fixed(np.concatenate([decode(b, c, 1).data for b, c in zip(bufs, counts)]) if bufs
+        return Fixed(np.concatenate([decode(b, c, 1).data for b, c in zip(bufs, counts, strict=False)]) if bufs
                      else np.zeros(0, bool), 1)
     w = bits // 8
     parts = []
-    for b, c in zip(bufs, counts):
+    for b, c in zip(bufs, counts, strict=False):
         if len(b) < c * w:
             raise FormatError(f"chunk of {c} values of {bits} bits needs {c * w} bytes, has {len(b)}", rule=RULE)
         parts.append(np.frombuffer(b, np.uint8, c * w))

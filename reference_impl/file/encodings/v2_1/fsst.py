@@ -100,25 +100,26 @@ def _expand(ids: np.ndarray, tok_len: np.ndarray, table: np.ndarray):
     """
     code = ids.astype(np.intp)
     m = len(code)
-    lens8 = tok_len.astype(np.uint8)
-    tl = np.take(lens8, code)
+    # lengths as intp: a same-type cumulative sum is several times faster than uint8 -> intp
+    tl = np.take(tok_len.astype(np.intp), code)
     cum = np.zeros(m + 1, np.intp)
     np.cumsum(tl, out=cum[1:])
     total = int(cum[-1])
     out = np.empty(total + 8, np.uint8)
     if total == 0:
         return out[:0], cum
-    top = int(lens8.max())
+    top = int(tok_len.max())
     # share of tokens reaching each plane, estimated on a sample
     sample = np.bincount(tl[::61], minlength=9)[::-1].cumsum()[::-1]
     pos = cum[:-1]
     for j in range(top - 1, -1, -1):
         plane = np.ascontiguousarray(table[:, j])
+        shifted = out[j:]  # writing at pos into a view shifted by j writes at pos + j
         if sample[j + 1] * 20 > sample[0]:
-            out[pos + j] = np.take(plane, code)
+            shifted[pos] = np.take(plane, code)
         else:
             sel = np.flatnonzero(tl > j)
-            out[pos[sel] + j] = np.take(plane, code[sel])
+            shifted[pos[sel]] = np.take(plane, code[sel])
     return out[:total], cum
 
 

@@ -115,7 +115,7 @@ def decode(layout, buffers: list, version: str, rows: int):
     for sz in value_sizes:
         value_starts.append(pos)
         pos = (pos + sz + 7) & ~7
-    ends = [st + sz for st, sz in zip(level_starts + value_starts, level_sizes + value_sizes)]
+    ends = [st + sz for st, sz in zip(level_starts + value_starts, level_sizes + value_sizes, strict=False)]
     if n_chunks and ends and np.any(np.max(np.stack(ends), axis=0) > offs + sizes):
         raise FormatError("chunk buffers run past their chunk", rule=RULE)
     reps, defs = [], []

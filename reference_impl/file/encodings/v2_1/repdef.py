@@ -95,7 +95,7 @@ def unravel(layers, rep, dfn, n_slots: int, rows: int):
         else:
             list_no.append(-cnt)  # negative: number of lists inside this item layer
     exists, starts = [], []
-    for i, k in enumerate(layers):
+    for i in range(len(layers)):
         outer_lists = [j for j in range(i + 1, n) if layers[j] in LIST_KINDS]
         ex = d <= int(inner[outer_lists[0]]) if outer_lists else np.ones(n_slots, bool)
         need = list_no[i] if list_no[i] > 0 else -list_no[i]

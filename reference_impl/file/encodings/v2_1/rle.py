@@ -41,7 +41,7 @@ def expand(values: np.ndarray, lengths: np.ndarray, count: int, B: int) -> np.nd
 def decode_chunks(bufs: list, counts: list, T: int) -> Fixed:
     B = T // 8
     parts = []
-    for (vb, lb), c in zip(bufs, counts):
+    for (vb, lb), c in zip(bufs, counts, strict=False):
         if len(vb) // B < len(lb) and len(vb) % B:
             raise FormatError("RLE value buffer is not a whole number of values", rule=RULE)
         nruns = len(vb) // B

@@ -32,7 +32,7 @@ class Fixed:
     def n(self) -> int:
         return len(self.data) if self.bits == 1 else len(self.data) // (self.bits // 8)
 
-    def take(self, idx: np.ndarray) -> "Fixed":
+    def take(self, idx: np.ndarray) -> Fixed:
         if self.bits == 1:
             return Fixed(self.data[idx], 1)
         w = self.bits // 8
@@ -48,7 +48,7 @@ class Var:
     def n(self) -> int:
         return len(self.offsets) - 1
 
-    def take(self, idx: np.ndarray) -> "Var":
+    def take(self, idx: np.ndarray) -> Var:
         starts = self.offsets[:-1][idx]
         lens = self.offsets[1:][idx] - starts
         new_off = np.zeros(len(idx) + 1, np.int64)
@@ -73,13 +73,13 @@ class Fsl:
     def n(self) -> int:
         return self.items.n // self.dim if self.dim else 0
 
-    def with_layers(self, layers: list) -> "Fsl":
+    def with_layers(self, layers: list) -> Fsl:
         """The same rows with a validity array for each of ``layers`` (missing = all valid)."""
-        have = dict(zip(self.vlayers, self.validity))
+        have = dict(zip(self.vlayers, self.validity, strict=False))
         val = [have.get(li, np.ones(self.n * int(np.prod(self.dims[:li + 1])), bool)) for li in layers]
         return Fsl(self.dim, self.items, val, self.dims, list(layers), self.const_items)
 
-    def with_dims(self, dims: list) -> "Fsl":
+    def with_dims(self, dims: list) -> Fsl:
         """Constant items whose node elided inner all-null FSL layers, re-shaped to ``dims``."""
         if self.const_items is None or list(dims[:len(self.dims)]) != list(self.dims) or len(dims) == len(self.dims):
             return self
@@ -87,7 +87,7 @@ class Fsl:
         return Fsl(full, Fixed(np.zeros(self.n * full, bool), 1), self.validity, list(dims), self.vlayers,
                    self.const_items)
 
-    def materialise(self, bits: int) -> "Fsl":
+    def materialise(self, bits: int) -> Fsl:
         """Constant items turned into real ``bits``-wide items."""
         k = self.items.n
         if bits == 1:
@@ -100,18 +100,18 @@ class Fsl:
         return Fsl(self.dim, items, self.validity, self.dims, self.vlayers)
 
     @staticmethod
-    def placeholder(proto: "Fsl", n: int) -> "Fsl":
+    def placeholder(proto: Fsl, n: int) -> Fsl:
         """``n`` all-zero rows shaped like ``proto`` (for pages without values)."""
         k = n * proto.dim
         bits = proto.items.bits
         items = Fixed(np.zeros(k, bool) if bits == 1 else np.zeros(k * (bits // 8), np.uint8), bits)
         return Fsl(proto.dim, items, [], proto.dims, [])
 
-    def take(self, idx: np.ndarray) -> "Fsl":
+    def take(self, idx: np.ndarray) -> Fsl:
         idx = np.asarray(idx, np.int64)
         item_idx = (idx[:, None] * self.dim + np.arange(self.dim)).reshape(-1)
         val = []
-        for v, li in zip(self.validity, self.vlayers):
+        for v, li in zip(self.validity, self.vlayers, strict=False):
             c = int(np.prod(self.dims[:li + 1]))
             val.append(v[(idx[:, None] * c + np.arange(c)).reshape(-1)])
         return Fsl(self.dim, self.items.take(item_idx), val, self.dims, self.vlayers, self.const_items)
