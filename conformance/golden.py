@@ -9,16 +9,26 @@ A case lives in ``fixtures/golden/<case-id>/``::
                            "expected": {"outcome": "read"} |
                                        {"outcome": "reject", "when": "read"|"commit",
                                         "error": "<reference error class>", "operation"?},
-                           "reads": [{"id", "path", "version", "rows", "row_ids"}]}
+                           "reads": [{"id", "path", "version", "rows", "row_ids",
+                                      "external_store"?}],
+                           "external_store"?: {"kind": "sqlite", "file",
+                                               "latest_with_store", "latest_without_store"}}
     table/                the dataset (relative paths only, so the folder can move)
     expected/v{N}.arrow   Arrow IPC file of the logical rows of one read (``_rowid`` when
-                          the case is about row ids); other paths' reads are ``{path}/v{N}.arrow``
+                          the case is about row ids); other datasets' reads are ``{label}/v{N}.arrow``
     expected/versions.json  per read: row count, schema and the tags naming that version;
                           the tags of the table
     expected/files.json   sha256 of every file of ``table/`` (shipped cases)
 
+A read is named by its dataset's label: the path under ``table/`` (``.`` for the table
+itself), or a stable name where the path is not stable (the object id of a table in a V2
+namespace, whose folder name holds a random hash). A read marked ``external_store`` can only
+be made by a reader that uses the case's external manifest store (a SQLite file next to
+``table/``); ``external_store`` in case.json gives the latest version with and without it.
+
 The case id never changes. A case whose table must hold absolute paths (branches and
-shallow clones keep absolute base paths, as the spec and pylance require) is not shipped:
+shallow clones keep absolute base paths, as the spec and pylance require; so do the
+base-path cases; the external store keys its rows by the table's absolute location) is not shipped:
 ``table.shipped`` is false and the table is generated again wherever it is needed
 (verification, the reader suite), from the same script.
 

@@ -282,10 +282,14 @@ def test_external_store_case_records_both_expectations(tmp_path):
     want = golden.read_arrow(ROOT / "external-manifest-store" / "expected" / "v3.arrow")
     assert got.num_rows == want.num_rows == 10
     assert open_dataset(str(table)).versions() == [1, 2]  # the store read worked on a copy
-    # without the store file, a reader aware of it has nothing to read from
-    (table.parent / "external-store.sqlite").unlink()
-    with pytest.raises(FileNotFoundError):
+    # the store names a staged manifest that is gone: a reader with the store must refuse
+    from reference_impl.errors import FormatError
+
+    for staged in table.glob("_versions/*.manifest-*"):
+        staged.unlink()
+    with pytest.raises(FormatError) as err:
         golden.external_store_read(ReferenceAdapter(), table, 3)
+    assert err.value.rule == "COMMIT-001"
 
 
 def test_external_store_read_case_in_the_harness(pylance, tmp_path):

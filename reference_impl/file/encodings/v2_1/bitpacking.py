@@ -125,6 +125,38 @@ def decode_out_of_line(buf, n: int, T: int, W: int) -> np.ndarray:
     return np.concatenate([out, last])
 
 
+def decode_out_of_line_many(raw: np.ndarray, n: int, T: int, W: int) -> np.ndarray:
+    """:func:`decode_out_of_line` over ``g`` equal buffers at once: ``raw`` is a ``(g, size)``
+    byte array (one buffer of ``n`` values per row) -> ``(g, n)`` ``uint{T}`` values."""
+    check_width(T)
+    if W > T:
+        raise FormatError(f"packed width {W} exceeds {T} bits", rule=RULE)
+    dt = UINT[T]
+    B = T // 8
+    g, size = raw.shape
+    if size % B:
+        raise FormatError("out-of-line bit-packed buffer is not a whole number of words", rule=RULE)
+    words = np.ascontiguousarray(raw).view(dt).reshape(g, size // B)
+    full, r = divmod(n, 1024)
+    per = 1024 * W // T
+    need_full = full * per
+    if words.shape[1] < need_full:
+        raise FormatError(f"out-of-line bit-packed buffer holds {words.shape[1]} words, "
+                          f"{need_full} needed for {full} blocks", rule=RULE)
+    body = np.ascontiguousarray(words[:, :need_full]).reshape(g * full, per)
+    out = unpack_blocks(body, T, W).reshape(g, full * 1024)
+    if r == 0:
+        return out
+    tail = words[:, need_full:]
+    if tail.shape[1] == r:
+        return np.concatenate([out, tail], axis=1)
+    if tail.shape[1] < per:
+        raise FormatError(f"out-of-line tail of {tail.shape[1]} words is neither raw ({r}) nor a "
+                          f"padded block ({per})", rule=RULE)
+    last = unpack_blocks(np.ascontiguousarray(tail[:, :per]), T, W)[:, :r]
+    return np.concatenate([out, last], axis=1)
+
+
 def decode_inline_set(cs, counts, T: int) -> np.ndarray:
     """Inline bit-packed chunks of a :class:`~.chunks.ChunkSet` (one 1024-value block each)."""
     check_width(T)

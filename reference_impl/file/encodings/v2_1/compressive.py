@@ -26,11 +26,13 @@ from . import (
     rle,
     variable,
 )
-from .chunks import ChunkSet
+from .chunks import ChunkSet, gather_ranges
 from .values import Fixed, Var
 
 RULE = "ENC-001"
 MB_CAP = 1 << 26
+#: below this many chunks levels are decoded chunk by chunk (grouping does not pay)
+GROUPED_MIN_CHUNKS = 8
 
 
 def kind(node) -> str:
@@ -149,6 +151,47 @@ def decode_per_value(node, raw):
     if k == "variable_packed_struct":
         return variable_packed_struct.decode_pv(node.variable_packed_struct, raw)
     raise FormatError(f"{k} is not a per-value encoding", rule=RULE)
+
+
+def levels_chunk_set(node, data: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+                     counts: np.ndarray) -> np.ndarray:
+    """Block-decode the levels of every mini-block chunk (chunk ``c``: ``counts[c]`` levels in
+    ``data[starts[c]:starts[c]+sizes[c]]``) and concatenate them, as :func:`levels` chunk by
+    chunk would. Flat 16-bit and out-of-line bit-packed levels, the encodings 14.0.2 writes,
+    are decoded for all chunks of one (count, size) group at once; others chunk by chunk."""
+    starts, sizes, counts = (np.asarray(x, np.int64) for x in (starts, sizes, counts))
+    k = kind(node)
+    grouped = False
+    if k == "flat" and int(node.flat.bits_per_value) == 16:
+        grouped = True
+    elif k == "out_of_line_bitpacking":
+        o = node.out_of_line_bitpacking
+        grouped = int(o.uncompressed_bits_per_value) == 16 and kind(o.values) == "flat"
+    if not grouped or len(counts) < GROUPED_MIN_CHUNKS:
+        parts = [levels(node, data[s:s + z], n)
+                 for s, z, n in zip(starts.tolist(), sizes.tolist(), counts.tolist(), strict=True)]
+        return np.concatenate(parts) if parts else np.zeros(0, np.uint16)
+    first = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=first[1:])
+    out = np.empty(int(first[-1]), np.uint16)
+    keys = np.stack([counts, sizes], axis=1)
+    groups, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    for gi, (n, size) in enumerate(groups.tolist()):
+        idx = np.flatnonzero(inverse == gi)
+        if n == 0:
+            continue
+        raw = gather_ranges(data, starts[idx], np.full(len(idx), size)).reshape(len(idx), size)
+        if k == "flat":
+            if size < 2 * n:
+                raise FormatError(f"{n} flat values of 16 bits need {2 * n} bytes, has {size}", rule=flat.RULE)
+            vals = np.ascontiguousarray(raw[:, :2 * n]).view("<u2")
+        else:
+            o = node.out_of_line_bitpacking
+            vals = bitpacking.decode_out_of_line_many(raw, n, 16, int(o.values.flat.bits_per_value))
+        dest = (first[idx][:, None] + np.arange(n)).reshape(-1)
+        out[dest] = vals.reshape(-1)
+    return out
 
 
 def levels(node, buf, n: int) -> np.ndarray:

@@ -118,17 +118,12 @@ def decode(layout, buffers: list, version: str, rows: int):
     ends = [st + sz for st, sz in zip(level_starts + value_starts, level_sizes + value_sizes, strict=False)]
     if n_chunks and ends and np.any(np.max(np.stack(ends), axis=0) > offs + sizes):
         raise FormatError("chunk buffers run past their chunk", rule=RULE)
-    reps, defs = [], []
-    k = 0
-    for kind, node in (("rep", layout.rep_compression if has_rep else None),
-                       ("def", layout.def_compression if has_def else None)):
-        if node is None:
-            continue
-        st, sz = level_starts[k].tolist(), level_sizes[k].tolist()
-        out = reps if kind == "rep" else defs
-        for c, nl in enumerate(n_levels.tolist()):
-            out.append(compressive.levels(node, d[st[c]:st[c] + sz[c]], nl))
-        k += 1
+    decoded = []
+    for k, node in enumerate([n for n, has in ((layout.rep_compression, has_rep),
+                                               (layout.def_compression, has_def)) if has]):
+        decoded.append(compressive.levels_chunk_set(node, d, level_starts[k], level_sizes[k], n_levels))
+    rep = decoded[0] if has_rep and n_chunks else None
+    dfn = decoded[-1] if has_def and n_chunks else None
     chunk_set = ChunkSet(d, value_starts, value_sizes)
     if n_chunks:
         values = compressive.decode_mini_block(layout.value_compression, chunk_set, counts)
@@ -137,6 +132,4 @@ def decode(layout, buffers: list, version: str, rows: int):
     if layout.HasField("dictionary"):
         items = compressive.decode_block(layout.dictionary, buffers[2], int(layout.num_dictionary_items))
         values = dictionary.resolve(values, items)
-    rep = np.concatenate(reps) if reps else None
-    dfn = np.concatenate(defs) if defs else None
     return rep, dfn, values
