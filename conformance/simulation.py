@@ -17,7 +17,7 @@ operation computed against its own, possibly stale, snapshot:
 ``add_columns``  an all-null column                   Merge
 ``overwrite``    a fresh set of rows                  Overwrite
 ``config``       one config key (few keys: clashes)   UpdateConfig
-``compact``      compact_files on the newest version  ReserveFragments + Rewrite
+``compact``      compact_files on its snapshot         ReserveFragments + Rewrite
 ``tag``          a tag on the writer's version        (no commit)
 
 Interleavings come from the read versions: a writer that opened version 3 and commits
@@ -41,10 +41,10 @@ carries its transaction; the rows and columns our reader returns at each version
 the model's; a commit is rejected exactly when the matrix says one of the transactions
 committed since its read version conflicts with it (and ``retryable`` agrees).
 
-Known limitation: ``compact`` runs on a refreshed writer, because
-``dataset_ops.compact_files`` on a stale snapshot undoes concurrent deletes (its Rewrite is
-checked only against versions after its ReserveFragments commit; see
-``test_stress.py::test_compaction_under_concurrency_keeps_deletions``).
+Compaction is two commits (ReserveFragments, then a Rewrite read at the writer's
+snapshot): the model checks that no row changes, that a refused Rewrite leaves at most the
+reservation behind, and that a Rewrite that landed is compatible, by the matrix, with
+everything committed after the version it read.
 """
 
 from __future__ import annotations
@@ -195,8 +195,6 @@ class Simulation:
         from reference_impl.table import conflicts
 
         params = dict(params or {})
-        if op == "compact":
-            self.refresh(w)  # see the module docstring: stale compaction is a known bug
         rv = self.read[w]
         before = self.latest
         snap = self.models[rv]
@@ -231,11 +229,13 @@ class Simulation:
                     f"{op} at read version {rv} committed as {out.version} but the matrix says "
                     f"{expected.cell} against {expected.theirs} at version {expected.version}")
                 assert out.retryable == (expected.cell == conflicts.RETRYABLE), out.message
+        if op == "compact":
+            self._check_compaction(rv, before, out)
+            return out
         if out.kind == "rejected":
             assert self._latest_on_disk() == before, "a rejected commit created a version"
             return out
-        extra = 2 if op == "compact" else 1  # compaction commits ReserveFragments, then Rewrite
-        assert out.version == before + extra, (
+        assert out.version == before + 1, (
             f"{op} committed as {out.version}, the next version was {before + 1}")
         base = self.models[before]
         rows = dict(base.rows)
@@ -261,10 +261,40 @@ class Simulation:
         for v in range(before + 1, out.version + 1):
             self.models[v] = ModelVersion(rows, columns, config)
             self.history[v] = self._txn_of(v)
-        # our recorded .txn is the commit's (for compaction: its ReserveFragments, the first)
-        assert self.history[before + 1].uuid == ours.uuid, "the new version holds another transaction"
+        assert self.history[out.version].uuid == ours.uuid, "the new version holds another transaction"
         self.check_version(out.version)
         return out
+
+    def _check_compaction(self, rv: int, before: int, out: Outcome) -> None:
+        """Compaction is two commits: ReserveFragments, then a Rewrite read at ``rv`` (the
+        version whose fragments it chose). The Rewrite may be refused after the reservation
+        landed; either way no row may change."""
+        from reference_impl.proto import transaction_pb2
+        from reference_impl.table import conflicts
+
+        disk = self._latest_on_disk()
+        if out.kind == "rejected":
+            assert disk in (before, before + 1), f"a refused compaction left {disk - before} versions"
+            last = disk
+        else:
+            assert out.version == before + 2, f"compaction committed as {out.version}, not {before + 2}"
+            last = out.version
+        base = self.models[before]
+        for v in range(before + 1, last + 1):
+            self.models[v] = ModelVersion(dict(base.rows), base.columns, dict(base.config))
+            self.history[v] = self._txn_of(v)
+        if last > before:
+            reserve = transaction_pb2.Transaction()
+            reserve.ParseFromString(out.txns[-1])
+            assert self.history[before + 1].uuid == reserve.uuid, "the reservation is not ours"
+        if out.kind == "committed":
+            rewrite = self.history[out.version]
+            assert rewrite.WhichOneof("operation") == "rewrite"
+            for v in range(rewrite.read_version + 1, out.version):
+                verdict = conflicts.check(rewrite, self.history[v], v)
+                assert verdict.ok, f"the Rewrite committed over {verdict.theirs} at {v}: {verdict.cell}"
+        for v in range(before + 1, last + 1):
+            self.check_version(v)
 
     # -- invariants -------------------------------------------------------------------
     def _latest_on_disk(self) -> int:

@@ -12,15 +12,16 @@ time, best of K: steadier than wall time on a shared machine; pylance decodes on
 threads, so its CPU time is not comparable). Both readers' tables are checked equal once.
 Usage: ``python tools/bench_scan.py [--rows N] [--repeat K] [--dir D]``.
 
-Recorded on the shared 2-core machine (1,000,000 rows, best of 5, wall seconds; load from
-other jobs makes single runs vary by up to 2x):
+Recorded on the shared 2-core machine (1,000,000 rows, best of 5, load average 6-8 from other
+jobs, so wall times of single runs vary by up to 2x; ranges over 2-3 runs):
 
-=======  ==========  ================  ===============  ================
-version  pylance s   before (ours s)   after (ours s)   our CPU s before -> after
-=======  ==========  ================  ===============  ================
-2.0      see report  see report        see report       0.060 -> 0.048
-2.2      see report  see report        see report       0.268 -> 0.206
-=======  ==========  ================  ===============  ================
+=======  =========  ======================  ======================  ==================
+version  pylance s  ours s before (ratio)   ours s after (ratio)    our CPU s bef/aft
+=======  =========  ======================  ======================  ==================
+2.0      0.03-0.06  0.06-0.12 (2.1-3.4x)    0.03-0.05 (0.7-1.7x)    0.025 / 0.037
+2.1      0.08       0.28-0.55 (3.6-5.8x)    0.22-0.45 (2.9-5.8x)    0.25 / 0.23-0.25
+2.2      0.08       0.28-0.66 (3.3-7.8x)    0.21-0.30 (2.7-3.9x)    0.24-0.26 / 0.19-0.25
+=======  =========  ======================  ======================  ==================
 """
 
 from __future__ import annotations

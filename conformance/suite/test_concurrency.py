@@ -16,7 +16,7 @@ from hypothesis import settings
 from conformance.simulation import Simulation, machine, process_runner
 from conformance.stress import run_stress
 
-FEW = settings(max_examples=6, stateful_step_count=10, deadline=None)
+FEW = settings(max_examples=10, stateful_step_count=12, deadline=None)
 MORE = settings(max_examples=15, stateful_step_count=20, deadline=None)
 
 

@@ -378,3 +378,13 @@ def test_fsst_with_escapes(pylance, tmp_path, version):
     layout = page_layout(r.container.columns[0].pages[0], path=path)
     assert layout.mini_block_layout.value_compression.WhichOneof("compression") == "fsst"
     assert_same(r.read_all(), oracle(pylance, path))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_null_typed_column(pylance, tmp_path, version):
+    """A ``null``-typed column is one all-null constant page; it reads (and takes) as nulls."""
+    table = pa.table({"n": pa.nulls(10), "a": pa.array(range(10))})
+    path = write(pylance, tmp_path, table, version)
+    r = ours(tmp_path)
+    assert_same(r.read_all(), oracle(pylance, path))
+    assert r.take([3, 1]).column("n").null_count == 2

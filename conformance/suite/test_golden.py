@@ -398,3 +398,9 @@ def test_readme_lists_every_case():
     assert golden.cases_table_markdown() in text
     for cid in golden.CASES:
         assert f"| `{cid}` |" in text
+
+
+def test_types_2_2_holds_the_null_type():
+    t = golden.read_arrow(ROOT / "types-2.2" / "expected" / "v1.arrow")
+    assert t.schema.field("nothing").type == pa.null() and t.num_rows == 30
+    assert t.column("nothing").null_count == 30

@@ -56,10 +56,7 @@ def test_scenario_conforms(pylance_scenarios, name):
 
 # False alarms of rules this module's owner does not own, reported to their owner; the
 # marks come off when the rule is fixed (strict=False, so a fix shows up as XPASS).
-KNOWN_FALSE_ALARMS = {
-    "all_types": "ENC-046 (encoding.py) reports '[ENC-045] type null has no fixed width' on "
-                 "the all-null `null` column pylance 14.0.2 writes in file version 2.2",
-}
+KNOWN_FALSE_ALARMS: dict[str, str] = {}
 
 
 def _params(names):

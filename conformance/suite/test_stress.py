@@ -149,12 +149,11 @@ def test_lost_commit_is_detected_from_a_forged_ack(tmp_path):
     assert ok.ok
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "reference_impl.dataset_ops.compact_files commits its Rewrite with read_version = the "
-    "ReserveFragments version, but chose the fragments at the older version it was opened "
-    "at: a delete or update committed in between is not checked and is undone (deleted "
-    "rows come back, updated rows appear twice)"))
 def test_compaction_under_concurrency_keeps_deletions(tmp_path):
+    """Compaction racing deletes and updates: a Rewrite of fragments that changed since
+    the version it read must be refused, never undo them (deleted rows coming back,
+    updated rows appearing twice). Caught by this test in ``dataset_ops.compact_files``
+    before its Rewrite read the version its fragments were chosen at."""
     bad = []
     for seed in range(4):
         r = run_stress(str(tmp_path / f"ds{seed}"), writers=4, commits=5,

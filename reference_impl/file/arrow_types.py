@@ -44,8 +44,10 @@ def is_leaf(field: pa.Field) -> bool:
 
 
 def storage(t: pa.DataType) -> pa.DataType:
-    if isinstance(t, pa.ExtensionType):
-        return t.storage_type
+    # BaseExtensionType covers Python extension types and the C++ canonical ones
+    # (arrow.fixed_shape_tensor, arrow.uuid, ...), which are not pa.ExtensionType.
+    if isinstance(t, pa.BaseExtensionType):
+        return storage(t.storage_type)
     if pa.types.is_dictionary(t):
         return t.value_type
     return t
@@ -58,12 +60,14 @@ def is_variable(t: pa.DataType) -> bool:
 
 
 def value_shape(field: pa.Field) -> tuple[str, int]:
-    """("fixed", bits) or ("var", 0) for a leaf's values."""
+    """("fixed", bits), ("var", 0), ("fsl", 0) or ("null", 0) for a leaf's values."""
     t = storage(field.type)
     if is_variable(t):
         return "var", 0
     if pa.types.is_boolean(t):
         return "fixed", 1
+    if pa.types.is_null(t):
+        return "null", 0  # only all-null pages can hold it: no value bytes
     if pa.types.is_fixed_size_list(t):
         return "fsl", 0
     if pa.types.is_struct(t):
@@ -147,6 +151,9 @@ def leaf_array(field: pa.Field, values, valid: np.ndarray | None) -> pa.Array:
     st = storage(t)
     if values is None:
         raise FormatError(f"no values decoded for {field.name!r}", rule=RULE)
+    if pa.types.is_null(st):
+        raise FormatError(f"null-typed column {field.name!r} has value bytes; only all-null pages fit it",
+                          rule=RULE)
     if pa.types.is_fixed_size_list(st):
         if not isinstance(values, Fsl):
             raise FormatError(f"fixed-size list {field.name!r} decoded as {type(values).__name__}", rule=RULE)

@@ -132,6 +132,9 @@ def _decode_page_2_1(container: FileContainer, page, path, field_: pa.Field, *, 
     kind = layout.WhichOneof("layout")
     version = container.version_name
     shape, bits = arrow_types.value_shape(leaf)
+    if shape == "null" and (kind != "constant_layout" or layout.constant_layout.HasField("inline_value")):
+        raise FormatError(f"null-typed field {leaf.name!r} stored in a {kind} with values; only all-null "
+                          "constant pages fit it", rule=arrow_types.RULE, path=container.path)
     if kind == "mini_block_layout":
         lay = layout.mini_block_layout
         layers = list(lay.layers)
@@ -149,6 +152,9 @@ def _decode_page_2_1(container: FileContainer, page, path, field_: pa.Field, *, 
         lay = layout.constant_layout
         layers = list(lay.layers)
         rep, dfn, value = constant_layout.decode(lay, buffers, version, rows, "var" if shape == "var" else "fixed", bits)
+        if shape == "null" and value is not None:
+            raise FormatError(f"null-typed field {leaf.name!r} has a constant value", rule=arrow_types.RULE,
+                              path=container.path)
         n_slots = len(rep) if rep is not None else (len(dfn) if dfn is not None else rows)
         if value is None and dfn is None:
             # simple all-null page: every slot is null at the innermost nullable layer
@@ -204,6 +210,8 @@ def _empty_values(shape, bits):
 
 
 def _placeholder(shape, bits, n):
+    if shape == "null":
+        return None  # a null-typed leaf: the Arrow array is pa.nulls
     if shape == "var":
         return Var(np.zeros(n + 1, np.int64), np.zeros(0, np.uint8))
     if shape == "fsl":
