@@ -486,7 +486,7 @@ _case(GoldenCase("nested-2.1", "structs, lists, large lists and fixed-size lists
 _case(GoldenCase("types-2.2", "every Arrow type (decimals, dates, times, maps, dictionaries, "
                  "extension types, nulls) with file version 2.2",
                  [C_FILE_VERSION], ["data_storage_version=2.2", "types", "all-types"],
-                 [{"op": "create", "data": _d("all_types", 30) | {"drop": ["tensor"]},
+                 [{"op": "create", "data": _d("all_types", 30),
                    "data_storage_version": "2.2"}],
                  producer="pylance", producers=("pylance",)))
 _case(GoldenCase("legacy-file", "a table of legacy (0.1) data files",

@@ -1167,7 +1167,7 @@ BYTE_PATCHES: dict[str, tuple[str, int, bytes]] = {
     "ENC-003": ("2.1", 194, b"\x00"),      # a variable-width offset
     "ENC-040": ("2.1", 411, b"\x1a"),
     "ENC-041": ("2.1", 0, b"\x00"),        # first mini-block chunk header
-    "ENC-046": ("2.1", 66, b"\x00"),
+    "ENC-046": ("2.1", 425, b"\x00"),     # found by search: decodes fewer values than slots
     "ENC-042": ("2.2", 427, b"\x00"),
     "ENC-012": ("2.1-rich", 450, b"\x00"),   # inside the RLE page of column `r`
     "ENC-044": ("2.1-rich", 4076, b"\x00"),  # the constant layout of the all-null column

@@ -400,7 +400,9 @@ def test_readme_lists_every_case():
         assert f"| `{cid}` |" in text
 
 
-def test_types_2_2_holds_the_null_type():
+def test_types_2_2_holds_the_null_type_and_a_tensor():
     t = golden.read_arrow(ROOT / "types-2.2" / "expected" / "v1.arrow")
     assert t.schema.field("nothing").type == pa.null() and t.num_rows == 30
     assert t.column("nothing").null_count == 30
+    tensor = t.schema.field("tensor").type
+    assert isinstance(tensor, pa.FixedShapeTensorType) and tensor.shape == [2, 2]
