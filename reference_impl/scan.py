@@ -264,6 +264,18 @@ def _read_data_file(dataset, df, fields: list[pa.Field]) -> list[pa.Array]:
     return _read_v2_x(df, store, key, fields)
 
 
+def _check_footer_version(df, key: str, footer: str, family: str | None) -> None:
+    """A reader must not decode a file as a version other than the one its footer states:
+    the ``DataFile`` entry and the footer must name the same file version (DATAFILE-004)."""
+    major, minor = df.file_major_version, df.file_minor_version
+    declared = "2.0" if (major, minor) in ((0, 3), (2, 0)) else f"{major}.{minor}"
+    if family != declared:
+        raise FormatError(
+            f"DataFile {df.path} says file version {declared}, its footer says {footer}",
+            rule="DATAFILE-004", path=key,
+        )
+
+
 def _read_legacy(dataset, df, store, key, fields):
     from reference_impl.file.legacy import open_legacy
     from reference_impl.table.schema import project
@@ -281,7 +293,8 @@ def _read_v2_0(df, store, key, fields):
     from reference_impl.file.encodings.v2_0.column import decode_field, read_columns
 
     data = store.get(key, max_size=MAX_FILE_BYTES)
-    columns, _, _ = read_columns(data, path=key)
+    columns, major, minor = read_columns(data, path=key)
+    _check_footer_version(df, key, f"{major}.{minor}", "2.0" if (major, minor) in ((0, 3), (2, 0)) else None)
     ids = list(df.fields)
     col_idx = list(df.column_indices) or list(range(len(ids)))
     out = []
@@ -309,5 +322,6 @@ def _read_v2_x(df, store, key, fields):
             path=key,
         ) from None
     reader = LanceFileReader(store, key)
+    _check_footer_version(df, key, reader.version, reader.version)
     table = reader.read_columns([_field_id(f) for f in fields])
     return [table.column(i).combine_chunks() for i in range(table.num_columns)]

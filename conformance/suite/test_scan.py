@@ -254,3 +254,29 @@ def test_branches_and_shallow_clone(pylance, tmp_path, version):
         )
         assert_same(ours(clone, v, with_row_id=True, with_row_address=True), expected)
     assert ours(clone).num_rows == 34
+
+
+@pytest.mark.parametrize("written, claimed", [("2.1", (2, 2)), ("2.2", (2, 1)), ("2.0", (2, 1))])
+def test_scan_refuses_a_data_file_whose_entry_names_another_version(tmp_path, written, claimed):
+    """The DataFile entry and the file's footer must agree (DATAFILE-004); the scan refuses
+    to decode a file as a version other than the one its footer states."""
+    import reference_impl as ri
+    from reference_impl.errors import FormatError
+    from reference_impl.io.uri import open_store
+    from reference_impl.table.manifest import encode_manifest_file, read_manifest_file
+    from reference_impl.table.versions import latest_entry
+
+    uri = str(tmp_path / "ds")
+    ri.write_dataset(pa.table({"a": [1, 2, 3]}), uri, data_storage_version=written)
+    store = open_store(uri)
+    entry = latest_entry(store)
+    mf = read_manifest_file(store, entry.key)
+    for frag in mf.manifest.fragments:
+        for df in frag.files:
+            df.file_major_version, df.file_minor_version = claimed
+    mf.manifest.data_format.version = f"{claimed[0]}.{claimed[1]}"
+    store.put(entry.key, encode_manifest_file(mf.manifest, transaction=mf.transaction_bytes,
+                                              index_section=mf.index_section))
+    with pytest.raises(FormatError) as err:
+        ri.open_dataset(uri).to_table()
+    assert err.value.rule == "DATAFILE-004"
