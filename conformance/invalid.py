@@ -1233,6 +1233,6 @@ def _stats_007(root: Path):
 
 
 # -- INDEX, MEMWAL: cases live in conformance/invalid_index.py (index engineer) -----------------
-from . import invalid_index as _invalid_index  # noqa: E402,F401  (registers its cases)
 # -- FILE, ENC (2.1/2.2 decoding): cases live in conformance/invalid_file.py -------------------
 from . import invalid_file as _invalid_file  # noqa: E402,F401  (registers its cases)
+from . import invalid_index as _invalid_index  # noqa: E402,F401  (registers its cases)

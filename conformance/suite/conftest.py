@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from hypothesis import HealthCheck, settings
 
 # Plug-in modules with fixtures of one area each; owners add their own line.

@@ -17,8 +17,6 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 from conformance.rules import all_rules, load_all
 
 ROOT = Path(__file__).resolve().parents[2]
