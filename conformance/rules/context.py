@@ -82,10 +82,8 @@ class VersionContext:
         """Resolve a file named in the manifest through the base-path rules of spec 000:
         ``kind`` is ``"data"``, ``"deletion"`` or ``"index"``. Returns ``(store, key)``;
         raises ``FormatError`` (rule BASEPATH-*) for an unknown base id or an escaping path."""
-        try:
-            from reference_impl.table.basepath import resolve
-        except ImportError:
-            resolve = _resolve
+        from reference_impl.table.basepath import resolve
+
         return resolve(self.table.store, self.manifest, kind, name, base_id,
                        storage_options=self.table.storage_options)
 
@@ -111,32 +109,3 @@ class NamespaceContext:
     config: dict[str, str] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict)
 
-
-_SUBDIRS = {"data": "data", "deletion": "_deletions", "index": "_indices"}
-
-
-def _resolve(store, manifest, kind, name, base_id, *, storage_options=None):
-    """Spec 000 "File Metadata Base References": an absent ``base_id`` means the dataset
-    root (with its ``data/``, ``_deletions/``, ``_indices/`` sub-directories); otherwise the
-    ``BasePath`` with that id, with the sub-directory only when ``is_dataset_root``."""
-    from reference_impl.errors import FormatError
-    from reference_impl.io.base import join_key
-    from reference_impl.io.uri import normalize_uri, open_store
-
-    if base_id is None:
-        return store, join_key(_SUBDIRS[kind], name)
-    for bp in manifest.base_paths:
-        if bp.id == base_id:
-            break
-    else:
-        raise FormatError(f"base_id {base_id} names no entry of Manifest.base_paths",
-                          rule="BASEPATH-002", path=name)
-    if ".." in bp.path.replace("\\", "/").split("/"):
-        raise FormatError(f"base path {bp.path!r} contains '..'", rule="BASEPATH-003",
-                          path=bp.path)
-    if normalize_uri(bp.path) == normalize_uri(store.uri):
-        base = store
-    else:
-        base = open_store(bp.path, storage_options)
-    key = join_key(_SUBDIRS[kind], name) if bp.is_dataset_root else join_key(name)
-    return base, key

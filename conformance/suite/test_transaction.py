@@ -110,7 +110,7 @@ def test_garbage_transaction_is_a_format_error(garbage):
     store.put("_transactions/1-x.txn", garbage)
     with pytest.raises(FormatError) as e:
         read_transaction_file(store, "1-x.txn")
-    assert e.value.rule == "TXN-001" and e.value.path == "_transactions/1-x.txn"
+    assert e.value.rule == "TXN-002" and e.value.path == "_transactions/1-x.txn"
 
 
 def test_missing_transaction_file():

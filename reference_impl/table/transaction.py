@@ -29,12 +29,12 @@ FIRST_OPERATION_FIELD = 100
 
 
 def parse_transaction(data: bytes, *, path: str | None = None) -> transaction_pb2.Transaction:
-    """Decode raw Transaction bytes. Raises FormatError ``TXN-001`` on garbage."""
+    """Decode raw Transaction bytes. Raises FormatError ``TXN-002`` on garbage."""
     txn = transaction_pb2.Transaction()
     try:
         txn.ParseFromString(data)
     except (DecodeError, RuntimeError, ValueError, RecursionError) as exc:
-        raise FormatError(f"transaction protobuf does not parse: {exc}", rule="TXN-001",
+        raise FormatError(f"transaction protobuf does not parse: {exc}", rule="TXN-002",
                           path=path, offset=0) from None
     return txn
 
@@ -45,7 +45,7 @@ def read_transaction_file(store: ObjectStore, name: str) -> transaction_pb2.Tran
     try:
         data = store.get(key, max_size=MAX_TRANSACTION_FILE)
     except FormatError as exc:
-        raise FormatError(str(exc.message), rule="TXN-001", path=key) from None
+        raise FormatError(str(exc.message), rule="TXN-002", path=key) from None
     return parse_transaction(data, path=key)
 
 
