@@ -390,14 +390,10 @@ def _split_addresses(addr) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -- delete / update ----------------------------------------------------------------------
-def delete(ds, predicate, *, commit_message: str | None = None):
-    """Delete the rows matching ``predicate``; returns the dataset at the new version."""
-    from .table import operations
-
-    _check_writable(ds)
-    expr, text = _expression(predicate, ds.schema)
-    t = _rows_with_addresses(ds)
-    hit = t.filter(expr)
+def _remove_rows(ds, t: pa.Table, hit: pa.Table):
+    """Mark the rows of ``hit`` (a subset of the scan ``t``, both with ``_rowaddr``) deleted:
+    fragments left with no live row are removed whole, the others get a new deletion file
+    holding the union of old and new deletions. Returns ``(updated_fragments, removed_ids)``."""
     frag_of, off_of = _split_addresses(t["_rowaddr"].to_numpy())
     hfrag, hoff = _split_addresses(hit["_rowaddr"].to_numpy())
     updated, gone = [], []
@@ -411,6 +407,18 @@ def delete(ds, predicate, *, commit_message: str | None = None):
             gone.append(frag.id)
         else:
             updated.append(_with_deletions(ds, frag, deleted))
+    return updated, gone
+
+
+def delete(ds, predicate, *, commit_message: str | None = None):
+    """Delete the rows matching ``predicate``; returns the dataset at the new version."""
+    from .table import operations
+
+    _check_writable(ds)
+    expr, text = _expression(predicate, ds.schema)
+    t = _rows_with_addresses(ds)
+    hit = t.filter(expr)
+    updated, gone = _remove_rows(ds, t, hit)
     txn = operations.delete(ds.version, updated, gone, text, commit_message=commit_message)
     return _commit(ds, txn)
 
@@ -453,24 +461,12 @@ def update(ds, values: dict, where=None, *, commit_message: str | None = None):
     computed = pads.dataset(current).to_table(columns=projection)
     new_cols = [pc.cast(computed.column(n), schema.field(n).type) for n in names]
     changed = pa.table(new_cols, schema=schema)
-    frag_of, off_of = _split_addresses(t["_rowaddr"].to_numpy())
-    hfrag, hoff = _split_addresses(hit["_rowaddr"].to_numpy())
-    updated, removed_ids = [], []
-    for frag in ds.manifest.fragments:
-        removed = hoff[hfrag == frag.id]
-        if len(removed) == 0:
-            continue
-        alive = off_of[frag_of == frag.id]
-        deleted = _deleted_after(frag, alive, removed)
-        if len(deleted) == frag.physical_rows:
-            removed_ids.append(frag.id)
-        else:
-            updated.append(_with_deletions(ds, frag, deleted))
+    updated, removed_ids = _remove_rows(ds, t, hit)
     new = write_fragments(ds.store, changed, list(ds.manifest.fields), file_version=_file_version(ds))
     if _stable(ds):
         # the rows keep their ids and created-at versions; last-updated-at becomes the
         # committed version (filled by the manifest builder), as pylance 14.0.2 does
-        meta = _row_versions(ds, hfrag, hoff)
+        meta = _row_versions(ds, *_split_addresses(hit["_rowaddr"].to_numpy()))
         _carry_row_meta(new, hit["_rowid"].to_numpy(), meta[0] if meta else None)
     field_ids = [f.id for f in ds.manifest.fields if f.name in values and f.parent_id == -1]
     txn = operations.update(ds.version, removed_ids=removed_ids, updated=updated, new=new,

@@ -25,6 +25,18 @@ FL_ORDER = (0, 4, 2, 6, 1, 5, 3, 7)
 UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
 
+def integer_like(values: pa.Array) -> bool:
+    """True for values stored as 8/16/32/64-bit words (integers, dates, times, ...), the
+    inputs of bit-packing and RLE; booleans and fixed-size lists/binaries are not."""
+    t = values.type
+    if pa.types.is_boolean(t) or pa.types.is_fixed_size_list(t) or pa.types.is_fixed_size_binary(t):
+        return False
+    try:
+        return fixed_bits(t) in UINT
+    except Exception:  # noqa: BLE001 - a type without a fixed width
+        return False
+
+
 _ROW_INDEX = {
     T: [FL_ORDER[row // 8] * 16 + (row % 8) * 128 + np.arange(BLOCK // T) for row in range(T)]
     for T in (8, 16, 32, 64)
@@ -95,17 +107,7 @@ class InlineBitpackedValues:
 
     @staticmethod
     def applicable(values: pa.Array) -> bool:
-        t = values.type
-        if (
-            pa.types.is_boolean(t)
-            or pa.types.is_fixed_size_list(t)
-            or pa.types.is_fixed_size_binary(t)
-        ):
-            return False
-        try:
-            return fixed_bits(t) in UINT
-        except Exception:  # noqa: BLE001
-            return False
+        return integer_like(values)
 
     def saves_space(self) -> bool:
         return bool(len(self.widths)) and int(self.widths.max()) < self.T

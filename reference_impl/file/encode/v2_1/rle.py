@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from ....proto import encodings_v2_1_pb2 as pb
 from ..arrow_data import fixed_bits, fixed_values
-from .bitpacking import UINT
+from .bitpacking import UINT, integer_like
 
 MAX_CHUNK_VALUES = 4096
 MAX_RUN = 255
@@ -46,17 +46,7 @@ class RleValues:
 
     @staticmethod
     def applicable(values: pa.Array) -> bool:
-        t = values.type
-        if (
-            pa.types.is_boolean(t)
-            or pa.types.is_fixed_size_list(t)
-            or pa.types.is_fixed_size_binary(t)
-        ):
-            return False
-        try:
-            return fixed_bits(t) in UINT
-        except Exception:  # noqa: BLE001
-            return False
+        return integer_like(values)
 
     def encoding(self) -> pb.CompressiveEncoding:
         enc = pb.CompressiveEncoding()
