@@ -151,6 +151,7 @@ def test_corruptions_end_in_a_report(bases, tmp_path_factory, base_index, which,
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2700)  # 10,000 validations of copied datasets: minutes, not seconds
 def test_corruptions_end_in_a_report_soak(request, bases, tmp_path_factory):
     """10,000 corruptions; runs only when slow tests are selected (``-m slow``), since the
     default run does not deselect the ``slow`` marker by itself."""
