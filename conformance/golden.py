@@ -66,7 +66,7 @@ def ref(file: str, section: str, clause: str) -> dict:
     return {"file": file, "section": section, "clause": clause}
 
 
-# Spec clauses the cases cite (quoted from /work/shared/spec).
+# Spec clauses the cases cite (quoted from ../shared/spec beside the repository).
 C_FRAGMENTS = ref(SPEC_001, "Dataset Update and Schema Evolution",
                   "Appending is done by appending new Fragment to the dataset.")
 C_ADD_COLS = ref(SPEC_001, "Dataset Update and Schema Evolution",

@@ -39,3 +39,19 @@ def pylance():
 @pytest.fixture(scope="session")
 def python_executable() -> str:
     return sys.executable
+
+
+def spec_dir():
+    """The spec texts (``shared/spec`` beside the repository, as CI and the workspace lay them
+    out), or ``$LANCE_CONFORMANCE_SPEC_DIR``; None when absent."""
+    from pathlib import Path
+
+    candidates = []
+    if os.environ.get("LANCE_CONFORMANCE_SPEC_DIR"):
+        candidates.append(Path(os.environ["LANCE_CONFORMANCE_SPEC_DIR"]))
+    repo = Path(__file__).resolve().parents[2]
+    candidates += [repo.parent / "shared" / "spec", Path("/work/shared/spec")]
+    for path in candidates:
+        if (path / "README.md").exists() or any(path.glob("00*.txt")):
+            return path
+    return None

@@ -12,9 +12,10 @@ from conformance.cli import main
 from conformance.invalid import CORRUPTIONS
 from conformance.rules import all_rules
 from conformance.rules.registry import SPEC_FILES
+from conformance.suite.parts import spec_dir, unavailable
 
 ROOT = Path(__file__).resolve().parents[2]
-SPEC_DIR = Path("/work/shared/spec")
+SPEC_DIR = spec_dir() or Path("/nonexistent/shared/spec")
 MINE = {"LAYOUT", "MANIFEST", "FLAGS", "SCHEMA", "FRAG", "DATAFILE", "TXN", "COMMIT",
         "BASEPATH", "REFS", "ENGINE"}
 # rules whose negative test is not a fixture dataset (see test_validate.py)
@@ -50,8 +51,7 @@ def _norm(text: str) -> str:
 
 def test_sections_and_clauses_are_in_the_spec():
     if not SPEC_DIR.exists():
-        import pytest
-        pytest.skip("spec texts not present")
+        unavailable("spec texts", "shared/spec is not beside the repository")
     for r in mine():
         if r.id.startswith("ENGINE"):
             continue
