@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from ..errors import InvalidInput, UnsupportedFeature
+from ..errors import InvalidInput
 from ..io.base import ObjectStore
 from ..proto import encodings_v2_0_pb2, file2_pb2, file_pb2
 from .encode.arrow_data import check_writable
@@ -82,108 +82,12 @@ class WrittenFile:
 # ----------------------------------------------------------------------------- schema
 
 
-def _logical_type(t: pa.DataType) -> str:
-    """The ``lance.file.Field.logical_type`` string pylance 14 writes for an Arrow type."""
-    simple = {
-        pa.bool_(): "bool",
-        pa.int8(): "int8",
-        pa.int16(): "int16",
-        pa.int32(): "int32",
-        pa.int64(): "int64",
-        pa.uint8(): "uint8",
-        pa.uint16(): "uint16",
-        pa.uint32(): "uint32",
-        pa.uint64(): "uint64",
-        pa.float16(): "halffloat",
-        pa.float32(): "float",
-        pa.float64(): "double",
-        pa.date32(): "date32:day",
-        pa.date64(): "date64:ms",
-        pa.binary(): "binary",
-        pa.large_binary(): "large_binary",
-        pa.string(): "string",
-        pa.large_string(): "large_string",
-        pa.null(): "null",
-    }
-    if t in simple:
-        return simple[t]
-    if pa.types.is_decimal(t):
-        return f"decimal:{t.bit_width}:{t.precision}:{t.scale}"
-    if pa.types.is_time32(t) or pa.types.is_time64(t):
-        return f"time{t.bit_width}:{t.unit}"
-    if pa.types.is_timestamp(t):
-        return f"timestamp:{t.unit}:{t.tz or '-'}"
-    if pa.types.is_duration(t):
-        return f"duration:{t.unit}"
-    if pa.types.is_fixed_size_binary(t):
-        return f"fixed_size_binary:{t.byte_width}"
-    if pa.types.is_fixed_size_list(t):
-        return f"fixed_size_list:{_logical_type(t.value_type)}:{t.list_size}"
-    if pa.types.is_large_list(t):
-        return "large_list"
-    if pa.types.is_list(t):
-        return "list"
-    if pa.types.is_struct(t):
-        return "struct"
-    raise UnsupportedFeature(f"Arrow type {t} cannot be written to a Lance file by this writer")
-
-
-def _field_encoding(t: pa.DataType) -> int:
-    if pa.types.is_struct(t):
-        return file_pb2.NONE
-    if (
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_binary(t)
-        or pa.types.is_large_binary(t)
-    ):
-        return file_pb2.VAR_BINARY
-    return file_pb2.PLAIN
-
-
-def _own_schema_fields(schema: pa.Schema) -> list[file_pb2.Field]:
-    """Depth-first id assignment: parent before children, ids 0, 1, 2, ..."""
-    out: list[file_pb2.Field] = []
-
-    def visit(f: pa.Field, parent_id: int) -> None:
-        pb = file_pb2.Field(
-            name=f.name,
-            id=len(out),
-            parent_id=parent_id,
-            logical_type=_logical_type(f.type),
-            nullable=f.nullable,
-            encoding=_field_encoding(f.type),
-        )
-        for k, v in (f.metadata or {}).items():
-            pb.metadata[k.decode() if isinstance(k, bytes) else k] = (
-                v if isinstance(v, bytes) else v.encode()
-            )
-        out.append(pb)
-        t = f.type
-        if pa.types.is_list(t) or pa.types.is_large_list(t):
-            visit(t.value_field, pb.id)
-        elif pa.types.is_struct(t):
-            for i in range(t.num_fields):
-                visit(t.field(i), pb.id)
-
-    for f in schema:
-        visit(f, -1)
-    return out
-
-
 def schema_fields_for(schema: pa.Schema) -> list[file_pb2.Field]:
-    """Field list (with ids) for ``schema``: the table module's assignment if present, else ours."""
-    try:
-        from ..table.schema import arrow_to_fields  # type: ignore[attr-defined]
-    except ImportError:
-        return _own_schema_fields(schema)
-    try:
-        fields = list(arrow_to_fields(schema))
-    except Exception:  # noqa: BLE001 - a sibling module in progress must not break the writer
-        return _own_schema_fields(schema)
-    if fields and all(isinstance(f, file_pb2.Field) for f in fields):
-        return fields
-    return _own_schema_fields(schema)
+    """Field list (with depth-first ids) for ``schema``, as the table format assigns them
+    (:func:`reference_impl.table.schema.arrow_to_fields`)."""
+    from ..table.schema import arrow_to_fields
+
+    return list(arrow_to_fields(schema))
 
 
 def _normalise_type(t: pa.DataType) -> pa.DataType:
