@@ -40,11 +40,9 @@ def list_versions(store, prefix: str = "_versions") -> list[VersionEntry]:
 
 
 def read_manifest_file(store, key: str):
-    """The decoded manifest file at ``key``; FormatError (MANIFEST-00x) or NotFound."""
-    mf = ref_manifest.read_manifest_file(store, key)
-    if not hasattr(mf, "problems"):
-        mf.problems = []  # section problems a lenient reader would record (none here)
-    return mf
+    """The decoded manifest file at ``key``; FormatError (MANIFEST-00x, including a broken
+    index or transaction section) or NotFound."""
+    return ref_manifest.read_manifest_file(store, key)
 
 
 def read_transaction_file(store, key: str):

@@ -34,18 +34,6 @@ def _load_errors(ctx, rule_id: str, default_rule: str | None = None):
                            "offset": getattr(exc, "offset", None)})
 
 
-def _problems(ctx, rule_id: str):
-    """Section problems: a reader that refuses the whole file (load error) or one that
-    records the problem on the decoded ``ManifestFile`` (``problems``)."""
-    yield from _load_errors(ctx, rule_id)
-    for entry in ctx.selected_entries():
-        mf = ctx.manifest_file(entry.version)
-        for p in getattr(mf, "problems", None) or ():
-            if getattr(p, "rule", None) == rule_id:
-                yield Finding(p.message, {"version": entry.version, "path": entry.key,
-                                          "offset": p.offset})
-
-
 @rule("MANIFEST-001", title="manifest ends with the 16-byte tail and magic LANC",
       severity="error", spec="FACTS", section=_FRAMING,
       clause="u64-LE P | u16-LE major=0 | u16-LE minor=2 | b\"LANC\" (16-byte tail)",
@@ -81,7 +69,7 @@ def manifest_parses(ctx):
       clause="[IndexSection u32-LE len | protobuf] optional; offset in Manifest.index_section (6)",
       scope="table")
 def index_section(ctx):
-    yield from _problems(ctx, "MANIFEST-004")
+    yield from _load_errors(ctx, "MANIFEST-004")
 
 
 @rule("MANIFEST-005", title="the inline transaction section is framed and parses",
@@ -89,7 +77,7 @@ def index_section(ctx):
       clause="[Transaction u32-LE len | protobuf] offset in Manifest field 23",
       scope="table")
 def transaction_section(ctx):
-    yield from _problems(ctx, "MANIFEST-005")
+    yield from _load_errors(ctx, "MANIFEST-005")
 
 
 @rule("MANIFEST-006", title="V1 and V2 manifest names are not mixed", severity="error",
