@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
 from conformance.report import Report, Violation
 from conformance.rules import registry
 from conformance.rules.context import DataFileContext, TableContext, VersionContext
 from reference_impl.errors import FormatError, LanceError, NotFound, StoreError
+from reference_impl.file import parallel
 
 from . import access
 
@@ -212,6 +216,32 @@ def plan(uri: str, *, versions="latest", deep: bool = False, rules=None, skip=No
     return result
 
 
+_MANIFESTS: dict = {}
+_MANIFESTS_LOCK = threading.Lock()
+_MANIFESTS_KEPT = 4
+
+
+def _item_manifest(item: DataFileItem, store):
+    """The item's decoded manifest, decoded once per process for all items of a version.
+
+    Manifests are written once and never changed (put-if-not-exists), so a manifest seen
+    before under the same dataset, options, key and size is the same manifest; the size is
+    checked on every use so that a file replaced in place (a test, a repair) is read again.
+    """
+    key = (item.uri, item.storage_options, item.manifest_key)
+    size = store.size(item.manifest_key)
+    with _MANIFESTS_LOCK:
+        hit = _MANIFESTS.get(key)
+    if hit is not None and hit[0] == size:
+        return hit[1]
+    mf = access.read_manifest_file(store, item.manifest_key)
+    with _MANIFESTS_LOCK:
+        while len(_MANIFESTS) >= _MANIFESTS_KEPT:
+            _MANIFESTS.pop(next(iter(_MANIFESTS)))
+        _MANIFESTS[key] = (size, mf)
+    return mf
+
+
 def run_data_file_item(item: DataFileItem) -> list[Violation]:
     """Run the data-file-scope rules of one item (a Spark task, or a local loop step)."""
     from reference_impl.io.uri import open_store
@@ -221,7 +251,7 @@ def run_data_file_item(item: DataFileItem) -> list[Violation]:
         store = open_store(item.uri, dict(item.storage_options))
         table = TableContext(uri=item.uri, store=store, storage_options=dict(item.storage_options),
                              deep=True)
-        mf = access.read_manifest_file(store, item.manifest_key)
+        mf = _item_manifest(item, store)
         fragment = mf.manifest.fragments[item.fragment_index]
         data_file = fragment.files[item.file_index]
         loc.update(fragment=int(fragment.id), path=data_file.path)
@@ -264,19 +294,59 @@ def merge(p: Plan, item_findings: Iterable[Iterable[Violation]], *, elapsed_s: f
 def _validate(uri, versions, deep, rules, skip, storage_options, deadline, progress) -> Report:
     p = plan(uri, versions=versions, deep=deep, rules=rules, skip=skip,
              storage_options=storage_options, deadline=deadline, progress=progress)
-    results = []
-    for i, item in enumerate(p.items):
-        if deadline is not None and time.monotonic() > deadline:
-            results.append([_engine_violation(
-                "ENGINE-002", f"time limit reached; {len(p.items) - i} data files not checked",
-                {})])
-            break
-        if progress:
-            progress("data files", i, len(p.items))
-        results.append(run_data_file_item(item))
+    results = _run_items(p.items, deadline, progress)
     if progress and p.items:
         progress("data files", len(p.items), len(p.items))
     return merge(p, results)
+
+
+def _not_checked(left: int) -> list[Violation]:
+    return [_engine_violation("ENGINE-002", f"time limit reached; {left} data files not checked", {})]
+
+
+def _run_items(items: list[DataFileItem], deadline, progress) -> list[list[Violation]]:
+    """Run the data-file items in order, on a few threads when there are several.
+
+    Items are independent (each opens its own file); their decoders spend their time in
+    numpy, which releases the GIL. At most ``2 x threads`` items are in flight, so memory
+    stays bounded; pages inside an item are then decoded on the item's own thread. The result
+    is the same list, in item order, as the one-thread loop.
+    """
+    n = parallel.threads()
+    if n < 2 or len(items) < 2:
+        results = []
+        for i, item in enumerate(items):
+            if deadline is not None and time.monotonic() > deadline:
+                results.append(_not_checked(len(items) - i))
+                break
+            if progress:
+                progress("data files", i, len(items))
+            results.append(run_data_file_item(item))
+        return results
+    pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="lance-conformance-item",
+                              initializer=parallel.mark_worker_thread)
+    results = []
+    pending = deque()
+    nxt = 0
+    try:
+        while len(results) < len(items):
+            while nxt < len(items) and len(pending) < 2 * n:
+                pending.append(pool.submit(run_data_file_item, items[nxt]))
+                nxt += 1
+            if progress:
+                progress("data files", len(results), len(items))
+            fut = pending.popleft()
+            wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            try:
+                results.append(fut.result(timeout=wait))
+            except FutureTimeout:
+                results.append(_not_checked(len(items) - len(results)))
+                break
+    finally:
+        for fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=False, cancel_futures=True)
+    return results
 
 
 def validate(uri: str, *, versions="latest", deep: bool = False, rules=None, skip=None,

@@ -28,6 +28,7 @@ not parse, FILE-011 page buffer out of bounds.
 from __future__ import annotations
 
 import struct
+import threading
 from dataclasses import dataclass, field
 
 from google.protobuf.message import DecodeError
@@ -70,6 +71,7 @@ class CountingReader:
         self.store, self.key, self.size = store, key, size
         self.reads = 0
         self.bytes_read = 0
+        self._count_lock = threading.Lock()  # pages may be read from several decode threads
 
     def read(self, pos: int, length: int, *, rule: str = RULE_PAGE_BUFFER, what: str = "range") -> bytes:
         """Bytes ``[pos, pos+length)``; FormatError when the range leaves the file."""
@@ -78,8 +80,9 @@ class CountingReader:
                               rule=rule, path=self.key, offset=pos)
         if length == 0:
             return b""
-        self.reads += 1
-        self.bytes_read += length
+        with self._count_lock:
+            self.reads += 1
+            self.bytes_read += length
         data = self.store.get_range(self.key, pos, length)
         if len(data) != length:
             raise FormatError(f"short read of {what}: {len(data)} of {length} bytes", rule=rule,

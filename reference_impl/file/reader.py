@@ -50,7 +50,7 @@ import pyarrow as pa
 
 from reference_impl.errors import FormatError, UnsupportedFeature
 
-from . import arrow_types
+from . import arrow_types, parallel
 from .container import FileContainer, read_container
 from .encodings.v2_1 import blob as blob_layout
 from .encodings.v2_1 import constant as constant_layout
@@ -348,7 +348,8 @@ def decode_column_2_1(container: FileContainer, column_index: int, field_: pa.Fi
         elif fr != first_row:
             raise FormatError(f"columns of {field_.name!r} cut pages at different rows", rule=RULE_PAGES,
                               path=container.path)
-        nodes = [_decode_page_2_1(container, p, path, field_) for p in sel if int(p.length)]
+        nodes = parallel.map_ordered(lambda p, path=path: _decode_page_2_1(container, p, path, field_),
+                                     [p for p in sel if int(p.length)])
         if not nodes:
             arr = pa.array([], field_.type)
             return arr, column_index + len(leaves), fr

@@ -1,0 +1,80 @@
+"""Page decoding on threads (``reference_impl.file.parallel``) changes speed, never results."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from reference_impl.errors import FormatError
+from reference_impl.file import parallel
+from reference_impl.file.reader import LanceFileReader
+from reference_impl.file.writer import LanceFileWriter
+from reference_impl.io.memory import MemoryStore
+
+
+def test_map_ordered_keeps_item_order_and_uses_threads(monkeypatch):
+    monkeypatch.setenv(parallel.ENV, "2")
+    seen = set()
+
+    def work(x):
+        seen.add(threading.current_thread().name)
+        return x * x
+
+    assert parallel.map_ordered(work, list(range(50))) == [x * x for x in range(50)]
+    assert any(name.startswith("lance-decode") for name in seen)
+
+
+def test_map_ordered_raises_the_first_error_in_item_order(monkeypatch):
+    monkeypatch.setenv(parallel.ENV, "2")
+
+    def work(x):
+        if x in (3, 7):
+            raise FormatError(f"bad page {x}", rule="FILE-013")
+        return x
+
+    with pytest.raises(FormatError, match="bad page 3"):
+        parallel.map_ordered(work, list(range(10)))
+
+
+def test_one_thread_setting_runs_in_the_caller(monkeypatch):
+    monkeypatch.setenv(parallel.ENV, "1")
+    names = parallel.map_ordered(lambda _: threading.current_thread().name, [0, 1, 2])
+    assert names == [threading.current_thread().name] * 3
+    monkeypatch.setenv(parallel.ENV, "not-a-number")
+    assert parallel.threads() == 1
+
+
+def test_nested_calls_from_a_worker_run_serially(monkeypatch):
+    monkeypatch.setenv(parallel.ENV, "2")
+
+    def outer(x):
+        inner = parallel.map_ordered(lambda _: threading.current_thread().name, [0, 1, 2])
+        assert len(set(inner)) == 1  # the worker's own thread, no waiting on the pool
+        return x
+
+    assert parallel.map_ordered(outer, [1, 2, 3, 4]) == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_threaded_and_serial_reads_are_equal(monkeypatch, version):
+    rng = np.random.default_rng(5)
+    n = 30_000
+    table = pa.table({
+        "i": pa.array(rng.integers(0, 1000, n)),
+        "s": pa.array([None if k % 7 == 0 else "v" * int(k % 13) for k in range(n)]),
+        "l": pa.array([[int(k), None] if k % 3 else None for k in range(n)], pa.list_(pa.int32())),
+    })
+    store = MemoryStore()
+    writer = LanceFileWriter(store, "t.lance", table.schema, version=version, max_rows_per_page=1_000)
+    writer.write_batch(table)
+    writer.finish()
+    reader = LanceFileReader(store, "t.lance")
+    assert max(len(c.pages) for c in reader.container.columns) > 4
+    monkeypatch.setenv(parallel.ENV, "1")
+    serial = LanceFileReader(store, "t.lance").read_all()
+    monkeypatch.setenv(parallel.ENV, "2")
+    threaded = LanceFileReader(store, "t.lance").read_all()
+    assert serial.equals(table) and threaded.equals(serial)
