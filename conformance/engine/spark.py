@@ -61,8 +61,11 @@ def check_items(items: Iterable[DataFileItem]) -> Iterator[list[Violation]]:
     ``run_data_file_item`` treats a missing manifest as "reported by the metadata rules"
     and returns nothing; on an executor that would silently skip every deep check, so a
     manifest the driver read but this executor cannot is an error of the whole job."""
+    from reference_impl.file import parallel
     from reference_impl.io.uri import open_store
 
+    # Spark already runs one task per core: decode this task's pages on its own thread
+    parallel.mark_worker_thread()
     seen: set[tuple] = set()
     for item in items:
         where = (item.uri, item.storage_options, item.manifest_key)
@@ -104,7 +107,7 @@ def run_items(spark, items: list[DataFileItem], *, partitions: int | None = None
     if not items:
         return [], True
     sc = spark.sparkContext
-    n = partitions or min(len(items), max(1, sc.defaultParallelism) * 4)
+    n = partitions or min(len(items), max(1, sc.defaultParallelism) * 2)
     n = max(1, min(int(n), len(items)))
     group = f"lance-conformance-validate-{os.getpid()}-{time.monotonic_ns()}"
     box: dict = {}
