@@ -59,6 +59,8 @@ def _get_pool(n: int) -> ThreadPoolExecutor:
     with _lock:
         # a forked child (Spark python workers, multiprocessing) must not reuse the parent's pool
         if _pool is None or _pool_pid != os.getpid() or _pool._max_workers != n:
+            if _pool is not None and _pool_pid == os.getpid():
+                _pool.shutdown(wait=False)  # its running decodes finish; new work goes to the new pool
             _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="lance-decode",
                                        initializer=mark_worker_thread)
             _pool_pid = os.getpid()
