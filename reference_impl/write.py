@@ -53,6 +53,33 @@ def _types_match(a: pa.DataType, b: pa.DataType) -> bool:
     return (a, b) in small_big or (b, a) in small_big
 
 
+def _adopt_field_metadata(incoming: pa.Field, existing: pa.Field) -> pa.Field:
+    """``incoming`` (same name, compatible type) carrying ``existing``'s field metadata at every
+    level, so appended files are encoded as the dataset's fields say (``lance-encoding:*``
+    hints such as a packed struct change the file's columns)."""
+    t_in, t_ex = incoming.type, existing.type
+    if pa.types.is_struct(t_in) and pa.types.is_struct(t_ex):
+        by_name = {t_ex.field(i).name: t_ex.field(i) for i in range(t_ex.num_fields)}
+        t_in = pa.struct([
+            _adopt_field_metadata(c, by_name[c.name]) if c.name in by_name else c
+            for c in (t_in.field(i) for i in range(t_in.num_fields))
+        ])
+    elif pa.types.is_list(t_in) and pa.types.is_list(t_ex):
+        t_in = pa.list_(_adopt_field_metadata(t_in.value_field, t_ex.value_field))
+    elif pa.types.is_large_list(t_in) and pa.types.is_large_list(t_ex):
+        t_in = pa.large_list(_adopt_field_metadata(t_in.value_field, t_ex.value_field))
+    return pa.field(incoming.name, t_in, incoming.nullable, metadata=existing.metadata)
+
+
+def with_dataset_field_metadata(table: pa.Table, existing: pa.Schema) -> pa.Table:
+    """``table`` with the field metadata of the dataset schema ``existing`` (same columns)."""
+    schema = pa.schema(
+        [_adopt_field_metadata(f, existing.field(f.name)) for f in table.schema],
+        metadata=table.schema.metadata,
+    )
+    return pa.Table.from_arrays(table.columns, schema=schema)
+
+
 def check_append_schema(existing: pa.Schema, incoming: pa.Schema) -> None:
     """InvalidInput unless ``incoming`` has exactly the columns of ``existing``, same types."""
     names_e, names_i = existing.names, incoming.names
@@ -154,7 +181,7 @@ def write_dataset(
     if previous is not None and mode == "append":
         existing = fields_to_arrow(previous.fields)
         check_append_schema(existing, table.schema)
-        table = table.select(existing.names)
+        table = with_dataset_field_metadata(table.select(existing.names), existing)
         fields = list(previous.fields)
         file_version = previous.data_format.version or "2.2"
         stable = bool(previous.reader_feature_flags & operations.FLAG_STABLE_ROW_IDS)

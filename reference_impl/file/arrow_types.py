@@ -158,6 +158,10 @@ def leaf_array(field: pa.Field, values, valid: np.ndarray | None) -> pa.Array:
         if not isinstance(values, Fsl):
             raise FormatError(f"fixed-size list {field.name!r} decoded as {type(values).__name__}", rule=RULE)
         arr = _fsl_array(st, values, valid)
+    elif pa.types.is_struct(st) and isinstance(values, Var) and not len(values.data):
+        # an all-null page of a variable packed struct: placeholder rows only
+        arr = pa.Array.from_buffers(st, values.n, [_bitmap(valid)],
+                                    children=[pa.nulls(values.n, c.type) for c in st])
     elif pa.types.is_struct(st) and isinstance(values, list):
         # variable packed struct: one decoded stream per child (FILE-ENCODINGS §4.12)
         if len(values) != st.num_fields:

@@ -27,7 +27,12 @@ strings and binary use Binary; fixed width uses Value (Flat) inside Nullable.
 3. Fixed-width mini-block values (8/16/32/64-bit): RLE when the page has fewer than
    :data:`RLE_MAX_RUN_RATIO` x n runs, else inline bit-packing when it saves space,
    else flat.
-4. Variable mini-block values: ``variable``.
+4. Variable mini-block values: FSST (``fsst{variable}``, :mod:`.encode.v2_1.fsst`) for
+   utf8 / large_utf8 pages (never the binary types) whose largest value has at least
+   :data:`FSST_MIN_MAX_VALUE_BYTES` bytes and whose values hold at least
+   :data:`FSST_MIN_PAGE_BYTES` bytes, when it makes the page's bytes smaller; otherwise
+   ``variable``. Full-zip utf8 pages (values of 256 bytes up to 32 KiB) use per-value
+   ``fsst{variable}`` under the same test.
 5. Full-zip values larger than :data:`GENERAL_MIN_VALUE_BYTES`: per-value ZSTD
    (``general``), as pylance does for values over 32 KiB.
 
@@ -43,18 +48,31 @@ reader; FILE-ENCODINGS §5.3 lists the minimums it accepts):
   inline bit-packing for pages of at most 1,024 levels);
 * pages carrying levels are cut at 4,096 levels (pylance: 65,535), see
   ``encode/v2_1/column.py``;
-* no FSST for strings (``variable`` only) and no byte-stream-split;
+* FSST symbol tables are trained on a deterministic sample with at most 4 symbols of
+  3..8 bytes per 2-byte prefix and no suffix/terminator optimisation, and values are
+  tokenised greedily in segments of at most 64 bytes (see ``encode/v2_1/fsst.py``);
+  the tokens differ from pylance's, and any valid tokenisation decodes the same;
+* byte-stream-split only under a ``lance-encoding:compression`` hint, and there for
+  every 32/64-bit fixed-width page unless ``lance-encoding:bss=off`` (pylance decides
+  ``bss=auto`` with an entropy heuristic);
 * constant pages (2.2) store their levels raw (u16), never RLE/bit-packed; fixed-size
   lists never go constant;
-* field metadata ``lance-encoding:*`` hints are ignored.
+* field metadata hints (``encode/hints.py`` lists each key): honoured are
+  ``lance-encoding:packed`` / ``packed`` (packed struct, one column), ``compression``
+  (lz4 / zstd / none), ``compression-level``, ``bss``, ``structural-encoding``,
+  ``dict-divisor``, ``dict-size-ratio`` and ``dict-values-compression``; under
+  ``compression`` strings get ``general`` only when the scheme shrinks the page
+  (pylance's exact rule is an open question), 8/16/128-bit values and fixed-size lists
+  ignore it; ``rle-threshold``, ``minichunk-size`` and the ``blob*`` keys are ignored.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .encode.arrow_data import fixed_bits, is_variable_width
+from .encode.arrow_data import fixed_bits, is_variable_width, variable_parts
 
 # 2.0 auto-dictionary for utf8 pages: spec 003 "fewer than 100 unique elements";
 # the row minimum is pylance's (FILE-ENCODINGS §2.3, [S]).
@@ -77,6 +95,10 @@ RLE_MAX_RUN_RATIO = 0.5
 
 # mini-block vs full-zip (FILE-ENCODINGS §3.3: values of 256 bytes and more go full-zip [E])
 FULL_ZIP_MIN_VALUE_BYTES = 256
+
+# FSST for utf8 / large_utf8 values (FILE-ENCODINGS §5.2 rule 4, upstream thresholds [S])
+FSST_MIN_MAX_VALUE_BYTES = 5
+FSST_MIN_PAGE_BYTES = 32 * 1024
 
 # per-value general compression in full-zip (FILE-ENCODINGS §5.1: "utf8 with any value > 32 KiB")
 GENERAL_MIN_VALUE_BYTES = 32 * 1024
@@ -107,8 +129,16 @@ def dictionary_eligible_type(t: pa.DataType, version: str) -> bool:
     return bits == 128 or (bits == 64 and version != "2.1")
 
 
-def use_dictionary_v2_1(values: pa.Array, version: str, raw_bytes: int) -> bool:
-    """2.1+ structural dictionary test over a page's visible values."""
+def use_dictionary_v2_1(
+    values: pa.Array,
+    version: str,
+    raw_bytes: int,
+    *,
+    divisor: float = DICT_MAX_CARDINALITY_DIVISOR,
+    size_ratio: float = DICT_MAX_SIZE_RATIO,
+) -> bool:
+    """2.1+ structural dictionary test over a page's visible values; ``divisor`` and
+    ``size_ratio`` come from ``lance-encoding:dict-divisor`` / ``dict-size-ratio``."""
     n = len(values)
     if n < DICT_MIN_VALUES or not dictionary_eligible_type(values.type, version):
         return False
@@ -119,7 +149,7 @@ def use_dictionary_v2_1(values: pa.Array, version: str, raw_bytes: int) -> bool:
     distinct = pc.count_distinct(values, mode="only_valid").as_py() + (
         1 if values.null_count else 0
     )
-    if distinct > min(n // DICT_MAX_CARDINALITY_DIVISOR, DICT_MAX_CARDINALITY):
+    if distinct > min(n // divisor, DICT_MAX_CARDINALITY):
         return False
     if is_variable_width(values.type):
         avg = raw_bytes / max(n, 1)
@@ -128,7 +158,7 @@ def use_dictionary_v2_1(values: pa.Array, version: str, raw_bytes: int) -> bool:
         dict_bytes = distinct * fixed_bits(values.type) / 8
     index_bits = max(1, (distinct - 1).bit_length())  # indices are bit-packed i32
     encoded = dict_bytes + n * index_bits / 8
-    return encoded < DICT_MAX_SIZE_RATIO * raw_bytes
+    return encoded < size_ratio * raw_bytes
 
 
 def maybe_constant(values: pa.Array) -> bool:
@@ -139,3 +169,17 @@ def maybe_constant(values: pa.Array) -> bool:
         return False
     probe = valid.take(pa.array(sorted({0, n - 1, *range(0, n, max(1, n // 16))}), pa.int64()))
     return pc.count_distinct(probe, mode="all").as_py() == 1
+
+
+def use_fsst(values: pa.Array) -> bool:
+    """Rule 4: FSST is tried for a utf8 / large_utf8 page (not binary, not dictionary
+    encoded) whose largest value has >= FSST_MIN_MAX_VALUE_BYTES bytes and whose values
+    hold >= FSST_MIN_PAGE_BYTES bytes. The encoder still keeps the page plain when the
+    compressed bytes would not be smaller."""
+    t = values.type
+    if not (pa.types.is_string(t) or pa.types.is_large_string(t)) or len(values) == 0:
+        return False
+    offsets, _ = variable_parts(values)
+    if int(offsets[-1] - offsets[0]) < FSST_MIN_PAGE_BYTES:
+        return False
+    return int(np.diff(offsets).max()) >= FSST_MIN_MAX_VALUE_BYTES

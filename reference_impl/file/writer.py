@@ -41,6 +41,7 @@ from ..errors import InvalidInput
 from ..io.base import ObjectStore
 from ..proto import encodings_v2_0_pb2, file2_pb2, file_pb2
 from .encode.arrow_data import check_writable
+from .encode.hints import check_schema_hints
 from .encode.page import EncodedPage, pack_any
 
 MAGIC = b"LANC"
@@ -155,6 +156,7 @@ class LanceFileWriter:
         self.schema = normalise_schema(schema)
         for f in self.schema:
             check_writable(f.type, f.name)
+        check_schema_hints(self.schema)  # lance-encoding:* field metadata (encode/hints.py)
         self.fields = (
             list(schema_fields) if schema_fields is not None else schema_fields_for(self.schema)
         )

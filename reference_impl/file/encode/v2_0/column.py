@@ -3,8 +3,11 @@
 Every field has a column (FACTS.md: "2.0 one column per field incl. list/struct
 parents"): a primitive, string or fixed-size-list field is one column; a list field is
 an offsets column followed by its item's columns; a struct is a header column followed
-by its children's columns. In 2.0 a page's ``length`` is the number of values in that
-column's page and ``priority`` is always 0.
+by its children's columns, except a packed struct (``lance-encoding:packed``), which is
+one ``packed_struct`` column (:mod:`.packed_struct`). A string/binary column's
+``lance-encoding:compression`` compresses its Binary bytes (:mod:`..hints`). In 2.0 a
+page's ``length`` is the number of values in that column's page and ``priority`` is
+always 0.
 """
 
 from __future__ import annotations
@@ -17,12 +20,14 @@ from ....errors import UnsupportedFeature
 from ....proto import encodings_v2_0_pb2 as pb
 from ... import selection
 from ..arrow_data import fixed_bits, fixed_values, is_variable_width, valid_mask
+from ..hints import parse_hints
 from ..page import EncodedPage, pack_any
 from .binary import binary_node
 from .dictionary import dictionary_node
 from .fixed_size_list import fixed_size_list_node
 from .list import list_offsets_node
 from .nullable import nullable_node
+from .packed_struct import child_layout, packed_struct_node
 from .struct import check_struct_validity, struct_header_node
 from .value import flat_node
 
@@ -67,6 +72,35 @@ def _is_fixed(t: pa.DataType) -> bool:
     )
 
 
+def _skip_ids(t: pa.DataType, ids: Iterator[int]) -> None:
+    """Consume the pre-order field ids of every field nested in ``t``."""
+    if pa.types.is_struct(t):
+        children = [t.field(i).type for i in range(t.num_fields)]
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        children = [t.value_type]
+    else:
+        children = []
+    for child in children:
+        next(ids)
+        _skip_ids(child, ids)
+
+
+def _compress_bytes(tree: pb.ArrayEncoding, buffers: list[bytes], hints) -> None:
+    """2.0 ``lance-encoding:compression``: the Binary bytes Flat carries
+    ``compression{scheme, level?}`` and its buffer is framed as FILE-ENCODINGS §4.9
+    (``none`` is recorded and the bytes stay raw), as pylance 14.0.2 writes it."""
+    from ..v2_1.general import LZ4, ZSTD, compress
+
+    flat = tree.binary.bytes.flat
+    flat.compression.scheme = hints.compression
+    if hints.compression_level is not None:
+        flat.compression.level = hints.compression_level
+    if hints.compresses:
+        index = flat.buffer.buffer_index
+        scheme = LZ4 if hints.compression == "lz4" else ZSTD
+        buffers[index] = compress(buffers[index], scheme, hints.compression_level)
+
+
 class _Node:
     """One column of the field tree; ``children`` only for lists and structs."""
 
@@ -75,7 +109,13 @@ class _Node:
         self.field_id = next(ids)
         t = f.type
         self.children: list[_Node] = []
-        if pa.types.is_list(t) or pa.types.is_large_list(t):
+        self.hints = parse_hints(f)
+        if self.hints.packed:
+            # one column for the whole struct; its children keep their field ids
+            self.kind = "packed"
+            child_layout(t, f.name, allow_variable=False)
+            _skip_ids(t, ids)
+        elif pa.types.is_list(t) or pa.types.is_large_list(t):
             self.kind = "list"
             self.children = [_Node(t.value_field, ids)]
         elif pa.types.is_struct(t):
@@ -116,7 +156,11 @@ class FieldEncoder20:
         if len(arr) == 0:
             # pylance writes a length-0 all-null page for item columns with no items
             for n in node.columns():
-                if n.kind != "struct":
+                if n.kind == "packed":  # pylance's reader wants a packed_struct page here
+                    empty: list[bytes] = []
+                    tree = packed_struct_node(pa.array([], n.field.type), empty, n.field.name)
+                    out.append((self._index[id(n)], _page(tree, empty, 0)))
+                elif n.kind != "struct":
                     out.append((self._index[id(n)], _empty_page()))
             return
         if node.kind == "struct":
@@ -136,6 +180,10 @@ class FieldEncoder20:
                 tree = dictionary_node(arr, buffers)
             else:
                 tree = binary_node(arr, buffers)
+                if node.hints.compression is not None:
+                    _compress_bytes(tree, buffers, node.hints)
+        elif node.kind == "packed":
+            tree = packed_struct_node(arr, buffers, node.field.name)
         else:
             tree = values_node(arr, buffers)
         out.append((col, _page(tree, buffers, len(arr))))

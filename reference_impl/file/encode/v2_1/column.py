@@ -1,7 +1,9 @@
 """2.1 / 2.2 columns of one top-level field: one column per leaf, pages per leaf.
 
 Field ids are handed out to every field in pre-order (parents too), but only leaves
-(primitives, strings, fixed-size lists) get columns. For each flushed run of rows
+(primitives, strings, fixed-size lists, and packed structs as a whole, see
+:mod:`.packed_struct`) get columns; each leaf's ``lance-encoding:*`` field metadata
+(:mod:`..hints`) steers its pages. For each flushed run of rows
 every leaf is shredded into rep/def levels and visible values (:mod:`.repdef`), cut
 into pages of at most :data:`MAX_LEVELS_PER_PAGE` level slots at row boundaries, and
 each page is encoded with the layout :mod:`reference_impl.file.selection` picks. Page
@@ -18,15 +20,20 @@ import pyarrow as pa
 from ....errors import UnsupportedFeature
 from ... import selection
 from ..arrow_data import fixed_bits, is_variable_width, variable_parts
+from ..hints import NO_HINTS, EncodingHints, parse_hints
 from ..page import EncodedPage, pack_any
 from .bitpacking import InlineBitpackedValues
+from .byte_stream_split import ByteStreamSplitValues
 from .constant import constant_value, encode_all_null, encode_constant
 from .dictionary import build_dictionary
 from .fixed_size_list import FixedSizeListValues
 from .flat import FlatValues
+from .fsst import FsstValues
 from .full_zip import encode_full_zip
+from .general import LZ4, ZSTD, GeneralValues, compress
 from .mini_block import encode_mini_block
-from .repdef import Shredded, leaf_paths, row_starts, shred, slice_levels
+from .packed_struct import check_packable, encode_packed_struct_page, leaf_fields
+from .repdef import Shredded, row_starts, shred, slice_levels
 from .rle import RleValues, run_count
 from .variable import VariableValues
 
@@ -35,11 +42,19 @@ from .variable import VariableValues
 # 65,535 levels; any cut at row boundaries decodes).
 MAX_LEVELS_PER_PAGE = 4096
 
+# With lance-encoding:structural-encoding=miniblock, values up to this size stay in
+# mini-block chunks (two of them fit a chunk's byte budget); wider ones still go full-zip.
+MINIBLOCK_HINT_MAX_VALUE_BYTES = 8 * 1024
+
 
 def _assign_ids(f: pa.Field, ids: Iterator[int], leaves: list[int]) -> None:
     fid = next(ids)
     t = f.type
-    if pa.types.is_struct(t):
+    if pa.types.is_struct(t) and parse_hints(f).packed:
+        leaves.append(fid)  # one column for the whole packed struct (FILE-ENCODINGS §1.1)
+        for i in range(t.num_fields):
+            _assign_ids(t.field(i), ids, [])
+    elif pa.types.is_struct(t):
         for i in range(t.num_fields):
             _assign_ids(t.field(i), ids, leaves)
     elif pa.types.is_list(t) or pa.types.is_large_list(t):
@@ -56,10 +71,18 @@ def _assign_ids(f: pa.Field, ids: Iterator[int], leaves: list[int]) -> None:
         leaves.append(fid)
 
 
-def value_encoder(values: pa.Array):
+def value_encoder(values: pa.Array, hints: EncodingHints = NO_HINTS):
     """The mini-block value encoder for a page's visible values (selection rule 3/4)."""
     t = values.type
+    if hints.compression is not None:
+        hinted = hinted_value_encoder(values, hints)
+        if hinted is not None:
+            return hinted
     if is_variable_width(t):
+        if selection.use_fsst(values):
+            fsst_values = FsstValues.try_encode(values)
+            if fsst_values is not None:
+                return fsst_values
         return VariableValues(values)
     if pa.types.is_fixed_size_list(t):
         return FixedSizeListValues(values)
@@ -74,6 +97,32 @@ def value_encoder(values: pa.Array):
     return FlatValues(values)
 
 
+def hinted_value_encoder(values: pa.Array, hints: EncodingHints):
+    """Mini-block values under ``lance-encoding:compression`` (see :mod:`..hints`), or None
+    to fall back to the usual choice: ``none`` -> flat / variable / fixed-size list as is;
+    lz4/zstd -> 32/64-bit values ``general{byte_stream_split}`` (``bss`` not off) or
+    ``general{usual choice}``; strings ``general{variable}`` when the scheme shrinks the
+    page's bytes (else plain ``variable``); other types the usual choice."""
+    t = values.type
+    if hints.compression == "none":
+        if is_variable_width(t):
+            return VariableValues(values)
+        if pa.types.is_fixed_size_list(t):
+            return FixedSizeListValues(values)
+        return FlatValues(values)
+    scheme = LZ4 if hints.compression == "lz4" else ZSTD
+    if is_variable_width(t):
+        plain = VariableValues(values)
+        raw = plain.data.tobytes()
+        if raw and len(compress(raw, scheme, hints.compression_level)) < len(raw):
+            return GeneralValues(plain, scheme, hints.compression_level)
+        return plain
+    if not ByteStreamSplitValues.applicable(values):
+        return None
+    inner = ByteStreamSplitValues(values) if hints.use_bss else value_encoder(values)
+    return GeneralValues(inner, scheme, hints.compression_level)
+
+
 def max_value_bytes(values: pa.Array) -> int:
     if is_variable_width(values.type):
         offsets, _ = variable_parts(values)
@@ -81,25 +130,44 @@ def max_value_bytes(values: pa.Array) -> int:
     return (fixed_bits(values.type) + 7) // 8
 
 
-def encode_leaf_page(sh: Shredded, version: str) -> tuple[list[bytes], object]:
+def encode_leaf_page(
+    sh: Shredded, version: str, hints: EncodingHints = NO_HINTS, name: str = ""
+) -> tuple[list[bytes], object]:
     values = sh.values
     if len(values) == values.null_count:
         return encode_all_null(sh)
+    if pa.types.is_struct(values.type):
+        return encode_packed_struct_page(sh, version, name)
     if version != "2.1":
         value = constant_value(values) if selection.maybe_constant(values) else None
         if value is not None:
             return encode_constant(sh, value)
-    if max_value_bytes(values) >= selection.FULL_ZIP_MIN_VALUE_BYTES:
-        return encode_full_zip(sh)
+    # lance-encoding:structural-encoding (encode/hints.py): "miniblock" keeps values of up
+    # to MINIBLOCK_HINT_MAX_VALUE_BYTES in mini-block; "fullzip" applies after the
+    # dictionary test, as pylance 14.0.2 still dictionary-encodes such pages
+    widest = max_value_bytes(values)
+    full_zip = widest >= selection.FULL_ZIP_MIN_VALUE_BYTES and not (
+        hints.structural_encoding == "miniblock" and widest <= MINIBLOCK_HINT_MAX_VALUE_BYTES
+    )
+    if full_zip:
+        return encode_full_zip(sh, hints.compression)
     raw = (
         variable_parts(values)[1].nbytes
         if is_variable_width(values.type)
         else len(values) * max_value_bytes(values)
     )
-    if selection.use_dictionary_v2_1(values, version, raw):
-        indices, block, enc, n_items = build_dictionary(values, version)
-        return encode_mini_block(sh, value_encoder(indices), version, (block, enc, n_items))
-    return encode_mini_block(sh, value_encoder(values), version)
+    if selection.use_dictionary_v2_1(
+        values, version, raw, **hints.dictionary_thresholds()
+    ):
+        indices, block, enc, n_items = build_dictionary(
+            values, version, hints.dict_values_compression
+        )
+        return encode_mini_block(
+            sh, value_encoder(indices, hints), version, (block, enc, n_items)
+        )
+    if hints.structural_encoding == "fullzip":
+        return encode_full_zip(sh, hints.compression)
+    return encode_mini_block(sh, value_encoder(values, hints), version)
 
 
 class FieldEncoder21:
@@ -109,7 +177,12 @@ class FieldEncoder21:
         self.version = version
         self.column_field_ids: list[int] = []
         _assign_ids(f, ids, self.column_field_ids)
-        self.paths = leaf_paths(f.type)
+        self.leaves = leaf_fields(f)  # like leaf_paths(f.type), a packed struct being one leaf
+        self.paths = [path for path, _ in self.leaves]
+        self.hints = [parse_hints(leaf) for _, leaf in self.leaves]
+        for (_, leaf), hint in zip(self.leaves, self.hints, strict=True):
+            if hint.packed:
+                check_packable(leaf, version)
         self.first_column = 0
 
     def encode(self, arr: pa.Array, first_row: int) -> list[tuple[int, EncodedPage]]:
@@ -117,7 +190,9 @@ class FieldEncoder21:
         for col, path in enumerate(self.paths):
             sh = shred(arr, path)
             for page_sh, row0 in self._pages(sh):
-                buffers, layout = encode_leaf_page(page_sh, self.version)
+                buffers, layout = encode_leaf_page(
+                    page_sh, self.version, self.hints[col], self.leaves[col][1].name
+                )
                 out.append(
                     (
                         col,

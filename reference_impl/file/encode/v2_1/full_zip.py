@@ -34,6 +34,7 @@ from ..arrow_data import (
     variable_parts,
 )
 from .fixed_size_list import FixedSizeListValues
+from .fsst import compress_page, fsst_encoding
 from .general import ZSTD, compress, general_encoding
 from .repdef import Shredded, row_starts
 from .variable import variable_encoding
@@ -56,7 +57,11 @@ def _bits_for(maximum: int) -> int:
     return int(maximum).bit_length()
 
 
-def encode_full_zip(sh: Shredded) -> tuple[list[bytes], pb.PageLayout]:
+def encode_full_zip(sh: Shredded, compression: str | None = None) -> tuple[list[bytes], pb.PageLayout]:
+    """``compression`` is the field's ``lance-encoding:compression`` hint
+    (:mod:`..hints`): ``lz4``/``zstd`` -> variable-width values are framed per value with
+    ZSTD (level 0 recorded), as pylance 14.0.2 writes either; ``none`` -> never
+    compressed; None -> only pages with a value over GENERAL_MIN_VALUE_BYTES are."""
     values = sh.values
     t = values.type
     n_levels = sh.num_levels
@@ -80,6 +85,14 @@ def encode_full_zip(sh: Shredded) -> tuple[list[bytes], pb.PageLayout]:
         deff = sh.deff[vis_slots] if sh.deff is not None else np.zeros(len(vis_slots), np.uint16)
         has_value = deff == 0
         compressed = bool(len(lengths)) and int(lengths.max()) > selection.GENERAL_MIN_VALUE_BYTES
+        if compression is not None:
+            compressed = compression != "none"
+        fsst_table = None
+        if not compressed and compression is None and selection.use_fsst(values):
+            fsst_page = compress_page(offsets, data)  # None when FSST would not shrink it
+            if fsst_page is not None:
+                fsst_table, offsets, data = fsst_page
+                lengths = np.diff(offsets)
         if compressed:
             # per-value ZSTD frames (only pages holding values over 32 KiB get here)
             pieces = [
@@ -108,7 +121,10 @@ def encode_full_zip(sh: Shredded) -> tuple[list[bytes], pb.PageLayout]:
         )
         fz.bits_per_offset = offset_bits
         inner = variable_encoding(offset_bits)
-        fz.value_compression.CopyFrom(general_encoding(ZSTD, inner) if compressed else inner)
+        level = 0 if compression is not None else None
+        fz.value_compression.CopyFrom(general_encoding(ZSTD, inner, level) if compressed else inner)
+        if fsst_table is not None:
+            fz.value_compression.CopyFrom(fsst_encoding(fsst_table, offset_bits))
     else:
         if pa.types.is_fixed_size_list(t):
             fsl = FixedSizeListValues(values)

@@ -182,6 +182,11 @@ def column_from_metadata(
     return Column(pages, is_blob)
 
 
+def _packed_by_metadata(field: pa.Field) -> bool:
+    md = field.metadata or {}
+    return any(md.get(k, b"").lower() == b"true" for k in (b"lance-encoding:packed", b"packed"))
+
+
 def decode_field(
     field: pa.Field, columns: Sequence[Column], index: int = 0
 ) -> tuple[pa.Array, int]:
@@ -192,6 +197,10 @@ def decode_field(
     column = columns[index]
     if pa.types.is_struct(t):
         rows = sum(p.length for p in column.pages)
+        if _packed_by_metadata(field):
+            # spec 003: packed when the field metadata says "packed" = "true"; this also
+            # covers a column with no pages (an empty file), where no page can tell
+            return _leaf(field, column), index + 1
         for p in column.pages:
             if p.length and p.encoding.WhichOneof("array_encoding") != "struct":
                 # a packed struct is a single leaf column

@@ -117,6 +117,26 @@ class Fsl:
         return Fsl(self.dim, self.items.take(item_idx), val, self.dims, self.vlayers, self.const_items)
 
 
+def _concat_per_field(parts: list) -> list:
+    """Variable packed struct streams (one per field); an all-null page contributes an empty
+    ``Var`` placeholder of its rows, which becomes zero / empty values of every field."""
+    proto = next(p for p in parts if isinstance(p, list))
+    out = []
+    for k, field_proto in enumerate(proto):
+        pieces = []
+        for p in parts:
+            if isinstance(p, list):
+                pieces.append(p[k])
+            elif not isinstance(p, Var) or len(p.data):
+                raise FormatError("variable packed struct pages of different kinds", rule="ENC-001")
+            elif isinstance(field_proto, Fixed):
+                pieces.append(Fixed(np.zeros(p.n * (field_proto.bits // 8), np.uint8), field_proto.bits))
+            else:
+                pieces.append(Var(np.zeros(p.n + 1, np.int64), np.zeros(0, np.uint8)))
+        out.append(concat(pieces))
+    return out
+
+
 def concat(parts: list):
     """Concatenate value streams of one kind."""
     if not parts:
@@ -124,6 +144,8 @@ def concat(parts: list):
     first = parts[0]
     if len(parts) == 1:
         return first
+    if any(isinstance(p, list) for p in parts):
+        return _concat_per_field(parts)
     if isinstance(first, Fixed):
         if any(not isinstance(p, Fixed) or p.bits != first.bits for p in parts):
             raise FormatError("value streams of different widths cannot be joined", rule="ENC-001")

@@ -17,6 +17,34 @@ RULE = "ENC-016"
 
 
 def decode_pv(node, raw: Var) -> list:
+    """One decoded stream per field. A slot with no bytes at all is a null struct (full-zip
+    writes nothing for it): it decodes to placeholder zeros / an empty value."""
+    lengths = np.diff(raw.offsets)
+    present = lengths > 0
+    if present.all():
+        return _decode_present(node, raw)
+    base = int(raw.offsets[0])
+    sub_offsets = np.concatenate([[0], np.cumsum(lengths[present])]).astype(np.int64)
+    sub = Var(sub_offsets, raw.data[base : base + int(sub_offsets[-1])])
+    rows = np.flatnonzero(present)
+    n = len(lengths)
+    out = []
+    for part in _decode_present(node, sub):
+        if isinstance(part, Fixed):
+            width = part.bits // 8
+            data = np.zeros((n, width), np.uint8)
+            data[rows] = part.data.reshape(-1, width)
+            out.append(Fixed(data.reshape(-1), part.bits))
+        else:
+            lens = np.zeros(n, np.int64)
+            lens[rows] = np.diff(part.offsets)
+            off = np.zeros(n + 1, np.int64)
+            np.cumsum(lens, out=off[1:])
+            out.append(Var(off, part.data))
+    return out
+
+
+def _decode_present(node, raw: Var) -> list:
     n = raw.n
     starts = raw.offsets[:-1].copy()
     ends = raw.offsets[1:]
