@@ -22,8 +22,9 @@ def patch_moto() -> None:
         return
     original = S3Response.setup_class
 
-    def setup_class(self, request, full_url, headers, *args, **kwargs):
-        original(self, request, full_url, headers, *args, **kwargs)
+    # moto 5.2.1 takes (request, full_url, headers); 5.2.5 makes full_url and headers optional
+    def setup_class(self, *args, **kwargs):
+        original(self, *args, **kwargs)
         copied = Headers(list(self.headers.items()))
         for name in _DROPPED:
             copied.remove(name)
