@@ -63,7 +63,9 @@ reader; FILE-ENCODINGS §5.3 lists the minimums it accepts):
   ``dict-divisor``, ``dict-size-ratio`` and ``dict-values-compression``; under
   ``compression`` strings get ``general`` only when the scheme shrinks the page
   (pylance's exact rule is an open question), 8/16/128-bit values and fixed-size lists
-  ignore it; ``rle-threshold``, ``minichunk-size`` and the ``blob*`` keys are ignored.
+  ignore it; ``rle-threshold`` and ``minichunk-size`` are ignored; ``lance-encoding:blob``
+  writes blob columns (``encode/blob.py``) as pylance does, blob v1 in 2.1 and 2.2 too
+  (blob v2 comes from the ``lance.blob.v2`` extension type, not written here).
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ from ..errors import InvalidInput
 from ..io.base import ObjectStore
 from ..proto import encodings_v2_0_pb2, file2_pb2, file_pb2
 from .encode.arrow_data import check_writable
+from .encode.blob import BlobPage, blob_column_encoding, check_blob_fields
 from .encode.hints import check_schema_hints
 from .encode.page import EncodedPage, pack_any
 
@@ -157,6 +158,7 @@ class LanceFileWriter:
         for f in self.schema:
             check_writable(f.type, f.name)
         check_schema_hints(self.schema)  # lance-encoding:* field metadata (encode/hints.py)
+        check_blob_fields(self.schema)  # lance-encoding:blob (encode/blob.py)
         self.fields = (
             list(schema_fields) if schema_fields is not None else schema_fields_for(self.schema)
         )
@@ -263,7 +265,9 @@ class LanceFileWriter:
         if rem:
             self._out += FILLER * (ALIGNMENT - rem)
 
-    def _add_page(self, column: int, page: EncodedPage) -> None:
+    def _add_page(self, column: int, page: EncodedPage | BlobPage) -> None:
+        if isinstance(page, BlobPage):  # blob bytes go ahead of their descriptor page
+            page = page.place(self._out, self._pad)
         pb = file2_pb2.ColumnMetadata.Page(length=page.length, priority=page.priority)
         for buf in page.buffers:
             self._pad()
@@ -298,11 +302,16 @@ class LanceFileWriter:
         column_encoding = encodings_v2_0_pb2.ColumnEncoding()
         column_encoding.values.SetInParent()
         column_encoding_bytes = pack_any(column_encoding)
+        blob_columns = {
+            enc.first_column + off for enc in self._encoders for off in getattr(enc, "blob_columns", ())
+        }
         cmo: list[tuple[int, int]] = []
         column_meta_start = len(self._out)
-        for pages in self._pages:
+        for column, pages in enumerate(self._pages):
             meta = file2_pb2.ColumnMetadata()
-            meta.encoding.direct.encoding = column_encoding_bytes
+            meta.encoding.direct.encoding = (
+                blob_column_encoding() if column in blob_columns else column_encoding_bytes
+            )
             meta.pages.extend(pages)
             blob = meta.SerializeToString()
             cmo.append((len(self._out), len(blob)))

@@ -65,9 +65,14 @@ Every key, its values and the writer's use of it:
 
 Known keys this writer does **not** honour (accepted and ignored, values unchecked):
 ``lance-encoding:rle-threshold`` and ``lance-encoding:minichunk-size`` (tuning knobs of
-pylance's selection whose exact effect the facts do not give) and the
-``lance-encoding:blob*`` keys (blob columns are not written). Unknown
+pylance's selection whose exact effect the facts do not give). Unknown
 ``lance-encoding:`` keys are ignored too, as pylance ignores them.
+
+``lance-encoding:blob`` (any value, as pylance 14.0.2's file writer only looks for the
+key) is honoured by :mod:`.blob`, not here: a top-level ``large_binary`` field becomes a
+blob column (2.0 ``ColumnEncoding.blob`` + packed (position, size) descriptors; 2.1/2.2
+``blob_layout``, blob v1) with its values as separate 64-aligned buffers; other types
+are refused.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from ....errors import UnsupportedFeature
 from ....proto import encodings_v2_0_pb2 as pb
 from ... import selection
 from ..arrow_data import fixed_bits, fixed_values, is_variable_width, valid_mask
+from ..blob import BlobPage, is_blob_field
 from ..hints import parse_hints
 from ..page import EncodedPage, pack_any
 from .binary import binary_node
@@ -121,6 +122,8 @@ class _Node:
         elif pa.types.is_struct(t):
             self.kind = "struct"
             self.children = [_Node(t.field(i), ids) for i in range(t.num_fields)]
+        elif is_blob_field(f):
+            self.kind = "blob"  # ColumnEncoding.blob, descriptor pages (encode/blob.py)
         elif is_variable_width(t):
             self.kind = "binary"
         elif pa.types.is_null(t):
@@ -144,6 +147,7 @@ class FieldEncoder20:
         self._columns = self.root.columns()
         self._index = {id(n): i for i, n in enumerate(self._columns)}
         self.column_field_ids = [n.field_id for n in self._columns]
+        self.blob_columns = [i for i, n in enumerate(self._columns) if n.kind == "blob"]
         self.first_column = 0
 
     def encode(self, arr: pa.Array, first_row: int) -> list[tuple[int, EncodedPage]]:
@@ -168,6 +172,9 @@ class FieldEncoder20:
             node.struct_values += len(arr)
             for i, child in enumerate(node.children):
                 self._encode(child, arr.field(i), out)
+            return
+        if node.kind == "blob":
+            out.append((col, BlobPage(arr, "2.0")))
             return
         buffers: list[bytes] = []
         if node.kind == "list":

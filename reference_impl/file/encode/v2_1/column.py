@@ -20,6 +20,7 @@ import pyarrow as pa
 from ....errors import UnsupportedFeature
 from ... import selection
 from ..arrow_data import fixed_bits, is_variable_width, variable_parts
+from ..blob import BlobPage, is_blob_field
 from ..hints import NO_HINTS, EncodingHints, parse_hints
 from ..page import EncodedPage, pack_any
 from .bitpacking import InlineBitpackedValues
@@ -180,6 +181,8 @@ class FieldEncoder21:
         self.leaves = leaf_fields(f)  # like leaf_paths(f.type), a packed struct being one leaf
         self.paths = [path for path, _ in self.leaves]
         self.hints = [parse_hints(leaf) for _, leaf in self.leaves]
+        # lance-encoding:blob (top-level large_binary only): blob v1 pages (encode/blob.py)
+        self.is_blob = [is_blob_field(leaf) and len(path) == 1 for path, leaf in self.leaves]
         for (_, leaf), hint in zip(self.leaves, self.hints, strict=True):
             if hint.packed:
                 check_packable(leaf, version)
@@ -188,6 +191,9 @@ class FieldEncoder21:
     def encode(self, arr: pa.Array, first_row: int) -> list[tuple[int, EncodedPage]]:
         out = []
         for col, path in enumerate(self.paths):
+            if self.is_blob[col]:
+                out.append((col, BlobPage(arr, self.version, first_row)))
+                continue
             sh = shred(arr, path)
             for page_sh, row0 in self._pages(sh):
                 buffers, layout = encode_leaf_page(
