@@ -36,7 +36,7 @@ from ..arrow_data import fixed_values, is_large_variable, is_variable_width, var
 from ..hints import parse_hints
 from ..v2_0.packed_struct import check_children_valid, child_layout, packed_rows
 from .flat import chunk_values_for_width
-from .full_zip import encode_full_zip
+from .full_zip import _ragged_copy, encode_full_zip
 from .mini_block import encode_mini_block
 from .repdef import ITEM, LIST, Shredded
 
@@ -84,19 +84,6 @@ class PackedStructValues:
         return [self.data[start * w : (start + count) * w].tobytes()]
 
 
-def _ragged_gather(dst_starts, src: np.ndarray, src_starts, lengths, out) -> None:
-    """``out[dst_starts[i] : +lengths[i]] = src[src_starts[i] : +lengths[i]]`` for all i."""
-    lengths = np.asarray(lengths, np.int64)
-    n = int(lengths.sum())
-    if n == 0:
-        return
-    seg = np.repeat(np.arange(len(lengths)), lengths)
-    within = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-    out[np.asarray(dst_starts, np.int64)[seg] + within] = src[
-        np.asarray(src_starts, np.int64)[seg] + within
-    ]
-
-
 def length_bits(t: pa.DataType) -> int:
     """Length prefix (and offset) width of a variable child: 64 for large types, else 32."""
     return 64 if is_large_variable(t) else 32
@@ -129,7 +116,7 @@ def variable_rows(values: pa.StructArray, layout: list[int | None]) -> pa.Array:
     out = np.empty(int(row_offsets[-1]), np.uint8)
     at = row_offsets[:-1].copy()
     for lengths, src, starts in pieces:
-        _ragged_gather(at, src, starts, lengths, out)
+        _ragged_copy(out, at, src, starts, lengths)
         at += lengths
     large = int(row_offsets[-1]) >= 2**31
     typ = pa.large_binary() if large else pa.binary()
