@@ -130,6 +130,9 @@ def normalize(root: Path, *, placeholder: str = BASE_ROOT) -> Path:
                     del_map.setdefault(key, 1000 + len(del_map))
     for old, new in data_map.items():
         (root / "data" / old).rename(root / "data" / new)
+        sidecars = root / "data" / old.removesuffix(".lance")  # blob v2 sidecar directory
+        if sidecars.is_dir():
+            sidecars.rename(root / "data" / new.removesuffix(".lance"))
     for (fid, rv, old), new in del_map.items():
         for ext in ("arrow", "bin"):
             src = root / "_deletions" / f"{fid}-{rv}-{old}.{ext}"
@@ -256,8 +259,9 @@ def split_manifest(data: bytes):
 
 
 def encode_manifest(m, *, index: bytes | None = None, txn: bytes | None = None,
-                    txn_field: int = 23, tail=(0, 2)) -> bytes:
-    """Frame a manifest: [index][transaction][manifest] + 16-byte tail."""
+                    txn_field: int = 23, tail=(0, 2), deterministic: bool = False) -> bytes:
+    """Frame a manifest: [index][transaction][manifest] + 16-byte tail (``deterministic``:
+    map entries sorted by key, for writers whose map order varies from run to run)."""
     out = bytearray()
     m = type(m).FromString(m.SerializeToString())
     m.ClearField("index_section")
@@ -273,7 +277,7 @@ def encode_manifest(m, *, index: bytes | None = None, txn: bytes | None = None,
             m.transaction_section_spec = len(out)
         out += struct.pack("<I", len(txn)) + txn
     pos = len(out)
-    body = m.SerializeToString()
+    body = m.SerializeToString(deterministic=deterministic)
     out += struct.pack("<I", len(body)) + body
     out += struct.pack("<QHH", pos, tail[0], tail[1]) + b"LANC"
     return bytes(out)
@@ -1234,5 +1238,7 @@ def _stats_007(root: Path):
 
 # -- INDEX, MEMWAL: cases live in conformance/invalid_index.py (index engineer) -----------------
 # -- FILE, ENC (2.1/2.2 decoding): cases live in conformance/invalid_file.py -------------------
+# -- BLOB (blob v2 columns): cases live in conformance/invalid_blob.py --------------------------
+from . import invalid_blob as _invalid_blob  # noqa: E402,F401  (registers its cases)
 from . import invalid_file as _invalid_file  # noqa: E402,F401  (registers its cases)
 from . import invalid_index as _invalid_index  # noqa: E402,F401  (registers its cases)

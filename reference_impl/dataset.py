@@ -264,6 +264,12 @@ class Dataset:
 
         return scan.take(self, indices, columns=columns, **kwargs)
 
+    def take_blobs(self, blob_column: str, ids=None, addresses=None, indices=None) -> list:
+        """Blob bytes (``None`` for nulls) at row ids, row addresses or scan positions."""
+        from . import scan
+
+        return scan.take_blobs(self, blob_column, ids=ids, addresses=addresses, indices=indices)
+
     # -- operations (each commits a new version; see dataset_ops.py) ------------------
     # The names mirror pylance's. Each returns the dataset at the new version.
     def delete(self, predicate, **kw) -> Dataset:

@@ -14,7 +14,7 @@ AREA_MODULES: list[str] = [
     "deletion", "rowid",
     "stats", "file_v2_0",
     "index", "mem_wal",
-    "file", "encoding",
+    "file", "encoding", "blob",
     "namespace",
 ]
 

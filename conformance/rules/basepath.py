@@ -78,7 +78,10 @@ def absolute(ctx):
 
 @rule("BASEPATH-005", title="base path ids count up from 0", severity="warning", spec="004",
       section="Manifest",
-      clause="the key(a.k.a index) starts from 0, increased by 1 for each new base path.")
+      clause="the key(a.k.a index) starts from 0, increased by 1 for each new base path.",
+      pylance="pylance 14.0.2's write_dataset(initial_bases=[...]) numbers the bases 1, 2, ...; "
+              "this rule warns on such datasets (a warning only: readers look bases up by id)",
+      enforces="spec")
 def ids_count_from_zero(ctx):
     """The ids of ``Manifest.base_paths`` are 0, 1, ..., n-1 (duplicates are BASEPATH-001's)."""
     ids = sorted({int(b.id) for b in ctx.manifest.base_paths})

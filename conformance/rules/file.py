@@ -51,7 +51,7 @@ def decode_findings(ctx) -> list:
 
             r, err = reader_of(ctx)
             if r is None:
-                ctx.cache["file_decode_findings"] = [(getattr(err, "rule", None) or "ENC-046", str(err), None)]
+                ctx.cache["file_decode_findings"] = [checks.error_finding(err)]
             else:
                 ctx.cache["file_decode_findings"] = checks.decode_all(r)
     return ctx.cache["file_decode_findings"]

@@ -26,7 +26,7 @@ ID_PATTERN = re.compile(r"^[A-Z]+-\d{3}$")
 
 AREAS = (
     "LAYOUT", "MANIFEST", "FLAGS", "SCHEMA", "FRAG", "DATAFILE", "DELETION", "ROWID",
-    "TXN", "COMMIT", "BASEPATH", "REFS", "INDEX", "MEMWAL", "STATS", "FILE", "ENC", "NS",
+    "TXN", "COMMIT", "BASEPATH", "REFS", "INDEX", "MEMWAL", "STATS", "FILE", "ENC", "BLOB", "NS",
     "ENGINE",
 )
 

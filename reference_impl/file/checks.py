@@ -144,13 +144,27 @@ def layout_grammar(container) -> list:
     return out
 
 
+#: rule areas whose decoder errors the deep data-file rules report under their own id
+DATA_FILE_AREAS = ("ENC-", "FILE-", "BLOB-")
+
+
+def error_finding(exc) -> tuple:
+    """``(rule, message, offset)`` of a reader error. An error carrying the id of a rule that
+    is not judged per data file (say SCHEMA-008 from the file's own schema) is reported as
+    ENC-046 with that id in the message, so no decoder failure goes unreported."""
+    rule = getattr(exc, "rule", None)
+    msg, off = str(exc), getattr(exc, "offset", None)
+    if rule and str(rule).startswith(DATA_FILE_AREAS):
+        return (rule, msg, off)
+    return ("ENC-046", f"[{rule}] {msg}" if rule and f"[{rule}]" not in msg else msg, off)
+
+
 def decode_all(reader) -> list:
     """Decode every column; a decoder error becomes one finding with its rule id."""
     try:
         table = reader.read_all()
     except (FormatError, LanceError) as exc:
-        rule = getattr(exc, "rule", None) or "ENC-046"
-        return [(rule if str(rule).startswith(("ENC-", "FILE-")) else "ENC-046", str(exc), getattr(exc, "offset", None))]
+        return [error_finding(exc)]
     except (ValueError, TypeError, IndexError, KeyError, OverflowError, MemoryError) as exc:
         return [("ENC-046", f"decoding failed: {type(exc).__name__}: {exc}", None)]
     if table.num_rows != reader.num_rows:

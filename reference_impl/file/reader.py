@@ -397,9 +397,13 @@ class LanceFileReader:
         if self.version == "2.3":
             raise UnsupportedFeature("Lance file version 2.3 (PlanarLayout) is not supported")
 
-        self.fields = self.container.fields
+        from reference_impl.table import blob
+
+        # pylance writes a blob v2 column's descriptor fields detached, with id -1 (BLOB-001)
+        self.fields, descriptors = blob.split_file_fields(self.container.fields, path=key)
         try:
             self.schema = fields_to_arrow(self.fields, dict(self.container.descriptor.schema.metadata))
+            self.schema = blob.with_descriptor_types(self.schema, descriptors)
         except FormatError:
             raise
         except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:

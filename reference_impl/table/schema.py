@@ -444,8 +444,13 @@ def fields_to_arrow(fields: Iterable[file_pb2.Field],
         meta = {(k.encode() if isinstance(k, str) else k): bytes(v) for k, v in schema_metadata.items()}
     schema = pa.schema(arrow_fields, metadata=meta)
     if any(f.extension_name or EXTENSION_NAME_KEY.decode() in f.metadata for f in tree.fields):
-        # IPC import turns ARROW:extension:* metadata into registered extension types
-        schema = pa.ipc.read_schema(pa.py_buffer(schema.serialize()))
+        # IPC import turns ARROW:extension:* metadata into registered extension types; an
+        # extension registered in this process may refuse the stored type (its own checks),
+        # and then the field stays its storage type with the extension keys as metadata
+        try:
+            schema = pa.ipc.read_schema(pa.py_buffer(schema.serialize()))
+        except (TypeError, ValueError, pa.ArrowException):
+            pass
     return schema
 
 

@@ -1,0 +1,303 @@
+"""Blob v2 columns: descriptors in the data file, bytes wherever the descriptor says
+(FILE-ENCODINGS §3.5 "Blob layouts", 2.2; extended by what pylance 14.0.2 writes).
+
+**Declaration.** In the manifest a blob v2 column is a top-level ``struct`` field whose
+extension name is ``lance.blob.v2`` (``Field.extension_name`` and the Arrow metadata key
+``ARROW:extension:name``). Its children describe what a *writer* accepts: ``data:
+large_binary, uri: string`` (optionally ``position, size: uint64`` for a range of an external
+object). Blob v2 needs file version 2.2 or later. A ``large_binary`` field with
+``lance-encoding:blob`` metadata written to a 2.2 dataset by pylance becomes such a field.
+The writer's thresholds travel in the field metadata: ``lance-encoding:blob-inline-size-threshold``,
+``lance-encoding:blob-dedicated-size-threshold`` and ``lance-encoding:blob-pack-file-size-threshold``.
+
+**Stored form.** ``DataFile.fields`` lists only the struct's id; the data file holds one column
+for it: one *descriptor* per row, encoded as a full-zip ``variable_packed_struct``::
+
+    kind     u8    0 inline, 1 packed, 2 dedicated, 3 external
+    position u64   first byte of the blob in the file the kind names
+    size     u64   length of the blob in bytes
+    blob_id  u32   kinds 1/2: the sidecar file's id; kind 3: a base path id (0 = none)
+    blob_uri utf8  kind 3 only: where the bytes are
+
+A null blob is a null descriptor row; an empty one is kind 0 with size 0.
+
+=========  ==================================================================================
+kind       where the bytes are
+=========  ==================================================================================
+0 inline   ``[position, position + size)`` of the data file itself (64-aligned buffers ahead of
+           the column's pages, like blob v1)
+1 packed   ``[position, position + size)`` of sidecar ``blob_id`` (several blobs back to back)
+2 dedicated  the whole sidecar ``blob_id`` (position 0, size = the sidecar's length)
+3 external ``blob_uri``: an absolute URI when ``blob_id`` is 0, else a key relative to the
+           base path whose id is ``blob_id``; position/size 0/0 is the whole object, otherwise
+           the range ``[position, position + size)``
+=========  ==================================================================================
+
+A sidecar lives in a directory named after its data file, beside it:
+``<dir of data file>/<data file name without ".lance">/<blob_id>.blob`` where ``<blob_id>`` is
+written as 32 binary digits, least significant bit first (id 1 -> ``1000...0``, id 2 ->
+``0100...0``), the bit-reversed naming of data files (spec 000).
+
+**pylance's file schema (recorded, accepted).** The data file's own schema lists the struct
+(metadata ``lance-encoding:blob`` and ``lance-encoding:packed``, *no* children) followed by the
+five descriptor fields with **id -1 and parent -1**, all non-nullable. The spec's field ids are
+non-negative and every child names its parent (spec 004, SCHEMA-008); pylance 14.0.2 writes
+this form and its own file reader cannot read it back (it sees seven top-level fields). We
+enforce pylance's form exactly where it occurs and nowhere else: :func:`split_file_fields`
+re-attaches the five fields to the struct and refuses id -1 anywhere else (BLOB-001).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import FormatError, InvalidInput, NotFound, PathEscape
+
+EXTENSION_NAME = "lance.blob.v2"
+EXTENSION_KEY = b"ARROW:extension:name"
+BLOB_KEY = b"lance-encoding:blob"
+PACKED_KEY = b"lance-encoding:packed"
+SIDECAR_SUFFIX = ".blob"
+#: blob v2 needs a data file of at least this version
+MIN_FILE_VERSION = (2, 2)
+#: bound on one blob read into memory (a descriptor's size is untrusted)
+MAX_BLOB_BYTES = 1 << 34
+
+RULE_SCHEMA = "BLOB-001"
+RULE_KIND = "BLOB-002"
+RULE_INLINE = "BLOB-003"
+RULE_SIDECAR = "BLOB-004"
+RULE_EXTERNAL = "BLOB-005"
+
+
+class BlobKind(enum.IntEnum):
+    """Where a blob v2 descriptor's bytes live."""
+
+    INLINE = 0
+    PACKED = 1
+    DEDICATED = 2
+    EXTERNAL = 3
+
+
+#: the descriptor fields in stored order: (name, Arrow type); all non-nullable
+DESCRIPTOR_FIELDS: tuple[tuple[str, pa.DataType], ...] = (
+    ("kind", pa.uint8()),
+    ("position", pa.uint64()),
+    ("size", pa.uint64()),
+    ("blob_id", pa.uint32()),
+    ("blob_uri", pa.utf8()),
+)
+DESCRIPTOR_TYPE = pa.struct([pa.field(n, t, nullable=False) for n, t in DESCRIPTOR_FIELDS])
+_DESCRIPTOR_LOGICAL = ("uint8", "uint64", "uint64", "uint32", "string")
+
+
+# -- recognising blob v2 fields ------------------------------------------------------------
+
+def is_blob_v2(field) -> bool:
+    """True for a blob v2 field: a Lance ``Field`` or a ``pa.Field`` (plain struct with the
+    extension key in its metadata, or a registered ``lance.blob.v2`` extension type)."""
+    if isinstance(field, pa.Field):
+        t = field.type
+        if isinstance(t, pa.BaseExtensionType):
+            return t.extension_name == EXTENSION_NAME
+        return (field.metadata or {}).get(EXTENSION_KEY) == EXTENSION_NAME.encode()
+    if getattr(field, "extension_name", "") == EXTENSION_NAME:
+        return True
+    meta = getattr(field, "metadata", None) or {}
+    return bytes(meta.get(EXTENSION_KEY.decode(), b"")) == EXTENSION_NAME.encode()
+
+
+def descriptor_field(field: pa.Field) -> pa.Field:
+    """The field a scan returns for blob v2 ``field``: the descriptor struct, as pylance's
+    ``to_table`` returns it (same name and nullability, the two encoding keys as metadata)."""
+    return pa.field(field.name, DESCRIPTOR_TYPE, nullable=field.nullable,
+                    metadata={BLOB_KEY: b"true", PACKED_KEY: b"true"})
+
+
+def scan_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every blob v2 field replaced by its :func:`descriptor_field`."""
+    if not any(is_blob_v2(f) for f in schema):
+        return schema
+    return pa.schema([descriptor_field(f) if is_blob_v2(f) else f for f in schema],
+                     metadata=schema.metadata)
+
+
+# -- the data file's field list ------------------------------------------------------------
+
+def _is_descriptor_struct(f) -> bool:
+    meta = dict(f.metadata)
+    return (f.logical_type == "struct" and bytes(meta.get("lance-encoding:blob", b"")) == b"true"
+            and bytes(meta.get("lance-encoding:packed", b"")) == b"true")
+
+
+def split_file_fields(fields, *, path: str | None = None):
+    """Separate pylance's detached descriptor fields from a data file's field list.
+
+    Returns ``(fields, descriptors)``: the list without the id -1 fields, and
+    ``{struct field id: DESCRIPTOR_TYPE}`` for every blob v2 struct whose five descriptor
+    fields followed it. Raises ``FormatError`` BLOB-001 for an id -1 field anywhere else or
+    descriptor fields other than the five of :data:`DESCRIPTOR_FIELDS`."""
+    fields = list(fields)
+    if not any(f.id == -1 for f in fields):
+        return fields, {}
+    kept, descriptors = [], {}
+    i = 0
+    while i < len(fields):
+        f = fields[i]
+        if f.id == -1:
+            raise FormatError(f"field {f.name!r} has id -1 outside a blob v2 descriptor",
+                              rule=RULE_SCHEMA, path=path)
+        kept.append(f)
+        i += 1
+        if _is_descriptor_struct(f) and i < len(fields) and fields[i].id == -1:
+            run = fields[i:i + len(DESCRIPTOR_FIELDS)]
+            got = [(c.name, c.logical_type, c.parent_id, c.nullable) for c in run]
+            want = [(n, lt, -1, False) for (n, _t), lt in zip(DESCRIPTOR_FIELDS, _DESCRIPTOR_LOGICAL,
+                                                                 strict=True)]
+            if got != want:
+                raise FormatError(f"blob v2 field {f.name!r} is followed by descriptor fields "
+                                  f"{got}, expected {want}", rule=RULE_SCHEMA, path=path)
+            if any(c.parent_id == f.id for c in fields):
+                raise FormatError(f"blob v2 field {f.name!r} has both children and detached "
+                                  "descriptor fields", rule=RULE_SCHEMA, path=path)
+            descriptors[f.id] = DESCRIPTOR_TYPE
+            i += len(DESCRIPTOR_FIELDS)
+    return kept, descriptors
+
+
+def with_descriptor_types(schema: pa.Schema, descriptors: dict[int, pa.DataType]) -> pa.Schema:
+    """The file schema with each blob v2 struct given its descriptor type (field ids kept)."""
+    if not descriptors:
+        return schema
+    out = []
+    for f in schema:
+        fid = int((f.metadata or {}).get(b"lance:field_id", b"-1"))
+        out.append(f.with_type(descriptors[fid]) if fid in descriptors else f)
+    return pa.schema(out, metadata=schema.metadata)
+
+
+# -- where the bytes are -------------------------------------------------------------------
+
+def sidecar_name(blob_id: int) -> str:
+    """``<32 binary digits of blob_id, least significant first>.blob``."""
+    if not 0 <= blob_id < 1 << 32:
+        raise InvalidInput(f"blob id {blob_id} is not a u32")
+    return format(blob_id, "032b")[::-1] + SIDECAR_SUFFIX
+
+
+def sidecar_key(data_file_key: str, blob_id: int) -> str:
+    """Key of sidecar ``blob_id`` of the data file at ``data_file_key`` (same store)."""
+    stem = data_file_key[:-len(".lance")] if data_file_key.endswith(".lance") else data_file_key
+    return f"{stem}/{sidecar_name(blob_id)}"
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """One non-null descriptor row."""
+
+    kind: int
+    position: int
+    size: int
+    blob_id: int
+    blob_uri: str
+
+
+def descriptors_of(array: pa.Array) -> list[Descriptor | None]:
+    """The rows of a descriptor struct array (None for a null row)."""
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if len(array) == 0:
+        return []
+    valid = np.ones(len(array), bool) if array.null_count == 0 else \
+        np.asarray(array.is_valid().to_numpy(zero_copy_only=False), bool)
+    cols = [array.field(i) for i in range(len(DESCRIPTOR_FIELDS))]
+    kind, pos, size, bid = (c.fill_null(0).to_numpy(zero_copy_only=False) for c in cols[:4])
+    uri = cols[4].fill_null("").to_pylist()
+    return [Descriptor(int(kind[i]), int(pos[i]), int(size[i]), int(bid[i]), uri[i])
+            if valid[i] else None for i in range(len(array))]
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where one blob's bytes are: ``(store, key)`` and the byte range; ``size`` None means
+    the whole object (an external descriptor with position and size 0)."""
+
+    store: object
+    key: str
+    position: int
+    size: int | None
+    rule: str
+
+
+def locate(desc: Descriptor, *, data_store, data_file_key: str, manifest=None,
+           storage_options=None, path: str | None = None) -> Location:
+    """Where ``desc``'s bytes are. Raises ``FormatError`` (BLOB-002 an unknown kind, BLOB-005 a
+    malformed external reference) -- nothing is read here."""
+    if desc.kind == BlobKind.INLINE:
+        return Location(data_store, data_file_key, desc.position, desc.size, RULE_INLINE)
+    if desc.kind in (BlobKind.PACKED, BlobKind.DEDICATED):
+        return Location(data_store, sidecar_key(data_file_key, desc.blob_id), desc.position,
+                        desc.size, RULE_SIDECAR)
+    if desc.kind == BlobKind.EXTERNAL:
+        store, key = external_location(desc, manifest=manifest, storage_options=storage_options,
+                                       path=path)
+        whole = desc.position == 0 and desc.size == 0
+        return Location(store, key, desc.position, None if whole else desc.size, RULE_EXTERNAL)
+    raise FormatError(f"blob descriptor kind {desc.kind} is not 0-3", rule=RULE_KIND, path=path)
+
+
+def external_location(desc: Descriptor, *, manifest=None, storage_options=None, path=None):
+    """``(store, key)`` of an external descriptor: ``blob_uri`` itself when ``blob_id`` is 0,
+    else the key ``blob_uri`` under the base path ``blob_id``."""
+    from ..io.base import check_key
+    from ..io.uri import open_store
+    from .basepath import find_base_path, open_base
+
+    uri = desc.blob_uri
+    if not uri or "\x00" in uri:
+        raise FormatError("external blob descriptor has an empty uri", rule=RULE_EXTERNAL, path=path)
+    if desc.blob_id == 0:
+        parent, _, name = uri.rstrip("/").rpartition("/")
+        if not name or not parent:
+            raise FormatError(f"external blob uri {uri!r} names no object", rule=RULE_EXTERNAL,
+                              path=path)
+        try:
+            return open_store(parent or "/", storage_options), name
+        except InvalidInput as exc:
+            raise FormatError(f"external blob uri {uri!r} cannot be opened: {exc}",
+                              rule=RULE_EXTERNAL, path=path) from None
+    if manifest is None:
+        raise FormatError(f"external blob names base path {desc.blob_id} without a manifest",
+                          rule=RULE_EXTERNAL, path=path)
+    try:
+        bp = find_base_path(manifest, desc.blob_id)
+    except FormatError:
+        raise FormatError(f"external blob names base path {desc.blob_id}, which the manifest "
+                          "does not list", rule=RULE_EXTERNAL, path=path) from None
+    try:
+        key = check_key(uri)
+    except PathEscape:
+        raise PathEscape(f"external blob key {uri!r} escapes its base path", rule=RULE_EXTERNAL,
+                         path=path) from None
+    return open_base(bp, storage_options), key
+
+
+def read_range(loc: Location, *, path: str | None = None, max_bytes: int = MAX_BLOB_BYTES) -> bytes:
+    """The bytes ``loc`` names, bounds-checked against the object's size."""
+    try:
+        total = loc.store.size(loc.key)
+    except NotFound:
+        raise FormatError(f"blob bytes are in {loc.key!r}, which does not exist", rule=loc.rule,
+                          path=path) from None
+    start = loc.position
+    size = total - start if loc.size is None else loc.size
+    if start < 0 or size < 0 or start + size > total:
+        raise FormatError(f"blob range [{start}, {start + size}) lies outside {loc.key!r} "
+                          f"({total} bytes)", rule=loc.rule, path=path)
+    if size > max_bytes:
+        raise FormatError(f"blob of {size} bytes is over the {max_bytes}-byte read bound",
+                          rule=loc.rule, path=path)
+    return loc.store.get_range(loc.key, start, size) if size else b""
