@@ -339,3 +339,18 @@ def test_committed_fixtures_name_their_rule():
     root = Path(__file__).resolve().parents[2] / "fixtures" / "invalid"
     for rule_id in CASES:
         assert (root / rule_id / "case.json").exists(), rule_id
+
+
+@pytest.mark.parametrize("rule_id", ["BLOB-001", "BLOB-002", "BLOB-003", "BLOB-004", "BLOB-005"])
+def test_pylance_scans_the_corruption_deep_validation_reports(pylance, tmp_path, rule_id):
+    """pylance 14.0.2 opens each BLOB-* fixture, scans it (``to_table`` returns the
+    descriptors) and passes its own ``validate()``; only ``take_blobs`` of the damaged row fails
+    (BLOB-001's renamed descriptor field not even that). ``validate --deep`` reports the rule."""
+    import shutil
+
+    table = tmp_path / "t"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "fixtures" / "invalid" / rule_id / "table", table)
+    ds = pylance.dataset(str(table))
+    assert ds.to_table().num_rows == ds.count_rows() > 0
+    ds.validate()
+    assert rule_id in _errors(validate(str(table), versions="all", deep=True))

@@ -53,6 +53,13 @@ def originals(pylance, tmp_path_factory):
         with pylance.file.LanceFileWriter(str(p), t.schema, version=v) as w:
             w.write_batch(t)
         out[v] = p.read_bytes()
+    # a 2.2 dataset's blob v2 data file: pylance's detached id -1 descriptor fields, a full-zip
+    # variable packed struct page, inline blob bytes ahead of it
+    from conformance.invalid_blob import data_file, write_blob_table
+
+    ds = d / "blob"
+    ds.mkdir()
+    out["2.2-blob"] = data_file(write_blob_table(ds)).read_bytes()
     return out
 
 
@@ -145,7 +152,7 @@ def read_hostile(data: bytes):
     except UnsupportedFeature:
         return "unsupported"
     except FormatError as exc:
-        assert exc.rule and str(exc.rule).startswith(("FILE-", "ENC-", "SCHEMA-")), exc
+        assert exc.rule and str(exc.rule).startswith(("FILE-", "ENC-", "SCHEMA-", "BLOB-")), exc
         return "format"
 
 
@@ -194,3 +201,45 @@ def test_truncated_tails(originals, cut):
 @pytest.mark.parametrize("seed", range(10))
 def test_hostile_slow(originals, seed):
     _run(originals, 400, seed=seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hostile_blob_descriptors(pylance, tmp_path, seed):
+    """Random kinds, positions, sizes and ids written over the stored blob v2 descriptors:
+    ``take_blobs`` returns bytes or a typed error for every row, reading nothing it has not
+    bounds-checked (memory stays small even for sizes near 2**64)."""
+    from conformance.invalid_blob import (
+        DEDICATED,
+        PACKED,
+        data_file,
+        descriptor_bytes,
+        inline_descriptor,
+        patch_descriptor,
+        write_blob_table,
+    )
+    from reference_impl.dataset import open_dataset
+    from reference_impl.errors import InvalidInput
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    write_blob_table(root)
+    p = data_file(root)
+    rng = random.Random(seed)
+    stored = [inline_descriptor(p), descriptor_bytes(1, 0, len(PACKED[0]), 1),
+              descriptor_bytes(2, 0, len(DEDICATED[1]), 3)]
+    for old in stored:
+        new = descriptor_bytes(rng.choice([0, 1, 2, 3, 9]), rng.choice([0, 64, 2**32, 2**63, 2**64 - 1]),
+                               rng.choice([0, 5, 2**40, 2**64 - 1]), rng.choice([0, 1, 3, 2**32 - 1]))
+        patch_descriptor(p, old, new)
+    ds = open_dataset(str(root))
+    tracemalloc.start()
+    try:
+        for i in range(ds.count_rows()):
+            try:
+                ds.take_blobs("blob", indices=[i])
+            except (FormatError, InvalidInput):
+                pass
+        _cur, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < PEAK_LIMIT
