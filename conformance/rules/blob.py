@@ -63,14 +63,17 @@ def _descriptor_columns(ctx):
 
 
 def _columns(arr):
-    """numpy views of a descriptor array's non-null rows: (row, kind, position, size, id, uri)."""
+    """numpy views of a descriptor array's non-null rows: (row, kind, position, size, id,
+    uri length)."""
+    import pyarrow.compute as pc
+
     valid = np.ones(len(arr), bool) if arr.null_count == 0 else \
         np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
     rows = np.nonzero(valid)[0]
     kind, pos, size, bid = (arr.field(i).to_numpy(zero_copy_only=False)[rows].astype(np.uint64)
                             for i in range(4))
-    uri = np.asarray(arr.field(4).to_pylist(), dtype=object)[rows] if len(rows) else np.zeros(0, object)
-    return rows, kind, pos, size, bid, uri
+    uri_len = pc.binary_length(arr.field(4)).fill_null(0).to_numpy(zero_copy_only=False)[rows]
+    return rows, kind, pos, size, bid, uri_len
 
 
 def _row_loc(ctx, f, row):
@@ -116,8 +119,8 @@ def descriptor_kinds(ctx):
     for f, arr, _msg in _descriptor_columns(ctx):
         if arr is None or len(arr) == 0:
             continue
-        rows, kind, pos, size, bid, uri = _columns(arr)
-        has_uri = np.asarray([bool(u) for u in uri], bool)
+        rows, kind, pos, size, bid, uri_len = _columns(arr)
+        has_uri = uri_len > 0
         problems = [
             (kind > 3, "kind {k} is not 0 (inline), 1 (packed), 2 (dedicated) or 3 (external)"),
             ((kind == 0) & ((bid != 0) | has_uri), "an inline descriptor (kind 0) has blob_id {b} or a uri"),
@@ -166,35 +169,45 @@ def sidecars(ctx):
         if arr is None or len(arr) == 0:
             continue
         rows, kind, pos, size, bid, _uri = _columns(arr)
-        side = np.nonzero(((kind == 1) | (kind == 2)) & (bid > 0))[0]
-        sizes: dict[int, int | None] = {}
-        for i in side:
-            b = int(bid[i])
-            if b not in sizes:
-                key = blob.sidecar_key(ctx.file_key, b)
-                try:
-                    sizes[b] = ctx.file_store.size(key)
-                except NotFound:
-                    sizes[b] = None
-                    yield Finding(f"sidecar {key!r} of blob_id {b} does not exist",
-                                  _row_loc(ctx, f, rows[i]))
-            have = sizes[b]
-            if have is None:
-                continue
-            end = int(pos[i]) + int(size[i])
-            if end > have:
-                yield Finding(f"blob [{int(pos[i])}, {end}) lies outside sidecar {b} ({have} bytes)",
-                              _row_loc(ctx, f, rows[i]))
-            elif int(kind[i]) == 2 and (int(pos[i]) != 0 or int(size[i]) != have):
-                yield Finding(f"dedicated blob [{int(pos[i])}, {end}) is not the whole sidecar {b} "
-                              f"({have} bytes)", _row_loc(ctx, f, rows[i]))
+        side = ((kind == 1) | (kind == 2)) & (bid > 0)
+        if not side.any():
+            continue
+        ids, first = np.unique(bid[side], return_index=True)
+        have = np.zeros(len(ids), np.uint64)
+        exists = np.ones(len(ids), bool)
+        side_rows = np.nonzero(side)[0]
+        for j, b in enumerate(ids.tolist()):  # one size request per sidecar
+            key = blob.sidecar_key(ctx.file_key, int(b))
+            try:
+                have[j] = ctx.file_store.size(key)
+            except NotFound:
+                exists[j] = False
+                yield Finding(f"sidecar {key!r} of blob_id {b} does not exist",
+                              _row_loc(ctx, f, rows[side_rows[first[j]]]))
+        slot = np.searchsorted(ids, bid[side])
+        cap = have[slot]
+        p, s = pos[side], size[side]
+        # end > cap without u64 overflow: position > cap or size > cap - position
+        outside = exists[slot] & ((p > cap) | (s > cap - np.minimum(p, cap)))
+        not_whole = exists[slot] & ~outside & (kind[side] == 2) & ((p != 0) | (s != cap))
+        for i in np.nonzero(outside)[0][:20]:
+            b = int(bid[side][i])
+            yield Finding(f"blob [{int(p[i])}, +{int(s[i])}) lies outside sidecar {b} "
+                          f"({int(cap[i])} bytes)", _row_loc(ctx, f, rows[side_rows[i]]))
+        for i in np.nonzero(not_whole)[0][:20]:
+            b = int(bid[side][i])
+            yield Finding(f"dedicated blob [{int(p[i])}, +{int(s[i])}) is not the whole sidecar {b} "
+                          f"({int(cap[i])} bytes)", _row_loc(ctx, f, rows[side_rows[i]]))
 
 
 def _externals(ctx, f, arr):
-    rows, kind, pos, size, bid, uri = _columns(arr)
-    for i in np.nonzero(kind == 3)[0]:
-        if uri[i]:
-            yield rows[i], blob.Descriptor(3, int(pos[i]), int(size[i]), int(bid[i]), uri[i])
+    rows, kind, pos, size, bid, uri_len = _columns(arr)
+    ext = np.nonzero((kind == 3) & (uri_len > 0))[0]
+    if not len(ext):
+        return
+    uris = arr.field(4).take(rows[ext]).to_pylist()
+    for j, i in enumerate(ext):
+        yield rows[i], blob.Descriptor(3, int(pos[i]), int(size[i]), int(bid[i]), uris[j])
 
 
 @rule("BLOB-005", title="external blob references are absolute URIs or keys under a listed base path",
