@@ -93,6 +93,8 @@ C_FILE_VERSION = ref(SPEC_003, "File Version",
                      "The Lance file format has gone through a number of changes including a breaking "
                      "change from version 1 to version 2.")
 C_DATA_NAMES = ref(SPEC_000, "Data Files", "Pattern: data/{uuid-based-filename}.lance")
+C_PACKED_COLUMN = ref(SPEC_004, "DataFile",
+                      "or it could be encoded into a single packed column.")
 C_DEL_NAMES = ref(SPEC_000, "Deletion Files",
                   "Pattern: _deletions/{fragment_id}-{read_version}-{id}.{extension}")
 C_TXN_NAMES = ref(SPEC_000, "Transaction Files", "Pattern: _transactions/{read_version}-{uuid}.txn")
@@ -171,6 +173,7 @@ class GoldenCase:
     read_paths: Callable[[Path], list[tuple[str, str]]] | None = None
     siblings: tuple[str, ...] = ()         # folders built next to table/ (base paths, stores)
     external_store: bool = False           # committed through the SQLite external store
+    blob_columns: tuple[str, ...] = ()     # blob v2 columns whose bytes each read also checks
 
 
 def _d(gen: str, n: int, start: int = 0) -> dict:
@@ -443,6 +446,44 @@ def external_store_read(adapter, table: Path, version: int, *, with_row_id: bool
                         schema=t.schema) if t.num_rows else t
 
 
+def _build_blob_v2(table: Path, producer) -> None:
+    """Blob v2 (2.2): every kind a dataset keeps to itself, then an append and a delete."""
+    import lance
+    from lance.blob import BlobType, blob_array
+
+    from .invalid_blob import THRESHOLDS, blob_values
+
+    def rows(start, values):
+        field = pa.field("blob", BlobType(), metadata=THRESHOLDS)
+        return pa.Table.from_arrays(
+            [pa.array(range(start, start + len(values)), pa.int64()), blob_array(values)],
+            schema=pa.schema([pa.field("id", pa.int64()), field]))
+
+    lance.write_dataset(rows(0, blob_values()), str(table), data_storage_version="2.2",
+                        max_rows_per_file=4)
+    lance.write_dataset(rows(7, [b"appended-" * 3, None, b"x" * 2000]), str(table), mode="append")
+    lance.dataset(str(table)).delete("id = 3")
+
+
+def blob_digests(blobs: list) -> list:
+    """The language-neutral form of expected blob bytes: per row ``null`` or
+    ``{"size": n, "sha256": hex}``."""
+    import hashlib
+
+    return [None if b is None else {"size": len(b), "sha256": hashlib.sha256(b).hexdigest()}
+            for b in blobs]
+
+
+def blob_reads(adapter, uri: str, version: int, columns: tuple[str, ...], num_rows: int) -> dict:
+    """``{column: blob_digests(every row in scan order)}`` as ``adapter`` reads them."""
+    return {c: blob_digests(adapter.take_blobs(uri, version, c, list(range(num_rows))))
+            for c in columns}
+
+
+def _blobs_name(path: str, version: int) -> str:
+    return f"blobs-v{version}.json" if path == "." else f"{path}/blobs-v{version}.json"
+
+
 def _post_unknown_writer_flag(table: Path) -> None:
     from conformance.invalid import rewrite_manifest
 
@@ -619,6 +660,12 @@ _case(GoldenCase("index-types", "BITMAP, LABEL_LIST, INVERTED and IVF_PQ indices
 _case(GoldenCase("mem-wal", "a MemWAL index with one written shard next to a BTREE index",
                  [C_MEM_WAL, C_INDEX_DETAILS], ["indices", "mem_wal"],
                  producer="pylance", producers=("pylance",), build=_build_mem_wal))
+_case(GoldenCase("blob-v2", "blob v2 columns (2.2): inline, packed and dedicated blobs, an empty "
+                 "and a null one, over an append and a delete; rows read as descriptors, bytes "
+                 "checked by size and sha256",
+                 [C_PACKED_COLUMN, C_FILE_VERSION], ["data_storage_version=2.2", "blob-v2"],
+                 producer="pylance", producers=("pylance",), build=_build_blob_v2,
+                 blob_columns=("blob",)))
 _case(GoldenCase("reject-unknown-writer-flag", "a writer must refuse to append to a table with "
                  "an unknown writer flag",
                  [C_FLAGS, C_WRITER_FLAGS], ["feature_flags", "must-reject"],
@@ -775,6 +822,22 @@ def generate_case(case: GoldenCase, out: Path, producer: str | None = None, *,
                 rid = f"{label}@v{v}" if label != "." else f"v{v}"
                 reads.append({"id": rid, "path": path, "version": v, "rows": name,
                               "row_ids": case.row_ids})
+                if case.blob_columns:
+                    from .harness.reference import ReferenceAdapter
+
+                    digests = blob_reads(ReferenceAdapter(), str(table / path), v,
+                                         case.blob_columns, rows.num_rows)
+                    if cross_check:
+                        from .harness.pylance_adapter import PylanceAdapter
+
+                        theirs = blob_reads(PylanceAdapter(), str(table / path), v,
+                                            case.blob_columns, rows.num_rows)
+                        if theirs != digests:
+                            raise RuntimeError(f"pylance's blob bytes differ at {path}@v{v}")
+                    blobs_name = _blobs_name(label, v)
+                    (cdir / "expected" / blobs_name).write_text(
+                        json.dumps(digests, indent=1, sort_keys=True) + "\n")
+                    reads[-1]["blobs"] = blobs_name
                 versions["reads"].append({"id": rid, "num_rows": rows.num_rows,
                                           "schema": _schema_strings(rows),
                                           "tags": sorted(n for n, tv in _tags(table / path).items()
@@ -959,6 +1022,10 @@ def compare_expected(a: Path, b: Path) -> list[str]:
         diff = sc.difference(read_arrow(a / name), read_arrow(b / name), keep_row_id=True)
         if diff:
             problems.append(f"{name}: {diff}")
+    blobs_a = {p.relative_to(a).as_posix(): json.loads(p.read_text()) for p in a.rglob("blobs-v*.json")}
+    blobs_b = {p.relative_to(b).as_posix(): json.loads(p.read_text()) for p in b.rglob("blobs-v*.json")}
+    if blobs_a != blobs_b:
+        problems.append(f"expected blob bytes differ: {sorted(blobs_a)} vs {sorted(blobs_b)}")
     return problems
 
 
@@ -1030,6 +1097,8 @@ def _check_reads(doc: dict, table: Path, exp: Path, *, validate_table: bool) -> 
         diff = sc.difference(got, want, keep_row_id=r["row_ids"])
         if diff:
             problems.append(f"{r['id']}: {diff}")
+        if r.get("blobs"):
+            problems += check_blob_read(adapter, table, exp, r)
     if validate_table:
         from .engine.local import validate
 
@@ -1037,6 +1106,20 @@ def _check_reads(doc: dict, table: Path, exp: Path, *, validate_table: bool) -> 
             report = validate(str(table / path), versions="all")
             if not report.conforms:
                 problems.append(f"{path}: validator: {sorted(report.rules_violated())}")
+    return problems
+
+
+def check_blob_read(adapter, table: Path, exp: Path, r: dict) -> list[str]:
+    """Problems with the blob bytes ``adapter`` reads for read ``r`` of a case."""
+    want = json.loads((exp / r["blobs"]).read_text())
+    got = blob_reads(adapter, str(table / r["path"]), r["version"], tuple(want),
+                     len(next(iter(want.values()), [])))
+    problems = []
+    for column, rows in want.items():
+        bad = [i for i, (g, w) in enumerate(zip(got[column], rows, strict=True)) if g != w]
+        if bad:
+            problems.append(f"{r['id']}: blob column {column!r}: rows {bad[:10]} differ "
+                            f"(first: {got[column][bad[0]]} != {rows[bad[0]]})")
     return problems
 
 

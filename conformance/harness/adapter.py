@@ -9,6 +9,10 @@ An implementation is plugged in as an *adapter* with two capabilities it may dec
   ``append``, ``overwrite``, ``delete``, ``update``, ``add_columns``, ``merge``,
   ``drop_columns``, ``compact``, ``tag``, ``restore``, ``update_config``.
 
+An adapter whose ``Capabilities.features`` include ``"blobs"`` also implements
+``take_blobs(uri, version, column, indices)``: the bytes of a blob column at scan positions
+(``None`` for a null blob), which the golden cases with blob columns check.
+
 ``Capabilities.ops`` lists the write operations the adapter supports; an operation
 outside it is judged UNSUPPORTED, never FAIL. An adapter may also raise
 :class:`Unsupported` from ``read``/``apply`` for a feature it does not have (for example a
@@ -72,6 +76,11 @@ class Adapter:
 
     def read(self, uri: str, version: int | None = None, *, with_row_id: bool = False) -> pa.Table:
         raise Unsupported(f"{self.name} cannot read")
+
+    def take_blobs(self, uri: str, version: int | None, column: str, indices: list[int]) -> list:
+        """The bytes of blob ``column`` at scan positions ``indices`` (``None`` for a null blob);
+        declared by the feature ``"blobs"``."""
+        raise Unsupported(f"{self.name} cannot read blob bytes")
 
     def apply(self, uri: str, op: dict, data: pa.Table | None = None) -> None:
         """Apply one operation ``op`` (its JSON form) to the dataset at ``uri``;

@@ -30,7 +30,7 @@ class PylanceAdapter(Adapter):
             lance = _lance()
             self.version = lance.__version__
             self.capabilities = Capabilities(read=True, write=True, ops=ALL_OPS, row_ids=True,
-                                             features=("legacy", "v1-names", "branches"))
+                                             features=("legacy", "v1-names", "branches", "blobs"))
         except Unsupported:
             self.version = None
             self.capabilities = Capabilities(read=False, write=False)
@@ -42,6 +42,11 @@ class PylanceAdapter(Adapter):
         if with_row_id and ROW_ID not in t.column_names:
             raise Unsupported("no _rowid column returned")
         return t
+
+    def take_blobs(self, uri: str, version: int | None, column: str, indices: list[int]) -> list:
+        ds = _lance().dataset(uri, version=version)
+        return [None if b is None else b.readall()
+                for b in ds.take_blobs(column, indices=list(indices))]
 
     def versions(self, uri: str) -> list[int]:
         return sorted(int(v["version"]) for v in _lance().dataset(uri).versions())

@@ -18,7 +18,7 @@ from .scenarios import ROW_ID
 class ReferenceAdapter(Adapter):
     name = "reference"
     capabilities = Capabilities(read=True, write=True, ops=ALL_OPS, row_ids=True,
-                                features=("legacy", "v1-names", "branches"))
+                                features=("legacy", "v1-names", "branches", "blobs"))
 
     # -- read ---------------------------------------------------------------------------
     def read(self, uri: str, version: int | None = None, *, with_row_id: bool = False) -> pa.Table:
@@ -29,6 +29,11 @@ class ReferenceAdapter(Adapter):
         if with_row_id and ROW_ID not in t.column_names:
             raise Unsupported("no _rowid column returned")
         return t
+
+    def take_blobs(self, uri: str, version: int | None, column: str, indices: list[int]) -> list:
+        from reference_impl.dataset import open_dataset
+
+        return open_dataset(uri, version=version).take_blobs(column, indices=list(indices))
 
     def read_with_external_store(self, uri: str, version: int | None, store_file: str, *,
                                  with_row_id: bool = False) -> pa.Table:

@@ -181,6 +181,19 @@ def run_read_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
         diff = sc.difference(got, want, keep_row_id=want_ids)
         if diff:
             return CaseResult(cid, "read", FAIL, f"{r['id']}: {diff}", ["HARNESS-003"])
+        if r.get("blobs"):  # blob v2 columns: the bytes behind the descriptors too
+            if "blobs" not in adapter.capabilities.features:
+                return CaseResult(cid, "read", UNSUPPORTED, f"{r['id']}: rows match; blob bytes "
+                                  "not read (the adapter does not declare the feature 'blobs')")
+            try:
+                problems = golden.check_blob_read(adapter, table, cdir / "expected", r)
+            except Unsupported as exc:
+                return CaseResult(cid, "read", UNSUPPORTED, f"{r['id']}: {exc}")
+            except Exception as exc:  # noqa: BLE001 - the implementation failed the case
+                return CaseResult(cid, "read", FAIL, f"{r['id']}: take_blobs raised "
+                                  f"{type(exc).__name__}: {exc}", ["HARNESS-003"])
+            if problems:
+                return CaseResult(cid, "read", FAIL, "; ".join(problems), ["HARNESS-003"])
     done = len(doc["reads"]) - len(notes)
     return CaseResult(cid, "read", PASS, "; ".join([f"{done} reads match", *notes]))
 

@@ -157,6 +157,16 @@ class SubprocessAdapter(Adapter):
                 params["data_path"] = str(path)
         self._call("apply", params)
 
+    def take_blobs(self, uri, version, column, indices) -> list:
+        if "blobs" not in self.capabilities.features:
+            raise Unsupported("the program does not declare the feature 'blobs'")
+        result = self._call("take_blobs", {"uri": str(uri), "version": version, "column": column,
+                                           "indices": [int(i) for i in indices]})
+        try:
+            return [None if b is None else base64.b64decode(b) for b in result["blobs"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"take_blobs result is not a list of base64 or null: {exc}") from None
+
     def versions(self, uri) -> list[int]:
         try:
             return [int(v) for v in self._call("versions", {"uri": str(uri)})["versions"]]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An example implementation under test, speaking the subprocess protocol (PROTOCOL.md).
 
-A read-only program: it answers ``hello``, ``read``, ``versions`` and ``shutdown`` on
+A read-only program: it answers ``hello``, ``read``, ``take_blobs``, ``versions`` and ``shutdown`` on
 stdin/stdout as JSON lines, reading datasets with the project's reference reader and
 returning rows as base64 Arrow IPC streams (large results in a file under ``data_dir``).
 Try it with::
@@ -21,7 +21,7 @@ import uuid
 import pyarrow as pa
 
 INLINE_LIMIT = 1 << 20
-CAPABILITIES = {"read": True, "write": False, "ops": [], "row_ids": True, "features": []}
+CAPABILITIES = {"read": True, "write": False, "ops": [], "row_ids": True, "features": ["blobs"]}
 
 
 def error_class(exc: BaseException) -> str:
@@ -55,6 +55,10 @@ def handle(method: str, params: dict) -> dict:
         ds = open_dataset(params["uri"], version=params.get("version"))
         table = ds.to_table(with_row_id=bool(params.get("with_row_id")))
         return rows_result(table, params.get("data_dir", ""))
+    if method == "take_blobs":
+        ds = open_dataset(params["uri"], version=params.get("version"))
+        blobs = ds.take_blobs(params["column"], indices=params["indices"])
+        return {"blobs": [None if b is None else base64.b64encode(b).decode() for b in blobs]}
     if method == "versions":
         return {"versions": list(open_dataset(params["uri"]).versions())}
     if method == "shutdown":
