@@ -38,8 +38,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from . import scan
 from .errors import AlreadyExists, InvalidInput, NotFound
 from .proto import rowids_pb2, table_pb2
+from .table import blob as blob_mod
 
 DELETION_ARROW_MAX = 5000  # at most this many deleted rows go to an Arrow file, more to Roaring
 
@@ -450,12 +452,15 @@ def update(ds, values: dict, where=None, *, commit_message: str | None = None):
     expr, _text = _expression(where, ds.schema) if where is not None else (None, "")
     t = ds.to_table(with_row_address=True, with_row_id=_stable(ds))
     hit = t.filter(expr) if expr is not None else t
+    hit = scan.with_blob_bytes(ds, hit)  # rewritten rows carry their blob bytes
     if hit.num_rows == 0:
         txn = operations.update(ds.version, commit_message=commit_message)
         return _commit(ds, txn)
     import pyarrow.dataset as pads
 
-    schema = ds.schema
+    # blob v2 columns travel as their bytes (with_blob_bytes above), not as the manifest's struct
+    schema = pa.schema([hit.schema.field(f.name) if blob_mod.is_blob_v2(f) else f for f in ds.schema],
+                       metadata=ds.schema.metadata)
     current = hit.select(names)
     projection = {n: exprs.get(n, pc.field(n)) for n in names}
     computed = pads.dataset(current).to_table(columns=projection)
@@ -654,7 +659,7 @@ def compact_files(ds, target_rows_per_fragment: int = 1024 * 1024, *, commit_mes
     runs = _compaction_groups(ds, target_rows_per_fragment)
     if not runs:
         return ds
-    t = ds.to_table(with_row_address=True, with_row_id=_stable(ds))
+    t = scan.with_blob_bytes(ds, ds.to_table(with_row_address=True, with_row_id=_stable(ds)))
     frag_of, _ = _split_addresses(t["_rowaddr"].to_numpy())
     planned = []  # (old fragments, new fragments, surviving old row addresses)
     for old in runs:

@@ -150,10 +150,17 @@ def take_blobs(dataset, blob_column: str, ids=None, addresses=None, indices=None
     column = picked.column(blob_column).combine_chunks()
     if not blob.is_blob_v2(dataset.schema.field(blob_column)):
         return [None if v is None else bytes(v) for v in column.to_pylist()]
+    return _blob_bytes(dataset, blob_column, column, picked.column(ROW_ADDR).to_numpy())
+
+
+def _blob_bytes(dataset, blob_column: str, descriptors, addresses) -> list:
+    """The bytes behind blob v2 ``descriptors`` of rows at ``addresses``."""
+    from reference_impl.table import blob
+
     field_id = _field_id(dataset.schema.field(blob_column))
     fragments = {int(f.id): f for f in dataset.manifest.fragments}
     out = []
-    for desc, addr in zip(blob.descriptors_of(column), picked.column(ROW_ADDR).to_numpy(), strict=True):
+    for desc, addr in zip(blob.descriptors_of(descriptors), addresses, strict=True):
         if desc is None:
             out.append(None)
             continue
@@ -164,6 +171,24 @@ def take_blobs(dataset, blob_column: str, ids=None, addresses=None, indices=None
                           storage_options=dataset.storage_options, path=key)
         out.append(blob.read_range(loc, path=key))
     return out
+
+
+def with_blob_bytes(dataset, table: pa.Table) -> pa.Table:
+    """``table`` (scanned from ``dataset`` with ``_rowaddr``) with every blob v2 column's
+    descriptors replaced by the blob bytes (``large_binary``, field metadata
+    ``lance-encoding:blob``): the rows as a writer takes them back, for operations that
+    rewrite data files (update, compaction)."""
+    from reference_impl.table import blob
+
+    for name in list(table.column_names):
+        if name in dataset.schema.names and blob.is_blob_v2(dataset.schema.field(name)):
+            values = _blob_bytes(dataset, name, table.column(name).combine_chunks(),
+                                 table.column(ROW_ADDR).to_numpy())
+            i = table.column_names.index(name)
+            field = pa.field(name, pa.large_binary(), table.schema.field(i).nullable,
+                             metadata={b"lance-encoding:blob": b"true"})
+            table = table.set_column(i, field, pa.array(values, pa.large_binary()))
+    return table
 
 
 # -- one fragment ----------------------------------------------------------------------------

@@ -81,12 +81,19 @@ def with_dataset_field_metadata(table: pa.Table, existing: pa.Schema) -> pa.Tabl
 
 
 def check_append_schema(existing: pa.Schema, incoming: pa.Schema) -> None:
-    """InvalidInput unless ``incoming`` has exactly the columns of ``existing``, same types."""
+    """InvalidInput unless ``incoming`` has exactly the columns of ``existing``, same types
+    (a blob v2 column takes any blob input: large_binary or the ``lance.blob.v2`` struct)."""
+    from .table import blob
+
     names_e, names_i = existing.names, incoming.names
     if sorted(names_e) != sorted(names_i):
         raise InvalidInput(
             f"Append with different schema: dataset has columns {names_e}, data has {names_i}")
     for name in names_e:
+        if blob.is_blob_v2(existing.field(name)) and (
+                blob.is_blob_input(incoming.field(name))
+                or pa.types.is_large_binary(incoming.field(name).type)):
+            continue
         te, ti = existing.field(name).type, incoming.field(name).type
         if not _types_match(te, ti):
             raise InvalidInput(f"Append with different schema: column {name!r} is {te} in the "
@@ -101,10 +108,17 @@ def new_data_file_name() -> str:
 
 
 def write_fragments(store, table: pa.Table, fields, *, file_version: str,
-                    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE) -> list[table_pb2.DataFragment]:
+                    max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
+                    allow_external_blobs: bool = False) -> list[table_pb2.DataFragment]:
     """Write ``table`` as data files of at most ``max_rows_per_file`` rows; one
-    ``DataFragment`` (id 0, assigned at commit) per file."""
+    ``DataFragment`` (id 0, assigned at commit) per file. Blob v2 columns (manifest fields
+    ``lance.blob.v2``) are planned per data file (:func:`reference_impl.table.blob.plan_column`):
+    inline bytes go into the data file, the others into its sidecar files."""
     from .file.writer import write_lance_file
+    from .table import blob
+
+    blob_fields = {f.name: f for f in fields if f.parent_id == -1 and blob.is_blob_v2(f)}
+    schema_fields = blob.file_fields(fields) if blob_fields else list(fields)
 
     if max_rows_per_file <= 0:
         raise InvalidInput("max_rows_per_file must be positive")
@@ -112,7 +126,21 @@ def write_fragments(store, table: pa.Table, fields, *, file_version: str,
     for start in range(0, table.num_rows, max_rows_per_file):
         chunk = table.slice(start, max_rows_per_file)
         name = new_data_file_name()
-        wf = write_lance_file(store, f"data/{name}", chunk, version=file_version, schema_fields=list(fields))
+        sidecars = blob.Sidecars()
+        if blob_fields:
+            cols, schema = [], []
+            for f, col in zip(chunk.schema, chunk.columns, strict=True):
+                if f.name in blob_fields:
+                    lf = blob_fields[f.name]
+                    col = blob.plan_column(col, dict(lf.metadata), sidecars,
+                                           allow_external=allow_external_blobs)
+                    f = blob.plan_field(f.name, lf.nullable)
+                cols.append(col)
+                schema.append(f)
+            chunk = pa.Table.from_arrays(cols, schema=pa.schema(schema, metadata=chunk.schema.metadata))
+            sidecars.write(store, f"data/{name}")
+        wf = write_lance_file(store, f"data/{name}", chunk, version=file_version,
+                              schema_fields=schema_fields)
         df = table_pb2.DataFile(path=name, fields=wf.fields, column_indices=wf.column_indices,
                                 file_major_version=wf.major, file_minor_version=wf.minor,
                                 file_size_bytes=wf.size)
@@ -141,6 +169,7 @@ def write_dataset(
     storage_options: dict[str, str] | None = None,
     commit_message: str | None = None,
     external_store=None,
+    allow_external_blob_outside_bases: bool = False,
 ):
     """Write ``data`` (a pyarrow Table, RecordBatch, reader, or dict of columns) to ``uri``.
 
@@ -148,10 +177,14 @@ def write_dataset(
     missing) or ``"overwrite"``. ``uri`` is a path, a URI (``s3+ddb://bucket/path?ddbTableName=T``
     commits through that DynamoDB table, REFS §8.4) or an ``ObjectStore``. Always returns
     the written version opened as a :class:`reference_impl.dataset.Dataset`.
+
+    At 2.2 a blob column (``lance-encoding:blob`` large_binary, or the ``lance.blob.v2``
+    struct) is written as blob v2 (:mod:`reference_impl.table.blob`); external blob URIs need
+    ``allow_external_blob_outside_bases=True``, as in pylance.
     """
     from .table import commit as commit_mod
     from .table import flags, operations
-    from .table.schema import arrow_to_fields, fields_to_arrow, schema_metadata_of
+    from .table.schema import fields_to_arrow, schema_metadata_of
 
     if mode not in ("create", "append", "overwrite"):
         raise InvalidInput(f"mode must be create, append or overwrite, not {mode!r}")
@@ -186,14 +219,15 @@ def write_dataset(
         file_version = previous.data_format.version or "2.2"
         stable = bool(previous.reader_feature_flags & operations.FLAG_STABLE_ROW_IDS)
     else:
-        fields = arrow_to_fields(table.schema)
         file_version = STORAGE_VERSIONS[data_storage_version]
+        fields = _new_fields(table.schema, file_version)
         stable = enable_stable_row_ids if previous is None else bool(
             previous.reader_feature_flags & operations.FLAG_STABLE_ROW_IDS)
     if file_version not in ("2.0", "2.1", "2.2"):
         raise InvalidInput(f"this writer cannot write data storage version {file_version!r}")
     frags = write_fragments(store, table, fields, file_version=file_version,
-                            max_rows_per_file=max_rows_per_file)
+                            max_rows_per_file=max_rows_per_file,
+                            allow_external_blobs=allow_external_blob_outside_bases)
     if previous is None or mode in ("create", "overwrite"):
         txn = operations.overwrite(latest, frags, fields, schema_metadata=schema_metadata_of(table.schema),
                                    commit_message=commit_message)
@@ -203,6 +237,25 @@ def write_dataset(
         store, txn, enable_v2_manifest_paths=enable_v2_manifest_paths, stable_row_ids=stable,
         data_format=("lance", file_version), external_store=external_store)
     return _open_written(uri, store, storage_options, result)
+
+
+def _new_fields(schema: pa.Schema, file_version: str) -> list:
+    """The Lance field list of a new dataset. At 2.2 a blob column (``lance-encoding:blob``
+    large_binary, or the ``lance.blob.v2`` struct) becomes a blob v2 field, as pylance 14.0.2
+    makes it; below 2.2 a ``lance-encoding:blob`` large_binary stays a blob v1 column and the
+    ``lance.blob.v2`` struct is refused."""
+    from .table import blob
+    from .table.schema import arrow_to_fields
+
+    if not any(blob.is_blob_input(f) for f in schema):
+        return arrow_to_fields(schema)
+    if file_version in ("2.0", "2.1"):
+        if any(blob.is_blob_v2(f) for f in schema):
+            raise InvalidInput(f"Blob v2 requires file version >= 2.2 (got {file_version})")
+        return arrow_to_fields(schema)
+    fields = arrow_to_fields(blob.manifest_schema(schema))
+    blob.mark_extension(fields)
+    return fields
 
 
 def _open_written(uri, store, storage_options, result):

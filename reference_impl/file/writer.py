@@ -41,7 +41,13 @@ from ..errors import InvalidInput
 from ..io.base import ObjectStore
 from ..proto import encodings_v2_0_pb2, file2_pb2, file_pb2
 from .encode.arrow_data import check_writable
-from .encode.blob import BlobPage, blob_column_encoding, check_blob_fields
+from .encode.blob import (
+    BlobPage,
+    BlobV2Encoder,
+    BlobV2Page,
+    blob_column_encoding,
+    check_blob_fields,
+)
 from .encode.hints import check_schema_hints
 from .encode.page import EncodedPage, pack_any
 
@@ -191,8 +197,11 @@ class LanceFileWriter:
             from .encode.v2_0.column import FieldEncoder20 as Encoder
         else:
             from .encode.v2_1.column import FieldEncoder21 as Encoder
+        from ..table.blob import is_plan_field
+
         for f in self.schema:
-            enc = Encoder(f, ids, self.version)
+            # a planned blob v2 column (table/blob.py): one column, descriptors
+            enc = BlobV2Encoder(f, ids, self.version) if is_plan_field(f) else Encoder(f, ids, self.version)
             enc.first_column = len(column_field_ids)
             column_field_ids.extend(enc.column_field_ids)
             encoders.append(enc)
@@ -200,6 +209,8 @@ class LanceFileWriter:
 
     @staticmethod
     def _count_fields(schema) -> int:
+        from ..table.blob import DESCRIPTOR_FIELDS, is_plan_field
+
         def count(t: pa.DataType) -> int:
             if pa.types.is_list(t) or pa.types.is_large_list(t):
                 return 1 + count(t.value_type)
@@ -207,7 +218,8 @@ class LanceFileWriter:
                 return 1 + sum(count(t.field(i).type) for i in range(t.num_fields))
             return 1
 
-        return sum(count(f.type) for f in schema)
+        # a planned blob v2 field is the struct plus its five detached descriptor fields
+        return sum(1 + len(DESCRIPTOR_FIELDS) if is_plan_field(f) else count(f.type) for f in schema)
 
     # -- streaming -----------------------------------------------------------------
     def write_batch(self, batch: pa.RecordBatch | pa.Table) -> None:
@@ -266,7 +278,7 @@ class LanceFileWriter:
             self._out += FILLER * (ALIGNMENT - rem)
 
     def _add_page(self, column: int, page: EncodedPage | BlobPage) -> None:
-        if isinstance(page, BlobPage):  # blob bytes go ahead of their descriptor page
+        if isinstance(page, (BlobPage, BlobV2Page)):  # blob bytes go ahead of their descriptor page
             page = page.place(self._out, self._pad)
         pb = file2_pb2.ColumnMetadata.Page(length=page.length, priority=page.priority)
         for buf in page.buffers:
@@ -281,7 +293,10 @@ class LanceFileWriter:
         """Write everything after the data buffers and store the file."""
         if self._finished:
             raise InvalidInput("writer already finished")
-        for i in range(len(self._encoders)):
+        # blob v2 columns first, as pylance: their inline bytes open the file
+        blob_first = sorted(range(len(self._encoders)),
+                            key=lambda i: not isinstance(self._encoders[i], BlobV2Encoder))
+        for i in blob_first:
             self._flush_field(i)
         for enc in self._encoders:
             for col_offset, page in enc.finish(self._num_rows):

@@ -301,3 +301,223 @@ def read_range(loc: Location, *, path: str | None = None, max_bytes: int = MAX_B
         raise FormatError(f"blob of {size} bytes is over the {max_bytes}-byte read bound",
                           rule=loc.rule, path=path)
     return loc.store.get_range(loc.key, start, size) if size else b""
+
+
+# -- writing (a 2.2+ dataset's blob columns) -----------------------------------------------
+#
+# Placement, as pylance 14.0.2 decides it (defaults probed; the field metadata overrides them):
+#
+#   null                          a null descriptor row
+#   size <= inline threshold      kind 0, bytes in the data file (64-aligned, ahead of pages);
+#                                 an empty value too (size 0, position = the aligned offset)
+#   size <= dedicated threshold   kind 1, appended to the current pack sidecar (a new one
+#                                 is started when it would pass the pack-file threshold)
+#   larger                        kind 2, a sidecar of its own
+#   an external uri               kind 3, blob_id 0 and the absolute uri (position/size of
+#                                 the range, 0/0 for the whole object)
+#
+# Sidecar ids count from 1 per data file in the order the rows first need them.
+
+INLINE_THRESHOLD_KEY = "lance-encoding:blob-inline-size-threshold"
+DEDICATED_THRESHOLD_KEY = "lance-encoding:blob-dedicated-size-threshold"
+PACK_FILE_THRESHOLD_KEY = "lance-encoding:blob-pack-file-size-threshold"
+DEFAULT_INLINE_THRESHOLD = 64 * 1024
+DEFAULT_DEDICATED_THRESHOLD = 4 * 1024 * 1024
+DEFAULT_PACK_FILE_THRESHOLD = 1 << 30
+_THRESHOLD_KEYS = (INLINE_THRESHOLD_KEY, DEDICATED_THRESHOLD_KEY, PACK_FILE_THRESHOLD_KEY)
+#: the internal marker of a planned blob v2 column handed to the file writer (never stored)
+PLAN_KEY = b"lance-conformance:blob-v2-plan"
+PLAN_TYPE = pa.struct([pa.field(n, t, nullable=False) for n, t in DESCRIPTOR_FIELDS]
+                      + [pa.field("inline", pa.large_binary())])
+
+
+def is_blob_input(field: pa.Field) -> bool:
+    """A column a 2.2+ dataset stores as blob v2: a ``lance-encoding:blob`` large_binary, or a
+    ``lance.blob.v2`` struct (extension type or metadata) with a ``data`` child."""
+    md = field.metadata or {}
+    if BLOB_KEY in md and pa.types.is_large_binary(field.type):
+        return True
+    return is_blob_v2(field)
+
+
+def _storage(field: pa.Field) -> pa.DataType:
+    t = field.type
+    return t.storage_type if isinstance(t, pa.BaseExtensionType) else t
+
+
+def manifest_field(field: pa.Field) -> pa.Field:
+    """The manifest's form of blob input ``field``: a ``lance.blob.v2`` struct ``{data, uri}``
+    (or the input's own four-child storage), threshold keys kept, ``lance-encoding:blob``
+    dropped -- what pylance records."""
+    md = {k: v for k, v in (field.metadata or {}).items()
+          if (k.decode() if isinstance(k, bytes) else k) in _THRESHOLD_KEYS}
+    md[EXTENSION_KEY] = EXTENSION_NAME.encode()
+    if isinstance(field.type, pa.BaseExtensionType) or b"ARROW:extension:metadata" in (field.metadata or {}):
+        md[b"ARROW:extension:metadata"] = b""  # an extension input keeps its (empty) metadata
+    if pa.types.is_large_binary(field.type):
+        t = pa.struct([pa.field("data", pa.large_binary()), pa.field("uri", pa.utf8())])
+    else:
+        t = _storage(field)
+    return pa.field(field.name, t, nullable=field.nullable, metadata=md)
+
+
+def manifest_schema(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with every blob input field in its manifest form."""
+    return pa.schema([manifest_field(f) if is_blob_input(f) else f for f in schema],
+                     metadata=schema.metadata)
+
+
+def mark_extension(fields) -> None:
+    """Set ``Field.extension_name`` on the top-level blob v2 fields of a Lance field list."""
+    for f in fields:
+        if f.parent_id == -1 and bytes(f.metadata.get(EXTENSION_KEY.decode(), b"")) == EXTENSION_NAME.encode():
+            f.extension_name = EXTENSION_NAME
+
+
+def file_fields(fields) -> list:
+    """The data file's field list for manifest ``fields``: each blob v2 struct without its
+    children, flagged ``lance-encoding:blob`` and ``lance-encoding:packed``, followed by the
+    five detached descriptor fields (id -1, parent -1), as pylance writes it."""
+    from ..proto import file_pb2
+
+    blob_ids = {f.id for f in fields if f.parent_id == -1 and is_blob_v2(f)}
+    out = []
+    for f in fields:
+        if f.parent_id in blob_ids:
+            continue
+        if f.id not in blob_ids:
+            out.append(f)
+            continue
+        g = file_pb2.Field(id=f.id, parent_id=-1, name=f.name, logical_type="struct",
+                           nullable=f.nullable)
+        g.metadata["lance-encoding:blob"] = b"true"
+        g.metadata["lance-encoding:packed"] = b"true"
+        out.append(g)
+        for (name, _t), lt in zip(DESCRIPTOR_FIELDS, _DESCRIPTOR_LOGICAL, strict=True):
+            out.append(file_pb2.Field(id=-1, parent_id=-1, name=name, logical_type=lt,
+                                      nullable=False))
+    return out
+
+
+def _threshold(meta, key: str, default: int) -> int:
+    raw = (meta or {}).get(key.encode(), (meta or {}).get(key))
+    if raw is None:
+        return default
+    try:
+        value = int(bytes(raw).decode() if isinstance(raw, (bytes, bytearray)) else raw)
+    except ValueError:
+        raise InvalidInput(f"{key} must be an integer, not {raw!r}") from None
+    if value < 0:
+        raise InvalidInput(f"{key} must not be negative")
+    return value
+
+
+@dataclass
+class Sidecars:
+    """The sidecar files one data file's blob columns fill: ``files[blob_id]`` = parts."""
+
+    pack_limit: int = DEFAULT_PACK_FILE_THRESHOLD
+    files: dict = None
+    _pack: int | None = None
+
+    def __post_init__(self):
+        self.files = {}
+
+    def _new(self) -> int:
+        bid = len(self.files) + 1
+        self.files[bid] = []
+        return bid
+
+    def pack(self, value: memoryview) -> tuple[int, int]:
+        """Append ``value`` to the current pack file; ``(blob_id, position)``."""
+        if self._pack is not None:
+            used = sum(len(p) for p in self.files[self._pack])
+            if used + len(value) > self.pack_limit and used:
+                self._pack = None
+        if self._pack is None:
+            self._pack = self._new()
+        pos = sum(len(p) for p in self.files[self._pack])
+        self.files[self._pack].append(value)
+        return self._pack, pos
+
+    def dedicated(self, value: memoryview) -> int:
+        bid = self._new()
+        self.files[bid].append(value)
+        return bid
+
+    def write(self, store, data_file_key: str) -> None:
+        for bid, parts in self.files.items():
+            store.put(sidecar_key(data_file_key, bid), b"".join(bytes(p) for p in parts))
+
+
+def plan_column(array: pa.Array, meta, sidecars: Sidecars, *,
+                allow_external: bool = False) -> pa.StructArray:
+    """The :data:`PLAN_TYPE` rows of one blob column chunk: descriptors with kinds, sidecar
+    ids and positions decided (bytes queued on ``sidecars``), inline bytes in ``inline``
+    (their positions are set when the file writer places them)."""
+    inline_max = _threshold(meta, INLINE_THRESHOLD_KEY, DEFAULT_INLINE_THRESHOLD)
+    dedicated_max = _threshold(meta, DEDICATED_THRESHOLD_KEY, DEFAULT_DEDICATED_THRESHOLD)
+    sidecars.pack_limit = max(1, _threshold(meta, PACK_FILE_THRESHOLD_KEY, DEFAULT_PACK_FILE_THRESHOLD))
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    n = len(array)
+    if pa.types.is_large_binary(array.type) or pa.types.is_binary(array.type):
+        data, uri, rng_pos, rng_size = array.cast(pa.large_binary()), None, None, None
+    else:
+        names = [array.type.field(i).name for i in range(array.type.num_fields)]
+        if "data" not in names or "uri" not in names:
+            raise InvalidInput(f"blob v2 values must be a struct with data and uri, not {array.type}")
+        data = array.field(names.index("data")).cast(pa.large_binary())
+        uri = array.field(names.index("uri")).cast(pa.utf8())
+        rng_pos = array.field(names.index("position")) if "position" in names else None
+        rng_size = array.field(names.index("size")) if "size" in names else None
+    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), bool)
+    kind = np.zeros(n, np.uint8)
+    pos = np.zeros(n, np.uint64)
+    size = np.zeros(n, np.uint64)
+    bid = np.zeros(n, np.uint32)
+    uris = [""] * n
+    inline = [None] * n
+    data_list = data.to_pylist()
+    uri_list = uri.to_pylist() if uri is not None else [None] * n
+    for i in range(n):  # one step per blob: each may open a sidecar
+        if not valid[i]:
+            continue
+        value, u = data_list[i], uri_list[i]
+        if value is None and u is None and uri is not None:
+            raise InvalidInput(f"blob row {i} sets neither data nor uri (use a null for a null blob)")
+        if value is None and u is not None:
+            if not allow_external:
+                raise InvalidInput(f"external blob {u!r}: pass allow_external_blob_outside_bases=True "
+                                   "to reference objects outside the dataset")
+            if not u or ("://" not in u and not u.startswith("/")):
+                raise InvalidInput(f"external blob uri {u!r} must be absolute")
+            kind[i], uris[i] = BlobKind.EXTERNAL, u
+            if rng_pos is not None and rng_pos[i].is_valid:
+                pos[i], size[i] = rng_pos[i].as_py(), rng_size[i].as_py()
+            continue
+        value = value or b""
+        size[i] = len(value)
+        if len(value) <= inline_max:
+            kind[i], inline[i] = BlobKind.INLINE, value
+        elif len(value) <= dedicated_max:
+            kind[i] = BlobKind.PACKED
+            bid[i], pos[i] = sidecars.pack(memoryview(value))
+        else:
+            kind[i] = BlobKind.DEDICATED
+            bid[i] = sidecars.dedicated(memoryview(value))
+    return pa.StructArray.from_arrays(
+        [pa.array(kind), pa.array(pos), pa.array(size), pa.array(bid), pa.array(uris, pa.utf8()),
+         pa.array(inline, pa.large_binary())],
+        fields=list(PLAN_TYPE), mask=pa.array(~valid))
+
+
+def plan_field(name: str, nullable: bool) -> pa.Field:
+    """The field that hands a planned blob v2 column to the file writer."""
+    return pa.field(name, PLAN_TYPE, nullable=nullable, metadata={PLAN_KEY: b"1"})
+
+
+def is_plan_field(field: pa.Field) -> bool:
+    return PLAN_KEY in (field.metadata or {})

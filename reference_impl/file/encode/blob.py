@@ -65,9 +65,11 @@ size | u32 blob_id | u32 uri_len | uri``. For bytes stored in the data file (obs
 ``kind 0``, ``blob_id 0``, empty uri, the blob 64-aligned ahead of the page as in v1; an
 **empty** value has size 0 and the position the next blob would take (the aligned write
 offset), and a **null** is a null row (def level 1) with no descriptor bytes.
-:func:`blob_v2_page` builds that page; the column encoders do not use it, because the
-dataset-level schema change that goes with it (manifest and data-file field lists) is
-not made by this writer.
+:func:`blob_v2_page` builds that page from plain values (every blob inline);
+:class:`BlobV2Page` from the rows a 2.2 dataset write planned
+(:func:`reference_impl.table.blob.plan_column`: packed and dedicated blobs already sent to
+sidecar files, external ones referenced), handed to :class:`~reference_impl.file.writer.LanceFileWriter`
+as a field marked :data:`reference_impl.table.blob.PLAN_KEY`.
 
 This writer only takes the key on a top-level field (a nested one is refused with
 :class:`~reference_impl.errors.UnsupportedFeature`; the reader does not decode nested
@@ -209,9 +211,6 @@ def blob_v2_page(
 ) -> EncodedPage:
     """Append ``values``' bytes to ``out`` as for v1 and return the 2.2 blob v2 page
     (full-zip ``variable_packed_struct`` descriptors, see the module docstring)."""
-    from .v2_1.packed_struct import encode_packed_struct_page
-    from .v2_1.repdef import ITEM, shred
-
     n = len(values)
     offsets, data = variable_parts(values)
     sizes = np.diff(offsets).astype(np.uint64)
@@ -240,9 +239,65 @@ def blob_v2_page(
         fields=list(DESCRIPTOR_V2_TYPE),
         mask=mask,
     )
+    return _v2_descriptor_page(rows, priority)
+
+
+def _v2_descriptor_page(rows: pa.StructArray, priority: int) -> EncodedPage:
+    """The full-zip variable packed struct page of blob v2 descriptor ``rows``."""
+    from .v2_1.packed_struct import encode_packed_struct_page
+    from .v2_1.repdef import ITEM, shred
+
+    n = len(rows)
     sh = shred(rows, ((ITEM, None),))
     buffers, layout = encode_packed_struct_page(sh, "2.2", "blob descriptors")
     return EncodedPage(buffers, n, pack_any(layout), priority, layout)
+
+
+@dataclass
+class BlobV2Page:
+    """A planned blob v2 page before placement: rows of ``PLAN_TYPE`` (descriptor fields plus
+    the ``inline`` bytes). :meth:`place` writes each inline value (empty ones included: they
+    take the aligned offset as position) 64-aligned into the data file, then encodes the
+    descriptors."""
+
+    plan: pa.StructArray
+    priority: int = 0
+
+    def place(self, out: bytearray, pad: Callable[[], None]) -> EncodedPage:
+        plan = self.plan
+        valid = np.asarray(plan.is_valid().to_numpy(zero_copy_only=False), bool)
+        kind = plan.field(0).to_numpy(zero_copy_only=False)
+        positions = plan.field(1).to_numpy(zero_copy_only=False).astype(np.uint64)
+        inline = plan.field(5)
+        for i in np.flatnonzero(valid & (kind == KIND_INLINE)):
+            pad()
+            positions[i] = len(out)
+            value = inline[int(i)].as_py()
+            if value:
+                out += value
+        rows = pa.StructArray.from_arrays(
+            [plan.field(0), pa.array(positions, pa.uint64()), plan.field(2), plan.field(3),
+             plan.field(4)],
+            fields=list(DESCRIPTOR_V2_TYPE), mask=pa.array(~valid) if not valid.all() else None)
+        return _v2_descriptor_page(rows, self.priority)
+
+
+class BlobV2Encoder:
+    """The column encoder of a planned blob v2 field: one column, the struct's id."""
+
+    def __init__(self, f: pa.Field, ids, version: str) -> None:
+        if version not in ("2.2",):
+            raise InvalidInput(f"blob v2 needs file version 2.2 or later, not {version}")
+        self.column_field_ids = [next(ids)]
+        for _ in DESCRIPTOR_V2_TYPE:  # the detached descriptor fields (id -1) own no column
+            next(ids)
+        self.first_column = 0
+
+    def encode(self, arr: pa.Array, first_row: int):
+        return [(0, BlobV2Page(arr, first_row))]
+
+    def finish(self, num_rows: int):
+        return []
 
 
 def blob_column_encoding() -> bytes:
