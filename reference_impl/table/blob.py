@@ -447,7 +447,7 @@ class Sidecars:
 
     def write(self, store, data_file_key: str) -> None:
         for bid, parts in self.files.items():
-            store.put(sidecar_key(data_file_key, bid), b"".join(bytes(p) for p in parts))
+            store.put(sidecar_key(data_file_key, bid), b"".join(parts))
 
 
 def plan_column(array: pa.Array, meta, sidecars: Sidecars, *,
@@ -455,6 +455,10 @@ def plan_column(array: pa.Array, meta, sidecars: Sidecars, *,
     """The :data:`PLAN_TYPE` rows of one blob column chunk: descriptors with kinds, sidecar
     ids and positions decided (bytes queued on ``sidecars``), inline bytes in ``inline``
     (their positions are set when the file writer places them)."""
+    import pyarrow.compute as pc
+
+    from ..file.encode.arrow_data import variable_parts
+
     inline_max = _threshold(meta, INLINE_THRESHOLD_KEY, DEFAULT_INLINE_THRESHOLD)
     dedicated_max = _threshold(meta, DEDICATED_THRESHOLD_KEY, DEFAULT_DEDICATED_THRESHOLD)
     sidecars.pack_limit = max(1, _threshold(meta, PACK_FILE_THRESHOLD_KEY, DEFAULT_PACK_FILE_THRESHOLD))
@@ -463,8 +467,9 @@ def plan_column(array: pa.Array, meta, sidecars: Sidecars, *,
     if isinstance(array, pa.ExtensionArray):
         array = array.storage
     n = len(array)
+    uri = rng_pos = rng_size = None
     if pa.types.is_large_binary(array.type) or pa.types.is_binary(array.type):
-        data, uri, rng_pos, rng_size = array.cast(pa.large_binary()), None, None, None
+        data = array.cast(pa.large_binary())
     else:
         names = [array.type.field(i).name for i in range(array.type.num_fields)]
         if "data" not in names or "uri" not in names:
@@ -474,43 +479,47 @@ def plan_column(array: pa.Array, meta, sidecars: Sidecars, *,
         rng_pos = array.field(names.index("position")) if "position" in names else None
         rng_size = array.field(names.index("size")) if "size" in names else None
     valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), bool)
+    has_data = valid & np.asarray(data.is_valid().to_numpy(zero_copy_only=False), bool)
+    has_uri = np.zeros(n, bool) if uri is None else \
+        valid & ~has_data & np.asarray(uri.is_valid().to_numpy(zero_copy_only=False), bool)
+    if np.any(valid & ~has_data & ~has_uri) and uri is not None:
+        i = int(np.flatnonzero(valid & ~has_data & ~has_uri)[0])
+        raise InvalidInput(f"blob row {i} sets neither data nor uri (use a null for a null blob)")
+    offsets, raw = variable_parts(data)
+    lengths = np.diff(offsets)
+    lengths[~has_data] = 0
+    # where each value goes, by size (the module's placement table)
     kind = np.zeros(n, np.uint8)
+    kind[has_data & (lengths > inline_max) & (lengths <= dedicated_max)] = BlobKind.PACKED
+    kind[has_data & (lengths > dedicated_max)] = BlobKind.DEDICATED
+    kind[has_uri] = BlobKind.EXTERNAL
     pos = np.zeros(n, np.uint64)
-    size = np.zeros(n, np.uint64)
+    size = lengths.astype(np.uint64)
     bid = np.zeros(n, np.uint32)
-    uris = [""] * n
-    inline = [None] * n
-    data_list = data.to_pylist()
-    uri_list = uri.to_pylist() if uri is not None else [None] * n
-    for i in range(n):  # one step per blob: each may open a sidecar
-        if not valid[i]:
-            continue
-        value, u = data_list[i], uri_list[i]
-        if value is None and u is None and uri is not None:
-            raise InvalidInput(f"blob row {i} sets neither data nor uri (use a null for a null blob)")
-        if value is None and u is not None:
-            if not allow_external:
-                raise InvalidInput(f"external blob {u!r}: pass allow_external_blob_outside_bases=True "
-                                   "to reference objects outside the dataset")
+    view = memoryview(raw)
+    for i in np.flatnonzero((kind == BlobKind.PACKED) | (kind == BlobKind.DEDICATED)):
+        value = view[offsets[i]:offsets[i + 1]]  # sidecar ids follow the rows' order
+        if kind[i] == BlobKind.PACKED:
+            bid[i], pos[i] = sidecars.pack(value)
+        else:
+            bid[i] = sidecars.dedicated(value)
+    uris = pa.nulls(n, pa.utf8()) if uri is None else uri
+    if has_uri.any():
+        if not allow_external:
+            raise InvalidInput(f"external blob {uri[int(np.flatnonzero(has_uri)[0])].as_py()!r}: pass "
+                               "allow_external_blob_outside_bases=True to reference objects outside "
+                               "the dataset")
+        for i in np.flatnonzero(has_uri):
+            u = uri[int(i)].as_py()
             if not u or ("://" not in u and not u.startswith("/")):
                 raise InvalidInput(f"external blob uri {u!r} must be absolute")
-            kind[i], uris[i] = BlobKind.EXTERNAL, u
-            if rng_pos is not None and rng_pos[i].is_valid:
-                pos[i], size[i] = rng_pos[i].as_py(), rng_size[i].as_py()
-            continue
-        value = value or b""
-        size[i] = len(value)
-        if len(value) <= inline_max:
-            kind[i], inline[i] = BlobKind.INLINE, value
-        elif len(value) <= dedicated_max:
-            kind[i] = BlobKind.PACKED
-            bid[i], pos[i] = sidecars.pack(memoryview(value))
-        else:
-            kind[i] = BlobKind.DEDICATED
-            bid[i] = sidecars.dedicated(memoryview(value))
+            if rng_pos is not None and rng_pos[int(i)].is_valid:
+                pos[i], size[i] = rng_pos[int(i)].as_py(), rng_size[int(i)].as_py()
+    uris = pc.if_else(pa.array(has_uri), uris, pa.scalar("", pa.utf8()))
+    inline = pc.if_else(pa.array(has_data & (kind == BlobKind.INLINE)), data,
+                        pa.scalar(None, pa.large_binary()))
     return pa.StructArray.from_arrays(
-        [pa.array(kind), pa.array(pos), pa.array(size), pa.array(bid), pa.array(uris, pa.utf8()),
-         pa.array(inline, pa.large_binary())],
+        [pa.array(kind), pa.array(pos), pa.array(size), pa.array(bid), uris, inline],
         fields=list(PLAN_TYPE), mask=pa.array(~valid))
 
 

@@ -268,13 +268,12 @@ class BlobV2Page:
         valid = np.asarray(plan.is_valid().to_numpy(zero_copy_only=False), bool)
         kind = plan.field(0).to_numpy(zero_copy_only=False)
         positions = plan.field(1).to_numpy(zero_copy_only=False).astype(np.uint64)
-        inline = plan.field(5)
+        offsets, data = variable_parts(plan.field(5))
+        raw = memoryview(data)
         for i in np.flatnonzero(valid & (kind == KIND_INLINE)):
             pad()
             positions[i] = len(out)
-            value = inline[int(i)].as_py()
-            if value:
-                out += value
+            out += raw[offsets[i]:offsets[i + 1]]
         rows = pa.StructArray.from_arrays(
             [plan.field(0), pa.array(positions, pa.uint64()), plan.field(2), plan.field(3),
              plan.field(4)],
