@@ -109,7 +109,7 @@ def new_data_file_name() -> str:
 
 def write_fragments(store, table: pa.Table, fields, *, file_version: str,
                     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-                    allow_external_blobs: bool = False) -> list[table_pb2.DataFragment]:
+                    allow_external_blobs: bool = False, base_paths=()) -> list[table_pb2.DataFragment]:
     """Write ``table`` as data files of at most ``max_rows_per_file`` rows; one
     ``DataFragment`` (id 0, assigned at commit) per file. Blob v2 columns (manifest fields
     ``lance.blob.v2``) are planned per data file (:func:`reference_impl.table.blob.plan_column`):
@@ -133,7 +133,7 @@ def write_fragments(store, table: pa.Table, fields, *, file_version: str,
                 if f.name in blob_fields:
                     lf = blob_fields[f.name]
                     col = blob.plan_column(col, dict(lf.metadata), sidecars,
-                                           allow_external=allow_external_blobs)
+                                           allow_external=allow_external_blobs, bases=base_paths)
                     f = blob.plan_field(f.name, lf.nullable)
                 cols.append(col)
                 schema.append(f)
@@ -227,7 +227,8 @@ def write_dataset(
         raise InvalidInput(f"this writer cannot write data storage version {file_version!r}")
     frags = write_fragments(store, table, fields, file_version=file_version,
                             max_rows_per_file=max_rows_per_file,
-                            allow_external_blobs=allow_external_blob_outside_bases)
+                            allow_external_blobs=allow_external_blob_outside_bases,
+                            base_paths=list(previous.base_paths) if previous is not None else [])
     if previous is None or mode in ("create", "overwrite"):
         txn = operations.overwrite(latest, frags, fields, schema_metadata=schema_metadata_of(table.schema),
                                    commit_message=commit_message)

@@ -187,3 +187,34 @@ def test_rows_with_neither_data_nor_uri_are_refused(tmp_path):
     with pytest.raises(InvalidInput, match="neither data nor uri"):
         write_dataset(pa.Table.from_arrays([arr], schema=pa.schema([field])), str(tmp_path / "ds"),
                       data_storage_version="2.2")
+
+
+def test_external_uri_under_a_registered_base_is_stored_relative(tmp_path, pylance):
+    """An append to a dataset with a (non-root) base path stores an external blob under it as
+    pylance does: blob_id = the base's id, the uri relative to the base."""
+    import shutil
+
+    from lance import DatasetBasePath
+    from lance.blob import BlobType, blob_array
+
+    base = tmp_path / "ext"
+    base.mkdir()
+    (base / "sub").mkdir()
+    (base / "sub" / "x.bin").write_bytes(b"external-bytes")
+    schema = pa.schema([pa.field("blob", BlobType())])
+    first = pa.Table.from_arrays([blob_array([b"a"])], schema=schema)
+    ours = tmp_path / "ours"
+    pylance.write_dataset(first, str(ours), data_storage_version="2.2",
+                          initial_bases=[DatasetBasePath(str(base), name="ext")])
+    theirs = tmp_path / "theirs"
+    shutil.copytree(ours, theirs)
+    more = pa.Table.from_arrays([blob_array([f"{base.as_uri()}/sub/x.bin"])], schema=schema)
+    write_dataset(more, str(ours), mode="append")
+    pylance.write_dataset(more, str(theirs), mode="append")
+    a = pylance.dataset(str(ours)).to_table()
+    assert a.equals(pylance.dataset(str(theirs)).to_table())
+    assert a.column("blob").to_pylist()[1]["blob_uri"] == "sub/x.bin"
+    assert open_dataset(str(ours)).take_blobs("blob", indices=[0, 1]) == [b"a", b"external-bytes"]
+    outside = pa.Table.from_arrays([blob_array([(tmp_path / "elsewhere.bin").as_uri()])], schema=schema)
+    with pytest.raises(InvalidInput, match="no registered base path"):
+        write_dataset(outside, str(ours), mode="append")

@@ -450,11 +450,33 @@ class Sidecars:
             store.put(sidecar_key(data_file_key, bid), b"".join(parts))
 
 
+def _under_base(u: str, bases) -> tuple[int, str] | None:
+    """``(base id, key)`` when uri ``u`` lies under one of ``bases`` (BasePath messages that
+    are not dataset roots), as pylance stores such an external blob."""
+    from urllib.parse import unquote, urlparse
+
+    def norm(x: str) -> str:
+        if x.startswith("file://"):
+            return unquote(urlparse(x).path)
+        return x
+
+    target = norm(u)
+    for bp in bases or ():
+        if bp.is_dataset_root:
+            continue
+        root = norm(bp.path).rstrip("/") + "/"
+        if target.startswith(root) and len(target) > len(root):
+            return int(bp.id), target[len(root):]
+    return None
+
+
 def plan_column(array: pa.Array, meta, sidecars: Sidecars, *,
-                allow_external: bool = False) -> pa.StructArray:
+                allow_external: bool = False, bases=()) -> pa.StructArray:
     """The :data:`PLAN_TYPE` rows of one blob column chunk: descriptors with kinds, sidecar
     ids and positions decided (bytes queued on ``sidecars``), inline bytes in ``inline``
-    (their positions are set when the file writer places them)."""
+    (their positions are set when the file writer places them). An external uri under one of
+    ``bases`` (the manifest's base paths) is stored relative to it with the base's id; any
+    other external uri needs ``allow_external`` and is stored absolute with id 0."""
     import pyarrow.compute as pc
 
     from ..file.encode.arrow_data import variable_parts
@@ -503,19 +525,22 @@ def plan_column(array: pa.Array, meta, sidecars: Sidecars, *,
             bid[i], pos[i] = sidecars.pack(value)
         else:
             bid[i] = sidecars.dedicated(value)
-    uris = pa.nulls(n, pa.utf8()) if uri is None else uri
-    if has_uri.any():
-        if not allow_external:
-            raise InvalidInput(f"external blob {uri[int(np.flatnonzero(has_uri)[0])].as_py()!r}: pass "
-                               "allow_external_blob_outside_bases=True to reference objects outside "
-                               "the dataset")
-        for i in np.flatnonzero(has_uri):
-            u = uri[int(i)].as_py()
-            if not u or ("://" not in u and not u.startswith("/")):
-                raise InvalidInput(f"external blob uri {u!r} must be absolute")
-            if rng_pos is not None and rng_pos[int(i)].is_valid:
-                pos[i], size[i] = rng_pos[int(i)].as_py(), rng_size[int(i)].as_py()
-    uris = pc.if_else(pa.array(has_uri), uris, pa.scalar("", pa.utf8()))
+    stored = [""] * n
+    for i in np.flatnonzero(has_uri):
+        u = uri[int(i)].as_py()
+        if not u or ("://" not in u and not u.startswith("/")):
+            raise InvalidInput(f"external blob uri {u!r} must be absolute")
+        hit = _under_base(u, bases)
+        if hit is not None:
+            bid[i], stored[i] = hit
+        elif allow_external:
+            stored[i] = u
+        else:
+            raise InvalidInput(f"external blob {u!r} lies under no registered base path; pass "
+                               "allow_external_blob_outside_bases=True to reference it")
+        if rng_pos is not None and rng_pos[int(i)].is_valid:
+            pos[i], size[i] = rng_pos[int(i)].as_py(), rng_size[int(i)].as_py()
+    uris = pa.array(stored, pa.utf8())
     inline = pc.if_else(pa.array(has_data & (kind == BlobKind.INLINE)), data,
                         pa.scalar(None, pa.large_binary()))
     return pa.StructArray.from_arrays(
