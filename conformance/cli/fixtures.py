@@ -41,6 +41,13 @@ def register(subparsers) -> None:
 
     add_generate_large(sub)
     # --- end generate-large ---
+    from . import cross_release
+
+    c = sub.add_parser("cross-release",
+                       help="write the scenarios with many pylance/lancedb releases and judge them",
+                       description=cross_release.__doc__.split("\n\n")[0])
+    cross_release.add_arguments(c)
+    c.set_defaults(func=cross_release.run)
 
     def _no_action(args) -> int:
         p.print_help(sys.stderr)

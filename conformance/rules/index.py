@@ -226,8 +226,9 @@ def uuid_stable(ctx):
         here: dict[str, tuple] = {}
         for pos, im in enumerate(mf.index_section.indices):
             u = ix.uuid_text(im.uuid.uuid)
-            key = (im.name, tuple(im.fields), int(im.dataset_version),
-                   im.index_details.type_url.lower())
+            # the details' type is not part of the identity: releases from 1.x on fill it in
+            # when they rewrite the metadata of an index an older release made without it
+            key = (im.name, tuple(im.fields), int(im.dataset_version))
             if u in here:
                 continue  # a duplicate inside one version is INDEX-001's
             here[u] = key

@@ -3,7 +3,10 @@
 * mini-block chunk: ``(n+1)`` offsets of 4 or 8 bytes measured from the start of the chunk
   buffer (so the first is ``(n+1)*width``), then the bytes, then padding (0x48) to the width;
 * block (dictionaries): ``u32 32 | u32 data_start | (n+1) u32 offsets from 0 | bytes`` or the
-  same with u64 fields;
+  same with u64 fields. Releases before pylance 0.38 (observed: 0.34.0) wrote an older header
+  that pylance 14.0.2 still reads: ``u8 bits | uN n | uN data_start | (n+1) uN offsets | bytes``
+  with N = bits (a 9-byte header for 32-bit offsets); it is accepted only when it is
+  self-consistent (its count is the page's and its data starts right after the offsets);
 * per value (full-zip): no own buffer, the value bytes come from the zipped stream.
 
 Offsets must be monotonic and stay inside the buffer.
@@ -38,14 +41,32 @@ def _check(offs: np.ndarray, lo: int, hi: int, what: str) -> None:
         raise FormatError(f"{what} offsets are not monotonic inside [{lo}, {hi}]", rule=RULE)
 
 
+def _old_header(buf, n: int) -> tuple[int, int, np.dtype]:
+    """``(header size, data start, offset dtype)`` of the pre-0.38 block header."""
+    bits = bytes(buf[:1])[0]
+    if bits not in DTYPES:
+        raise FormatError(f"variable block offsets of {bits} bits", rule=RULE)
+    dt = DTYPES[bits]
+    word = "<I" if bits == 32 else "<Q"
+    hdr = 1 + 2 * dt.itemsize
+    if len(buf) < hdr:
+        raise FormatError("variable block shorter than its header", rule=RULE)
+    count = struct.unpack_from(word, buf, 1)[0]
+    start = struct.unpack_from(word, buf, 1 + dt.itemsize)[0]
+    if count != n or start != hdr + (n + 1) * dt.itemsize:
+        raise FormatError(f"variable block header (old form) says {count} values starting at "
+                          f"{start}; the page has {n}", rule=RULE)
+    return hdr, start, dt
+
+
 def decode_block(buf, n: int) -> Var:
     if len(buf) < 8:
         raise FormatError("variable block shorter than its header", rule=RULE)
     b0 = bytes(buf[:4])
-    if b0[1:4] != b"\0\0\0":
-        raise FormatError("variable block uses the old header form", rule=RULE)
     bits = b0[0]
-    if bits == 32:
+    if b0[1:4] != b"\0\0\0":
+        hdr, start, dt = _old_header(buf, n)
+    elif bits == 32:
         _, start = struct.unpack_from("<II", buf)
         hdr, dt = 8, DTYPES[32]
     elif bits == 64:

@@ -1,0 +1,97 @@
+"""``lance-conformance fixtures cross-release``: build the cross-release corpus and judge it.
+
+For every writer (a PyPI release of pylance or lancedb) the scenarios are written in the
+writer's own cached virtualenv, then every root is validated (``--deep``, every version) and
+every version is read with the reference reader and compared with the rows the writer itself
+read back. Exit 0 when every root is judged as its writer reads it, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--writers", default=None,
+                   help="comma-separated releases (pylance==X.Y.Z, lancedb==X.Y.Z); "
+                        "default: the full list")
+    p.add_argument("--quick", action="store_true",
+                   help="the CI subset: one legacy-era release, 0.38.x and the newest")
+    p.add_argument("--out", default=None, help="corpus folder (default: the kit's cache)")
+    p.add_argument("--force", action="store_true", help="rewrite the corpus even if cached")
+    p.add_argument("--no-judge", action="store_true", help="only build the corpus")
+    p.add_argument("--json", dest="json_out", default=None, help="write every verdict here")
+    p.add_argument("--jobs", type=int, default=2, help="writers built at once (default 2)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.releases import corpus
+    from conformance.releases.venvs import Release, ReleaseUnavailable
+
+    names = (args.writers.split(",") if args.writers else
+             corpus.QUICK_WRITERS if args.quick else corpus.FULL_WRITERS)
+    try:
+        releases = [Release.parse(n) for n in names]
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out_root = Path(args.out) if args.out else corpus.corpus_root()
+
+    def build(rel):
+        t = time.monotonic()
+        try:
+            return rel, corpus.build(rel, out_root / rel.slug, force=args.force), \
+                time.monotonic() - t, None
+        except (ReleaseUnavailable, RuntimeError, OSError) as e:
+            return rel, None, time.monotonic() - t, str(e)
+
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+        built = list(pool.map(build, releases))
+    verdicts, failed = [], 0
+    for rel, folder, secs, err in built:
+        if err:
+            print(f"{rel.name}: not built: {err}")
+            failed += 1
+            continue
+        if args.no_judge:
+            print(f"{rel.name}: built in {secs:.0f} s at {folder}")
+            continue
+        res = corpus.judge(folder)
+        ok = sum(r.ok for r in res)
+        print(f"{rel.name}: {ok}/{len(res)} roots judged as the writer reads them "
+              f"(built in {secs:.0f} s)")
+        for r in res:
+            verdicts.append(r.as_dict())
+            if r.ok:
+                continue
+            failed += 1
+            rules = sorted({e["rule"] for e in r.errors})
+            print(f"  {r.scenario}: false errors {rules}" if rules else f"  {r.scenario}:")
+            for e in r.errors[:2]:
+                print(f"    {e['rule']}: {e['message'][:160]}")
+            bad = [v for v in r.versions if v.outcome not in ("identical", "flagged")]
+            shown = set()
+            for v in bad:
+                key = (v.outcome, v.detail.split(",")[0][:60])
+                if key in shown:
+                    continue
+                shown.add(key)
+                same = [w.version for w in bad if (w.outcome, w.detail.split(",")[0][:60]) == key]
+                print(f"    v{','.join(map(str, same))} {v.outcome}: {v.detail[:160]}")
+            for rid in r.missing_expected:
+                print(f"    expected finding {rid} not reported")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(verdicts, indent=1))
+    return 1 if failed else 0
+
+
+def entry(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="lance-conformance fixtures cross-release",
+                                description=__doc__.split("\n\n")[0])
+    add_arguments(p)
+    return run(p.parse_args(argv))

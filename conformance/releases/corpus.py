@@ -1,0 +1,332 @@
+"""The cross-release corpus: tables written by many releases, and the kit's verdict on them.
+
+:func:`build` runs ``release_program.py`` in a release's virtualenv; the result is a folder per
+scenario holding ``table/`` (the dataset), ``expected/v{N}.arrows`` (Arrow IPC stream: the rows that release reads
+back at version N) and ``scenario.json`` (steps, refused columns, unreadable versions).
+
+:func:`judge` is the kit's side: for every scenario it validates every version (``--deep``)
+and reads every version with the reference reader. A root is judged *as its writer reads it*
+when it draws no error finding beyond those listed in :data:`EXPECTED_FINDINGS` (the places
+where a release really broke the spec, each with the sentence) and every version the writer
+could read back reads identically in the reference reader; a version the writer itself could
+not read must draw a finding (or be refused by our reader too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from .venvs import Release, cache_root, ensure_venv
+
+PROGRAM = Path(__file__).with_name("release_program.py")
+
+#: The writers of the documented full corpus (one per era the issue names, and lancedb).
+FULL_WRITERS = (
+    "pylance==0.10.18", "pylance==0.14.1", "pylance==0.20.0", "pylance==0.25.2",
+    "pylance==0.30.0", "pylance==0.34.0", "pylance==0.38.3", "pylance==1.0.4",
+    "pylance==2.0.1", "pylance==4.0.2", "pylance==6.1.0", "pylance==9.0.1",
+    "pylance==12.0.0", "pylance==13.0.0", "pylance==14.0.2", "lancedb==0.40.0",
+)
+
+#: The subset CI builds under the ``compat`` marker: a legacy-era release, 0.38, the newest.
+QUICK_WRITERS = ("pylance==0.10.18", "pylance==0.38.3", "pylance==14.0.2")
+
+#: The release whose reading of every root is stored beside the writer's: the newest one.
+#: Where a writer's format revision was unstable and this release refuses it, the kit must
+#: refuse it too (with a rule id); where both read, both must agree with the kit.
+NEWEST_READER = "pylance==14.0.2"
+
+#: Findings a release's own data draws because that release broke a sentence of the spec:
+#: ``(writer glob, scenario glob) -> {rule id: why}``. Empty until such a case is found.
+EXPECTED_FINDINGS: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def corpus_root() -> Path:
+    return cache_root() / "corpus"
+
+
+def _program_digest() -> str:
+    return hashlib.sha256(PROGRAM.read_bytes()).hexdigest()[:16]
+
+
+def build(release: Release, out: Path | None = None, *, force: bool = False,
+          timeout: float = 1800) -> Path:
+    """Write the scenarios with ``release`` (once per writer program); return the folder."""
+    out = Path(out) if out else corpus_root() / release.slug
+    stamp = out / "writer.json"
+    if not force and stamp.is_file():
+        info = json.loads(stamp.read_text())
+        if info.get("program") == _program_digest():
+            return out
+    py = ensure_venv(release)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    done = subprocess.run([str(py), str(PROGRAM), "write", str(out)], capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-8:])
+        raise RuntimeError(f"the writer program failed under {release.name}: {tail}")
+    if release.name != NEWEST_READER:
+        _read_with_newest(out, release, timeout)
+        _upgrade_with_newest(out, release, timeout)
+    info = json.loads(stamp.read_text())
+    info.update({"program": _program_digest(), "release": release.name,
+                 "seconds": round(time.monotonic() - started, 1)})
+    stamp.write_text(json.dumps(info, indent=1))
+    return out
+
+
+def _read_with_newest(out: Path, release: Release, timeout: float) -> None:
+    newest = Release.parse(NEWEST_READER)
+    done = subprocess.run([str(ensure_venv(newest)), str(PROGRAM), "read-corpus", str(out),
+                           newest.slug], capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-8:])
+        raise RuntimeError(f"{NEWEST_READER} failed to read the corpus of {release.name}: "
+                           f"{tail}")
+
+
+def _upgrade_with_newest(out: Path, release: Release, timeout: float) -> None:
+    """Copy each root to ``upgraded-<scenario>/`` and let the newest release modify it.
+
+    The result is a table written by two releases, read back by the newest: what a user who
+    upgrades has on disk.
+    """
+    import shutil
+
+    newest = Release.parse(NEWEST_READER)
+    py = str(ensure_venv(newest))
+    for folder in scenarios(out):
+        if folder.name.startswith("upgraded-"):
+            continue
+        info = json.loads((folder / "scenario.json").read_text())
+        if not info.get("versions") or info.get("unreadable_versions"):
+            continue
+        target = out / f"upgraded-{folder.name}"
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(folder / "table", target / "table", symlinks=True)
+        done = subprocess.run([py, str(PROGRAM), "upgrade", str(target / "table"), str(target)],
+                              capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0 or not (target / "scenario.json").is_file():
+            shutil.rmtree(target, ignore_errors=True)
+            continue
+        up = json.loads((target / "scenario.json").read_text())
+        up.update({"writer": f"{release.name} then {NEWEST_READER}",
+                   "scenario": target.name, "refused_columns": {}})
+        (target / "scenario.json").write_text(json.dumps(up, indent=1, sort_keys=True))
+
+
+# -- judging ------------------------------------------------------------------------------------
+
+
+@dataclass
+class VersionVerdict:
+    version: int
+    outcome: str  # identical | misread | unreadable | writer-unreadable-flagged | ...
+    detail: str = ""
+
+
+@dataclass
+class RootVerdict:
+    writer: str
+    scenario: str
+    errors: list[dict] = field(default_factory=list)        # unexpected error findings
+    expected: list[str] = field(default_factory=list)        # expected findings seen
+    missing_expected: list[str] = field(default_factory=list)
+    versions: list[VersionVerdict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return (not self.errors and not self.missing_expected
+                and all(v.outcome in ("identical", "flagged") for v in self.versions))
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["ok"] = self.ok
+        return d
+
+
+def scenarios(corpus: Path) -> list[Path]:
+    return sorted(p.parent for p in Path(corpus).glob("*/scenario.json")
+                  if (p.parent / "table").is_dir())
+
+
+def expected_findings(writer: str, scenario: str) -> dict[str, str]:
+    from fnmatch import fnmatch
+
+    out: dict[str, str] = {}
+    for (wglob, sglob), rules in EXPECTED_FINDINGS.items():
+        if fnmatch(writer, wglob) and fnmatch(scenario, sglob):
+            out.update(rules)
+    return out
+
+
+def _newest_reading(folder: Path) -> dict | None:
+    """What :data:`NEWEST_READER` made of this root (``None`` when it is the writer)."""
+    path = folder / "read-by" / Release.parse(NEWEST_READER).slug / "read.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
+    """Validate and read one scenario's table; compare with what its writer read back.
+
+    Versions the newest release refuses although their (older, unstable-format) writer read
+    them must be refused by the kit as well: the reader raises a typed error and the
+    validator reports an error; such findings are not false errors.
+    """
+    from conformance.engine import local
+
+    info = json.loads((folder / "scenario.json").read_text())
+    verdict = RootVerdict(writer=info["writer"], scenario=info["scenario"])
+    table = folder / "table"
+    newest = _newest_reading(folder)
+    refused_by_newest = set()
+    if newest is not None:
+        refused_by_newest = {int(v) for v in newest.get("unreadable_versions", {})
+                             if v != "latest"}
+        if "latest" in newest.get("unreadable_versions", {}):
+            refused_by_newest = set(info.get("versions", []))
+    # versions no release can read (the writer's own failures included) must draw findings;
+    # those findings are then not false errors
+    refused_by_newest |= {int(v) for v in info.get("unreadable_versions", {}) if v != "latest"}
+    report = local.validate(str(table), versions="all", deep=deep)
+    expected = expected_findings(info["writer"], info["scenario"])
+    seen = set()
+    flagged_versions: set[str] = set()
+    for v in report.violations:
+        flagged_versions.add(str(v.location.get("version")))
+        if v.rule in expected:
+            seen.add(v.rule)
+            continue
+        version = v.location.get("version")
+        if version is not None and int(version) in refused_by_newest:
+            continue  # the newest release refuses this version too
+        verdict.errors.append({"rule": v.rule, "message": v.message[:300],
+                               "location": {k: str(x) for k, x in v.location.items()}})
+    verdict.expected = sorted(seen)
+    verdict.missing_expected = sorted(set(expected) - seen)
+    for v in info.get("versions", []):
+        if v in refused_by_newest:
+            verdict.versions.append(_judge_refused(table, v, flagged_versions, newest))
+        else:
+            verdict.versions.append(_judge_version(table, folder, v, flagged_versions))
+    for v, why in info.get("unreadable_versions", {}).items():
+        if v == "latest":
+            continue
+        if v in flagged_versions:
+            verdict.versions.append(VersionVerdict(int(v), "flagged", why[:200]))
+        else:
+            verdict.versions.append(VersionVerdict(
+                int(v), "writer-unreadable-unflagged",
+                f"the writer cannot read this version ({why[:200]}) but the kit is silent"))
+    return verdict
+
+
+def _judge_refused(table: Path, version: int, flagged: set[str],
+                   newest: dict | None) -> VersionVerdict:
+    """A version the newest release refuses: the kit must refuse it with a rule id."""
+    import reference_impl as ri
+    from reference_impl.errors import FormatError, UnsupportedFeature
+
+    unreadable = (newest or {}).get("unreadable_versions", {})
+    why = unreadable.get(str(version)) or unreadable.get("latest", "")
+    try:
+        ri.open_dataset(str(table), version=version).to_table()
+    except (FormatError, UnsupportedFeature) as e:
+        if str(version) not in flagged:
+            return VersionVerdict(version, "refused-unflagged",
+                                  f"refused ({e}) but the validator reports nothing")
+        return VersionVerdict(version, "flagged", f"refused as {NEWEST_READER} does: {e}"[:300])
+    except Exception as e:  # noqa: BLE001
+        return VersionVerdict(version, "unreadable", f"{type(e).__name__}: {e}"[:400])
+    return VersionVerdict(version, "read-but-newest-refuses",
+                          f"{NEWEST_READER} refuses this version ({why[:160]}); the kit reads it")
+
+
+def _judge_version(table: Path, folder: Path, version: int, flagged: set[str]) -> VersionVerdict:
+    import reference_impl as ri
+
+    path = folder / "expected" / f"v{version}.arrows"
+    if not path.exists():
+        return VersionVerdict(version, "flagged" if str(version) in flagged else "identical",
+                              "no read-back stored")
+    want = _read_stream(path)
+    with_row_id = "_rowid" in want.column_names
+    try:
+        ds = ri.open_dataset(str(table), version=version)
+        got = ds.to_table(with_row_id=with_row_id)
+    except Exception as e:  # noqa: BLE001 - the verdict records what went wrong
+        return VersionVerdict(version, "unreadable", f"{type(e).__name__}: {e}"[:400])
+    diff = table_difference(want, got)
+    if diff:
+        # where the newest release reads other rows than the writer, agreeing with it is fine
+        other = folder / "read-by" / Release.parse(NEWEST_READER).slug / "expected" / \
+            f"v{version}.arrows"
+        if other.exists() and not table_difference(_read_stream(other), got):
+            return VersionVerdict(version, "identical",
+                                  f"as {NEWEST_READER} reads it; the writer read: {diff}")
+        return VersionVerdict(version, "misread", diff)
+    return VersionVerdict(version, "identical")
+
+
+def _read_stream(path: Path) -> pa.Table:
+    with ipc.open_stream(str(path)) as r:
+        return r.read_all()
+
+
+def table_difference(want: pa.Table, got: pa.Table) -> str:
+    """'' when ``got`` holds the same rows as ``want`` (in order), else what differs first."""
+    if want.column_names != got.column_names:
+        return f"columns {got.column_names} != {want.column_names}"
+    if want.num_rows != got.num_rows:
+        return f"{got.num_rows} rows != {want.num_rows}"
+    for name in want.column_names:
+        a, b = want.column(name), got.column(name)
+        if a.type != b.type:
+            return f"column {name}: type {b.type} != {a.type}"
+        a, b = _logical(a).combine_chunks(), _logical(b).combine_chunks()
+        if not a.equals(b):
+            # NaN != NaN in Arrow's equality; compare on the validity and the bytes instead
+            if _same_with_nan(a, b):
+                continue
+            for i in range(len(a)):
+                if a[i] != b[i] and not (_is_nan(a[i]) and _is_nan(b[i])):
+                    return f"column {name} row {i}: {b[i]!r:.120} != {a[i]!r:.120}"
+            return f"column {name} differs"
+    return ""
+
+
+def _logical(arr: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Dictionary arrays compare by the values they stand for, not by their indices."""
+    if pa.types.is_dictionary(arr.type):
+        return arr.cast(arr.type.value_type)
+    return arr
+
+
+def _is_nan(scalar) -> bool:
+    v = scalar.as_py() if scalar.is_valid else None
+    return isinstance(v, float) and v != v
+
+
+def _same_with_nan(a: pa.Array, b: pa.Array) -> bool:
+    if not (pa.types.is_floating(a.type) and a.type == b.type):
+        return False
+    import pyarrow.compute as pc
+
+    na, nb = pc.is_nan(a), pc.is_nan(b)
+    if not na.equals(nb):
+        return False
+    keep = pc.invert(pc.fill_null(na, False))
+    return pc.filter(a, keep).equals(pc.filter(b, keep))
+
+
+def judge(corpus: Path, *, deep: bool = True) -> list[RootVerdict]:
+    return [judge_scenario(s, deep=deep) for s in scenarios(corpus)]

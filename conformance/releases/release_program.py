@@ -1,0 +1,679 @@
+"""Write the cross-release scenarios with one release of pylance or lancedb, and read them back.
+
+This program runs inside a release's own virtualenv; it
+imports only that release (``lance`` or ``lancedb``) and pyarrow, never the kit, so any
+release from 0.10 on can run it. For every scenario it writes a table under
+``OUT/<scenario>/table`` and stores, for every version of that table, the rows the release
+itself reads back (``OUT/<scenario>/expected/v{N}.arrows``, Arrow IPC stream format, with
+``_rowid`` where the release can scan it) and a ``scenario.json``: each step with its outcome
+(``done``, ``missing`` when the release lacks the API, ``failed`` with the error), the columns
+the release refused, and every version that the release could not read back.
+
+A step a release lacks or that crashes it is recorded and skipped, never fatal.
+
+Usage (with the release's Python)::
+
+    python release_program.py write OUT           # every scenario, under OUT/<scenario>/
+    python release_program.py read ROOT OUT       # read every version of ROOT into OUT/
+    python release_program.py upgrade ROOT OUT    # modify ROOT as an upgrading user; read back
+    python release_program.py read-corpus DIR NAME   # each DIR/<scenario>/table into
+                                                     # DIR/<scenario>/read-by/NAME/
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import inspect
+import json
+import os
+import shutil
+import sys
+import traceback
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+try:  # pylance
+    import lance
+except ImportError:  # lancedb bundles its own Lance core and has no `lance` module
+    lance = None
+try:
+    import lancedb
+except ImportError:
+    lancedb = None
+
+N_ROWS = 1200
+
+# -- deterministic data -------------------------------------------------------------------------
+
+
+def _nullify(values, every):
+    return [None if (i % every) == every - 1 else v for i, v in enumerate(values)]
+
+
+def _words(i):
+    pool = ["", "a", "lance", "héllo", "日本語", "x" * 40, "Zürich", "emoji-🙂", "tab\tnl\n"]
+    return pool[i % len(pool)] + (str(i) if i % 3 else "")
+
+
+def column_builders():
+    """Every column the scenarios try, as ``name -> fn(start, n) -> pa.Array``.
+
+    Nulls at every level, NaN and infinities, empty and non-ASCII strings, empty lists.
+    """
+    def ints(t, lo, hi):
+        span = hi - lo
+
+        def build(s, n):
+            return pa.array(_nullify([lo + (i * 7919) % span for i in range(s, s + n)], 7), t)
+        return build
+
+    def floats(t):
+        special = [float("nan"), float("inf"), float("-inf"), -0.0]
+
+        def build(s, n):
+            vals = [special[i % 4] if i % 11 == 5 else i * 0.25 - 3 for i in range(s, s + n)]
+            return pa.array(_nullify(vals, 9), t)
+        return build
+
+    def strings(t):
+        return lambda s, n: pa.array(_nullify([_words(i) for i in range(s, s + n)], 5), t)
+
+    def binaries(t):
+        return lambda s, n: pa.array(
+            _nullify([bytes([i % 256]) * (i % 5) for i in range(s, s + n)], 6), t)
+
+    def dictionary(index_type):
+        def build(s, n):
+            vals = _nullify([["red", "green", "blue", "ünï"][i % 4] for i in range(s, s + n)], 8)
+            return pa.array(vals, pa.string()).dictionary_encode().cast(
+                pa.dictionary(index_type, pa.string()))
+        return build
+
+    epoch = datetime.date(1970, 1, 1)
+    return {
+        "i8": ints(pa.int8(), -100, 100),
+        "i16": ints(pa.int16(), -30000, 30000),
+        "i32": ints(pa.int32(), -2**31, 2**31 - 1),
+        "i64": ints(pa.int64(), -2**62, 2**62),
+        "u8": ints(pa.uint8(), 0, 255),
+        "u16": ints(pa.uint16(), 0, 65535),
+        "u32": ints(pa.uint32(), 0, 2**32 - 1),
+        "u64": ints(pa.uint64(), 0, 2**63),
+        "f16": lambda s, n: pa.array(_nullify([float(i % 50) / 4 for i in range(s, s + n)], 9),
+                                     pa.float32()).cast(pa.float16()),
+        "f32": floats(pa.float32()),
+        "f64": floats(pa.float64()),
+        "b": lambda s, n: pa.array(_nullify([i % 3 == 0 for i in range(s, s + n)], 4), pa.bool_()),
+        "s": strings(pa.string()),
+        "ls": strings(pa.large_string()),
+        "bin": binaries(pa.binary()),
+        "lbin": binaries(pa.large_binary()),
+        "d32": lambda s, n: pa.array(
+            _nullify([epoch + datetime.timedelta(days=i % 20000) for i in range(s, s + n)], 6),
+            pa.date32()),
+        "ts": lambda s, n: pa.array(_nullify([i * 1_000_003 for i in range(s, s + n)], 6),
+                                    pa.timestamp("us")),
+        "tstz": lambda s, n: pa.array(_nullify([i * 999_983 for i in range(s, s + n)], 6),
+                                      pa.timestamp("us", tz="UTC")),
+        "t64": lambda s, n: pa.array(_nullify([(i * 7) % 86_400_000_000 for i in range(s, s + n)],
+                                              6), pa.time64("us")),
+        "dec": lambda s, n: pa.array(
+            _nullify([decimal.Decimal(i * 13 % 100000) / 100 for i in range(s, s + n)], 6),
+            pa.decimal128(10, 2)),
+        "fsb": lambda s, n: pa.array(_nullify([bytes([i % 256] * 4) for i in range(s, s + n)], 6),
+                                     pa.binary(4)),
+        "li": lambda s, n: pa.array(
+            _nullify([[j if j % 4 else None for j in range(i % 5)] for i in range(s, s + n)], 7),
+            pa.list_(pa.int32())),
+        "lls": lambda s, n: pa.array(
+            _nullify([[_words(i + j) for j in range(i % 3)] for i in range(s, s + n)], 7),
+            pa.large_list(pa.string())),
+        "fsl": lambda s, n: pa.array(
+            [[float(i + k) for k in range(4)] for i in range(s, s + n)],
+            pa.list_(pa.float32(), 4)),
+        "st": lambda s, n: pa.array(
+            _nullify([{"x": None if i % 5 == 0 else i, "y": _words(i)} for i in range(s, s + n)],
+                     9),
+            pa.struct([("x", pa.int32()), ("y", pa.string())])),
+        "dict": dictionary(pa.int32()),
+        "dict8": dictionary(pa.int8()),
+        "lst": lambda s, n: pa.array(
+            [[{"a": i * 10 + j, "b": None if j == 1 else _words(j)} for j in range(i % 4)]
+             for i in range(s, s + n)],
+            pa.list_(pa.struct([("a", pa.int64()), ("b", pa.string())]))),
+        "vec": lambda s, n: pa.array(
+            [[float((i * 31 + k * 17) % 97) / 97 for k in range(8)] for i in range(s, s + n)],
+            pa.list_(pa.float32(), 8)),
+    }
+
+
+def make_table(columns, start, n):
+    builders = column_builders()
+    arrays = {"id": pa.array(range(start, start + n), pa.int64())}
+    for name in columns:
+        arrays[name] = builders[name](start, n)
+    return pa.table(arrays)
+
+
+# -- recording ----------------------------------------------------------------------------------
+
+
+class Recorder:
+    """What happened to one scenario: steps, refused columns, read-back problems."""
+
+    def __init__(self, out_dir, name, release):
+        self.dir = os.path.join(out_dir, name)
+        if os.path.exists(self.dir):
+            shutil.rmtree(self.dir)
+        os.makedirs(os.path.join(self.dir, "expected"))
+        self.uri = os.path.join(self.dir, "table")
+        self.info = {"scenario": name, "writer": release, "steps": [], "refused_columns": {},
+                     "unreadable_versions": {}, "versions": []}
+
+    def step(self, name, fn, *args, **kwargs):
+        """Run one step; record ``done``, ``missing`` (no such API) or ``failed``."""
+        try:
+            fn(*args, **kwargs)
+        except (AttributeError, TypeError, NotImplementedError) as e:
+            outcome = {"step": name, "outcome": "missing", "error": _short(e)}
+        except BaseException as e:  # noqa: BLE001 - a release's panic must not end the run
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            outcome = {"step": name, "outcome": "failed", "error": _short(e)}
+        else:
+            outcome = {"step": name, "outcome": "done"}
+        self.info["steps"].append(outcome)
+        return outcome["outcome"] == "done"
+
+    def save(self):
+        with open(os.path.join(self.dir, "scenario.json"), "w") as f:
+            json.dump(self.info, f, indent=1, sort_keys=True)
+
+
+def _short(e):
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) < 600 else text[:600] + "..."
+
+
+def _kwargs_for(fn, **wanted):
+    """Keep the keyword arguments ``fn`` accepts (releases add parameters over time)."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return wanted
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return wanted
+    return {k: v for k, v in wanted.items() if k in params}
+
+
+def _accepts(fn, name):
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params
+
+
+# -- pylance ------------------------------------------------------------------------------------
+
+
+def write_kwargs(storage, extra=None):
+    """Keyword arguments selecting a storage version in any release."""
+    kw = dict(extra or {})
+    if storage is None:
+        return kw
+    if _accepts(lance.write_dataset, "data_storage_version"):
+        kw["data_storage_version"] = storage
+    elif storage in ("legacy", "0.1"):
+        if _accepts(lance.write_dataset, "use_legacy_format"):
+            kw["use_legacy_format"] = True
+    elif storage == "2.0" and _accepts(lance.write_dataset, "use_legacy_format"):
+        kw["use_legacy_format"] = False
+    else:
+        raise TypeError(f"this release cannot choose storage version {storage}")
+    return kw
+
+
+def write(data, uri, storage, mode="create", **extra):
+    kw = write_kwargs(storage, extra)
+    kw = _kwargs_for(lance.write_dataset, **kw)
+    if mode != "create":
+        kw.pop("data_storage_version", None)
+        kw.pop("use_legacy_format", None)
+    return lance.write_dataset(data, uri, mode=mode, **kw)
+
+
+def accepted_columns(rec, storage, columns):
+    """The columns this release writes at ``storage``; the others are recorded as refused."""
+    probe = os.path.join(rec.dir, "_probe")
+    ok = []
+    for col in columns:
+        shutil.rmtree(probe, ignore_errors=True)
+        try:
+            write(make_table([col], 0, 40), probe, storage)
+            back = lance.dataset(probe).to_table()
+            if back.num_rows != 40:
+                raise RuntimeError(f"read back {back.num_rows} rows of 40")
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            rec.info["refused_columns"][col] = _short(e)
+        else:
+            ok.append(col)
+    shutil.rmtree(probe, ignore_errors=True)
+    return ok
+
+
+def storage_versions():
+    """Every storage version a release may accept; the scenarios find out which it does."""
+    if _accepts(lance.write_dataset, "data_storage_version"):
+        return ["legacy", "2.0", "2.1", "2.2", "2.3"]
+    if _accepts(lance.write_dataset, "use_legacy_format"):
+        return ["legacy", "2.0"]
+    return [None]
+
+
+def read_back(rec):
+    """Store the rows the release reads back at every version of the table."""
+    try:
+        versions = [v["version"] for v in lance.dataset(rec.uri).versions()]
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        rec.info["unreadable_versions"]["latest"] = _short(e)
+        return
+    rec.info["versions"] = versions
+    for v in versions:
+        try:
+            ds = lance.dataset(rec.uri, version=v)
+            try:
+                table = ds.scanner(with_row_id=True).to_table()
+            except BaseException:  # noqa: BLE001 - releases without _rowid on this table
+                table = ds.to_table()
+            count = ds.count_rows()
+            if count != table.num_rows:
+                raise RuntimeError(f"count_rows {count} but the scan gave {table.num_rows}")
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            rec.info["unreadable_versions"][str(v)] = _short(e)
+            continue
+        save_table(os.path.join(rec.dir, "expected", f"v{v}.arrows"), table)
+
+
+def save_table(path, table):
+    """Arrow IPC *stream* format: chunks may carry dictionaries of their own."""
+    with ipc.new_stream(path, table.schema) as w:
+        w.write_table(table)
+
+
+def read_root(root, out):
+    """Read every version of the table at ``root`` with this release into ``out``.
+
+    ``out/read.json`` lists the versions and, for each one this release cannot read, the
+    error; ``out/expected/v{N}.arrows`` holds the rows (with ``_rowid`` where possible).
+    """
+    os.makedirs(out, exist_ok=True)
+    rec = type("R", (), {})()
+    rec.uri, rec.dir = root, out
+    rec.info = {"versions": [], "unreadable_versions": {}}
+    os.makedirs(os.path.join(out, "expected"), exist_ok=True)
+    if lance is not None and lancedb is None:
+        read_back(rec)
+    else:
+        parent, name = os.path.split(root.rstrip("/"))
+        rec.info["unreadable_versions"]["latest"] = "lancedb reads tables of a database only"
+    with open(os.path.join(out, "read.json"), "w") as f:
+        json.dump(rec.info, f, indent=1, sort_keys=True)
+
+
+def scenario_types(out, release, storage, rows=N_ROWS):
+    """Every type the release accepts at ``storage``, in several fragments and row groups."""
+    rec = Recorder(out, f"types-{storage or 'default'}", release)
+    cols = accepted_columns(rec, storage, list(column_builders()))
+    rec.info["columns"] = cols
+    data = make_table(cols, 0, rows)
+    rec.step("create", write, data, rec.uri, storage, max_rows_per_file=rows // 3,
+             max_rows_per_group=128)
+    rec.step("append", write, make_table(cols, rows, 200), rec.uri, storage, mode="append",
+             max_rows_per_group=64)
+    read_back(rec)
+    rec.save()
+
+
+def scenario_operations(out, release, storage, stable_row_ids=False):
+    """Every table operation, one version each, on a small mixed table."""
+    suffix = "-stable-row-ids" if stable_row_ids else ""
+    rec = Recorder(out, f"ops-{storage or 'default'}{suffix}", release)
+    cols = accepted_columns(rec, storage, ["i32", "s", "f64", "dict", "li", "st", "vec"])
+    rec.info["columns"] = cols
+    extra = {}
+    if stable_row_ids:
+        fn = lance.write_dataset
+        if _accepts(fn, "enable_stable_row_ids"):
+            extra["enable_stable_row_ids"] = True
+        elif _accepts(fn, "enable_move_stable_row_ids"):
+            extra["enable_move_stable_row_ids"] = True
+        else:
+            rec.info["steps"].append({"step": "create", "outcome": "missing",
+                                      "error": "no stable row ids in this release"})
+            rec.save()
+            shutil.rmtree(rec.uri, ignore_errors=True)
+            return
+    if not rec.step("create", write, make_table(cols, 0, 600), rec.uri, storage,
+                    max_rows_per_file=200, **extra):
+        read_back(rec)
+        rec.save()
+        return
+
+    def ds():
+        return lance.dataset(rec.uri)
+
+    rec.step("append", write, make_table(cols, 600, 300), rec.uri, storage, mode="append",
+             max_rows_per_file=200)
+    rec.step("delete", lambda: ds().delete("id % 7 = 3"))
+    rec.step("delete_many", lambda: ds().delete("id >= 100 AND id < 160"))
+    rec.step("update", lambda: ds().update({"i32": "i32 + 1"} if "i32" in cols
+                                            else {"id": "id"}, where="id < 50"))
+    rec.step("tag", lambda: ds().tags.create("first", 1))
+    rec.step("merge", lambda: ds().merge(
+        pa.table({"id": pa.array(range(0, 900, 2), pa.int64()),
+                  "m": pa.array([f"m{i}" for i in range(0, 900, 2)])}), "id"))
+    rec.step("add_columns", lambda: ds().add_columns({"doubled": "id * 2"}))
+    rec.step("drop_columns", lambda: ds().drop_columns(["f64"] if "f64" in cols else ["m"]))
+    rec.step("alter_columns", lambda: ds().alter_columns({"path": "m", "name": "m2"}))
+    rec.step("compact", lambda: ds().optimize.compact_files(target_rows_per_fragment=400))
+    if "vec" in cols:
+        rec.step("vector_index", lambda: ds().create_index(
+            "vec", "IVF_PQ", num_partitions=2, num_sub_vectors=2))
+    rec.step("scalar_index", lambda: ds().create_scalar_index("id", "BTREE"))
+    rec.step("append_after_index", lambda: write(ds().to_table(limit=50), rec.uri, storage,
+                                                  mode="append"))
+    rec.step("tag_update", lambda: ds().tags.update("first", 2))
+    rec.step("restore", lambda: lance.dataset(rec.uri, version=3).restore())
+    rec.step("config", lambda: ds().update_config({"conformance.key": "v"}))
+    read_back(rec)
+    rec.save()
+
+
+def scenario_overwrite_cleanup(out, release, storage):
+    """Overwrite, then cleanup of old versions (which removes their manifests)."""
+    rec = Recorder(out, f"overwrite-cleanup-{storage or 'default'}", release)
+    rec.step("create", write, make_table(["s"], 0, 100), rec.uri, storage)
+    rec.step("append", write, make_table(["s"], 100, 100), rec.uri, storage, mode="append")
+    rec.step("delete", lambda: lance.dataset(rec.uri).delete("id < 10"))
+    rec.step("overwrite", write, make_table(["s", "i64"], 0, 50), rec.uri, storage,
+             mode="overwrite")
+    rec.step("cleanup", lambda: lance.dataset(rec.uri).cleanup_old_versions(
+        **_kwargs_for(lance.dataset(rec.uri).cleanup_old_versions,
+                      older_than=datetime.timedelta(0), delete_unverified=True)))
+    read_back(rec)
+    rec.save()
+
+
+def scenario_many_deletions(out, release, storage):
+    """Deletion files of both kinds (Arrow for few rows, Roaring bitmaps for many)."""
+    rec = Recorder(out, f"deletions-{storage or 'default'}", release)
+    rec.step("create", write, make_table(["i64"], 0, 20000), rec.uri, storage,
+             max_rows_per_file=10000)
+    rec.step("delete_few", lambda: lance.dataset(rec.uri).delete("id % 1000 = 1"))
+    rec.step("delete_many", lambda: lance.dataset(rec.uri).delete("id % 3 = 0"))
+    read_back(rec)
+    rec.save()
+
+
+def scenario_v2_manifest_paths(out, release, storage):
+    rec = Recorder(out, f"v2-manifest-paths-{storage or 'default'}", release)
+    if not _accepts(lance.write_dataset, "enable_v2_manifest_paths"):
+        rec.info["steps"].append({"step": "create", "outcome": "missing",
+                                  "error": "no enable_v2_manifest_paths in this release"})
+        rec.save()
+        return
+    rec.step("create", write, make_table(["s"], 0, 100), rec.uri, storage,
+             enable_v2_manifest_paths=True)
+    rec.step("append", write, make_table(["s"], 100, 10), rec.uri, storage, mode="append")
+    rec.step("delete", lambda: lance.dataset(rec.uri).delete("id = 3"))
+    read_back(rec)
+    rec.save()
+
+
+def basic_types_table():
+    """A small table of the common types (ints, floats, strings, lists, struct, dictionaries)."""
+    n = 1000
+    return pa.table({
+        "int": pa.array(range(n), pa.int64()),
+        "float": pa.array(range(n), pa.float32()),
+        "str": pa.array([str(i) for i in range(n)]),
+        "list_int": pa.array([list(range(i % 50)) for i in range(n)], pa.list_(pa.int64())),
+        "list_str": pa.array([[str(i)] for i in range(n)]),
+        "struct": pa.array([{"a": i} for i in range(n)],
+                           pa.struct([pa.field("a", pa.int64())])),
+        "dict": pa.array([str(i % 10) for i in range(n)],
+                         pa.dictionary(pa.int16(), pa.string())),
+        "str_as_dict": pa.array(["a"] * (n // 2) + ["b"] * (n - n // 2)),
+    })
+
+
+def large_table(rows=2000):
+    """Wide vectors and 4 KiB binary values: pages of several megabytes."""
+    fsl = pa.FixedSizeListArray.from_arrays(pa.array(range(1024 * rows), pa.float32()), 1024)
+    data = pa.py_buffer(bytes(range(256)) * (16 * rows))
+    offsets = pa.array(range(0, 4096 * rows + 1, 4096), pa.int32()).buffers()[1]
+    bins = pa.BinaryArray.from_buffers(pa.binary(), rows, [None, offsets, data])
+    return pa.table({"int": pa.array(range(rows), pa.int32()), "fsl": fsl, "bin": bins})
+
+
+def scenario_table(out, release, name, table, storage, **extra):
+    rec = Recorder(out, name, release)
+    rec.step("create", write, table, rec.uri, storage, **extra)
+    rec.step("append", write, table.slice(0, 100), rec.uri, storage, mode="append")
+    read_back(rec)
+    rec.save()
+
+
+#: Index kinds tried on every release: (name, column kind, how to create it).
+INDEX_KINDS = (
+    ("btree", "int", lambda ds: ds.create_scalar_index("v", "BTREE")),
+    ("bitmap", "int", lambda ds: ds.create_scalar_index("v", "BITMAP")),
+    ("label-list", "labels", lambda ds: ds.create_scalar_index("v", "LABEL_LIST")),
+    ("ngram", "text", lambda ds: ds.create_scalar_index("v", "NGRAM")),
+    ("zonemap", "int", lambda ds: ds.create_scalar_index("v", "ZONEMAP")),
+    ("bloomfilter", "int", lambda ds: ds.create_scalar_index("v", "BLOOMFILTER")),
+    ("inverted", "text", lambda ds: ds.create_scalar_index("v", "INVERTED",
+                                                           **_kwargs_for(ds.create_scalar_index,
+                                                                         with_position=True))),
+    ("ivf-pq", "vec", lambda ds: ds.create_index("v", "IVF_PQ", num_partitions=1,
+                                                 num_sub_vectors=4)),
+    ("ivf-flat", "vec", lambda ds: ds.create_index("v", "IVF_FLAT", num_partitions=2)),
+    ("ivf-sq", "vec", lambda ds: ds.create_index("v", "IVF_SQ", num_partitions=2)),
+    ("ivf-hnsw-pq", "vec", lambda ds: ds.create_index("v", "IVF_HNSW_PQ", num_partitions=2,
+                                                      num_sub_vectors=4)),
+    ("ivf-hnsw-sq", "vec", lambda ds: ds.create_index("v", "IVF_HNSW_SQ", num_partitions=2)),
+    ("ivf-rq", "vec", lambda ds: ds.create_index("v", "IVF_RQ", num_partitions=2, num_bits=1)),
+)
+
+
+def _index_column(kind, start, n):
+    if kind == "int":
+        return pa.array(range(start, start + n), pa.int64())
+    if kind == "text":
+        return pa.array([f"document with words {i} and word{i % 17}" for i in range(start,
+                                                                                     start + n)])
+    if kind == "labels":
+        return pa.array([[f"label{i % 13}", f"label{i % 7}"] for i in range(start, start + n)])
+    return pa.FixedSizeListArray.from_arrays(
+        pa.array([float((i * 37 + k * 11) % 101) / 101 for i in range(start, start + n)
+                  for k in range(32)], pa.float32()), 32)
+
+
+def scenario_indices(out, release, storage):
+    """One table per index kind: create, index, insert, optimize the indices, compact."""
+    for name, kind, create in INDEX_KINDS:
+        rec = Recorder(out, f"index-{name}", release)
+
+        def table(start, n, kind=kind):
+            return pa.table({"idx": pa.array(range(start, start + n), pa.int64()),
+                             "v": _index_column(kind, start, n)})
+
+        if not rec.step("create", write, table(0, 600), rec.uri, storage,
+                        max_rows_per_file=100):
+            rec.save()
+            continue
+        if not rec.step("index", lambda create=create: create(lance.dataset(rec.uri))):
+            shutil.rmtree(rec.dir)  # the release has no such index: nothing to judge
+            continue
+        rec.step("insert", write, table(600, 20), rec.uri, storage, mode="append")
+        rec.step("delete", lambda: lance.dataset(rec.uri).delete("idx % 50 = 7"))
+        rec.step("optimize_indices", lambda: lance.dataset(rec.uri).optimize.optimize_indices())
+        rec.step("compact", lambda: lance.dataset(rec.uri).optimize.compact_files())
+        read_back(rec)
+        rec.save()
+
+
+def upgrade_root(root, out):
+    """The newest release modifies an older release's table, as a user upgrading would:
+    insert, optimize indices, compact, delete; then reads every version back."""
+    rec = type("R", (), {})()
+    rec.uri, rec.dir = root, out
+    rec.info = {"versions": [], "unreadable_versions": {}, "steps": []}
+    os.makedirs(os.path.join(out, "expected"), exist_ok=True)
+
+    def ds():
+        return lance.dataset(root)
+
+    def insert():
+        d = ds()
+        write(d.to_table(limit=10), root, None, mode="append")
+
+    for name, fn in (("insert", insert),
+                     ("optimize_indices", lambda: ds().optimize.optimize_indices()),
+                     ("compact", lambda: ds().optimize.compact_files()),
+                     ("delete", lambda: ds().delete(f"{ds().schema.names[0]} IS NULL"))):
+        try:
+            fn()
+            rec.info["steps"].append({"step": name, "outcome": "done"})
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            rec.info["steps"].append({"step": name, "outcome": "failed", "error": _short(e)})
+    read_back(rec)
+    with open(os.path.join(out, "scenario.json"), "w") as f:
+        json.dump(rec.info, f, indent=1, sort_keys=True)
+
+
+def run_pylance(out, release):
+    storages = storage_versions()
+    for storage in storages:
+        scenario_types(out, release, storage)
+    for storage in storages:
+        scenario_operations(out, release, storage)
+    scenario_operations(out, release, storages[-1], stable_row_ids=True)
+    for storage in storages[:2]:
+        scenario_overwrite_cleanup(out, release, storage)
+        scenario_many_deletions(out, release, storage)
+    scenario_v2_manifest_paths(out, release, storages[-2] if len(storages) > 1 else None)
+    stable = "2.0" if "2.0" in storages and "2.2" not in storages else None
+    for storage in dict.fromkeys([stable, storages[0]]):
+        label = storage or "default"
+        scenario_table(out, release, f"basic-types-{label}", basic_types_table(), storage)
+    scenario_table(out, release, "large", large_table(), stable)
+    scenario_indices(out, release, stable)
+
+
+# -- lancedb ------------------------------------------------------------------------------------
+
+
+def run_lancedb(out, release):
+    rec = Recorder(out, "lancedb-table", release)
+    db_dir = os.path.join(rec.dir, "db")
+    cols = ["i32", "s", "f64", "li", "st", "vec"]
+    state = {}
+
+    def create():
+        db = lancedb.connect(db_dir)
+        state["t"] = db.create_table("t", make_table(cols, 0, 500))
+
+    rec.step("create", create)
+    if "t" in state:
+        t = state["t"]
+        rec.step("add", lambda: t.add(make_table(cols, 500, 300)))
+        rec.step("delete", lambda: t.delete("id % 5 = 2"))
+        rec.step("update", lambda: t.update(where="id < 20", values={"i32": 7}))
+        rec.step("merge_insert", lambda: t.merge_insert("id").when_matched_update_all()
+                 .when_not_matched_insert_all().execute(make_table(cols, 790, 20)))
+        rec.step("scalar_index", lambda: t.create_scalar_index("id"))
+        rec.step("optimize", lambda: t.optimize())
+    _read_back_lancedb(rec, db_dir)
+    # lancedb keeps the table at <db>/<name>.lance; the corpus names it table/
+    src = os.path.join(db_dir, "t.lance")
+    if os.path.isdir(src):
+        shutil.move(src, rec.uri)
+    shutil.rmtree(db_dir, ignore_errors=True)
+    rec.save()
+
+
+def _read_back_lancedb(rec, db_dir):
+    if not os.path.isdir(os.path.join(db_dir, "t.lance")):
+        return
+    db = lancedb.connect(db_dir)
+    try:
+        t = db.open_table("t")
+        versions = [v["version"] if isinstance(v, dict) else v.version for v in t.list_versions()]
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        rec.info["unreadable_versions"]["latest"] = _short(e)
+        return
+    rec.info["versions"] = versions
+    for v in versions:
+        try:
+            t.checkout(v)
+            try:
+                table = t.search().with_row_id(True).limit(None).to_arrow()
+            except BaseException:  # noqa: BLE001 - releases without with_row_id
+                table = t.to_arrow()
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            rec.info["unreadable_versions"][str(v)] = _short(e)
+            continue
+        save_table(os.path.join(rec.dir, "expected", f"v{v}.arrows"), table)
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[1] == "read":
+        read_root(argv[2], argv[3])
+        return 0
+    if len(argv) >= 2 and argv[1] == "upgrade":
+        upgrade_root(argv[2], argv[3])
+        return 0
+    if len(argv) >= 2 and argv[1] == "read-corpus":
+        corpus, name = argv[2], argv[3]
+        for scenario in sorted(os.listdir(corpus)):
+            table = os.path.join(corpus, scenario, "table")
+            if os.path.isdir(table):
+                out = os.path.join(corpus, scenario, "read-by", name)
+                shutil.rmtree(out, ignore_errors=True)
+                read_root(table, out)
+        return 0
+    out = argv[2] if len(argv) >= 3 and argv[1] == "write" else argv[1]
+    os.makedirs(out, exist_ok=True)
+    if lance is not None and lancedb is None:
+        release = f"pylance=={getattr(lance, '__version__', '?')}"
+        run_pylance(out, release)
+    else:
+        release = f"lancedb=={lancedb.__version__}"
+        run_lancedb(out, release)
+    with open(os.path.join(out, "writer.json"), "w") as f:
+        json.dump({"writer": release, "pyarrow": pa.__version__}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv))
+    except Exception:
+        traceback.print_exc()
+        sys.exit(3)

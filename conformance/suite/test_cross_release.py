@@ -1,0 +1,159 @@
+"""Cross-release corpus: every release's data judged as that release reads it (issue 16).
+
+The ``compat`` tests build the CI subset of the corpus (a legacy-era release, 0.38.x and the
+newest; one cached virtualenv each) and assert, for every root: no error finding beyond the
+ones a release is known to cause by breaking a spec sentence, and every version read by the
+reference reader exactly as its writer read it back (or refused with a rule id where the
+newest release refuses it too). ``lance-conformance fixtures cross-release`` runs the full
+list. The other tests here check the corpus machinery itself and run by default.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from conformance.releases import corpus
+from conformance.releases.venvs import Release, ReleaseUnavailable
+from conformance.suite.parts import unavailable
+
+# -- the machinery (default run) -----------------------------------------------------------------
+
+
+def test_release_names_parse_and_refuse_garbage():
+    r = Release.parse("pylance==0.10.18")
+    assert (r.package, r.version, r.slug) == ("pylance", "0.10.18", "pylance-0.10.18")
+    assert r.version_tuple == (0, 10, 18)
+    assert Release.parse("lancedb==0.40.0").name == "lancedb==0.40.0"
+    for bad in ("pylance", "pylance>=1", "numpy==1.0", "pylance==1.0; rm -rf /"):
+        with pytest.raises(ValueError):
+            Release.parse(bad)
+
+
+def test_old_releases_get_the_libraries_of_their_era():
+    assert "numpy<2" in Release.parse("pylance==0.10.18").requirements()
+    assert Release.parse("pylance==14.0.2").requirements() == ["pylance==14.0.2"]
+
+
+def test_every_writer_of_the_issue_is_in_the_full_list():
+    eras = {(Release.parse(w).package, Release.parse(w).version_tuple[:2])
+            for w in corpus.FULL_WRITERS}
+    for era in [(0, 10), (0, 20), (0, 30), (0, 38), (1, 0), (4, 0), (9, 0), (12, 0), (13, 0),
+                (14, 0)]:
+        assert ("pylance", era) in eras, era
+    assert any(w.startswith("lancedb==") for w in corpus.FULL_WRITERS)
+    assert set(corpus.QUICK_WRITERS) <= set(corpus.FULL_WRITERS)
+
+
+def test_table_difference_names_the_first_difference():
+    a = pa.table({"x": [1, 2, 3], "f": [1.0, float("nan"), None]})
+    assert corpus.table_difference(a, a) == ""
+    assert "row 1" in corpus.table_difference(a, pa.table({"x": [1, 5, 3], "f": a["f"]}))
+    assert "rows" in corpus.table_difference(a, a.slice(0, 2))
+    assert "type" in corpus.table_difference(a, a.cast(pa.schema([("x", pa.int32()),
+                                                                   ("f", pa.float64())])))
+    assert "columns" in corpus.table_difference(a, a.select(["f", "x"]))
+
+
+def test_dictionaries_compare_by_their_values():
+    d1 = pa.array(["a", "b", None, "a"]).dictionary_encode()
+    d2 = pa.DictionaryArray.from_arrays(pa.array([1, 0, None, 1], pa.int32()),
+                                        pa.array(["b", "a"]))
+    assert corpus.table_difference(pa.table({"d": d1}), pa.table({"d": d2})) == ""
+
+
+def _fake_root(tmp_path: Path, rows: pa.Table, versions=(1,), unreadable=None) -> Path:
+    import reference_impl as ri
+
+    folder = tmp_path / "scenario"
+    (folder / "expected").mkdir(parents=True)
+    ri.write_dataset(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), str(folder / "table"))
+    for v in versions:
+        with pa.ipc.new_stream(str(folder / "expected" / f"v{v}.arrows"), rows.schema) as w:
+            w.write_table(rows)
+    (folder / "scenario.json").write_text(json.dumps({
+        "writer": "pylance==0.0.0", "scenario": "fake", "steps": [], "refused_columns": {},
+        "versions": list(versions), "unreadable_versions": unreadable or {}}))
+    return folder
+
+
+def test_a_root_read_as_its_writer_read_it_is_judged_ok(tmp_path):
+    v = corpus.judge_scenario(_fake_root(tmp_path, pa.table({"id": pa.array([1, 2, 3],
+                                                                            pa.int64())})))
+    assert v.ok, v.as_dict()
+    assert [x.outcome for x in v.versions] == ["identical"]
+
+
+def test_a_misread_is_not_ok(tmp_path):
+    v = corpus.judge_scenario(_fake_root(tmp_path, pa.table({"id": pa.array([1, 2, 4],
+                                                                            pa.int64())})))
+    assert not v.ok
+    assert v.versions[0].outcome == "misread" and "row 2" in v.versions[0].detail
+
+
+def test_a_version_its_writer_cannot_read_must_be_flagged(tmp_path):
+    folder = _fake_root(tmp_path, pa.table({"id": pa.array([1, 2, 3], pa.int64())}),
+                        unreadable={"1": "panic"})
+    v = corpus.judge_scenario(folder)
+    assert not v.ok
+    assert "writer-unreadable-unflagged" in [x.outcome for x in v.versions]
+
+
+def test_expected_findings_are_matched_by_writer_and_scenario(monkeypatch):
+    monkeypatch.setitem(corpus.EXPECTED_FINDINGS, ("pylance==0.10.*", "types-*"),
+                        {"FILE-999": "a sentence"})
+    assert corpus.expected_findings("pylance==0.10.18", "types-default") == {
+        "FILE-999": "a sentence"}
+    assert corpus.expected_findings("pylance==0.38.3", "types-default") == {}
+
+
+# -- the corpus (compat marker; CI runs it) ---------------------------------------------------
+
+
+@pytest.fixture(scope="module", params=corpus.QUICK_WRITERS)
+def release_corpus(request) -> tuple[str, Path]:
+    release = Release.parse(request.param)
+    try:
+        return release.name, corpus.build(release)
+    except ReleaseUnavailable as e:
+        unavailable(release.name, str(e))
+    except (RuntimeError, OSError) as e:
+        pytest.fail(f"building the corpus of {release.name} failed: {e}", pytrace=False)
+
+
+@pytest.mark.compat
+def test_every_root_is_judged_as_its_writer_reads_it(release_corpus):
+    name, folder = release_corpus
+    verdicts = corpus.judge(folder)
+    assert len(verdicts) >= 10, f"{name} wrote only {len(verdicts)} roots"
+    bad = {}
+    for v in verdicts:
+        if v.ok:
+            continue
+        problems = [f"{e['rule']}: {e['message'][:120]}" for e in v.errors[:3]]
+        problems += [f"v{x.version} {x.outcome}: {x.detail[:120]}" for x in v.versions
+                     if x.outcome not in ("identical", "flagged")][:3]
+        problems += [f"expected finding {r} missing" for r in v.missing_expected]
+        bad[v.scenario] = problems
+    assert not bad, f"{name}: {len(bad)} of {len(verdicts)} roots misjudged: " + json.dumps(
+        bad, indent=1)
+
+
+@pytest.mark.compat
+def test_the_corpus_covers_every_operation_the_release_has(release_corpus):
+    """Steps a release lacks are recorded, not hidden: the corpus says what it holds."""
+    name, folder = release_corpus
+    steps = {}
+    for s in corpus.scenarios(folder):
+        info = json.loads((s / "scenario.json").read_text())
+        for st in info["steps"]:
+            steps.setdefault(st["step"], set()).add(st["outcome"])
+    for required in ("create", "append", "delete", "compact"):
+        assert "done" in steps.get(required, set()), (name, required, steps.get(required))
+    if Release.parse(name).version_tuple >= (0, 20):
+        for required in ("update", "merge", "add_columns", "drop_columns", "tag",
+                         "scalar_index"):
+            assert "done" in steps.get(required, set()), (name, required, steps.get(required))
