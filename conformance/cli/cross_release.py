@@ -26,6 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="rewrite the corpus even if cached")
     p.add_argument("--no-judge", action="store_true", help="only build the corpus")
     p.add_argument("--json", dest="json_out", default=None, help="write every verdict here")
+    p.add_argument("--md", dest="md_out", default=None,
+                   help="write the release x scenario table (Markdown) here")
     p.add_argument("--jobs", type=int, default=2, help="writers built at once (default 2)")
 
 
@@ -87,7 +89,60 @@ def run(args: argparse.Namespace) -> int:
                 print(f"    expected finding {rid} not reported")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(verdicts, indent=1))
+    if args.md_out:
+        Path(args.md_out).write_text(markdown_table(verdicts))
     return 1 if failed else 0
+
+
+def _family(scenario: str) -> str:
+    """``types-2.1`` -> ``types``; ``upgraded-index-btree`` -> ``upgraded``."""
+    for prefix in ("upgraded", "index", "lancedb"):
+        if scenario.startswith(prefix + "-") or scenario == prefix:
+            return prefix
+    head = scenario.split("-")
+    return "-".join(w for w in head if not (w[:1].isdigit() or w in ("legacy", "default")))
+
+
+def markdown_table(verdicts: list[dict]) -> str:
+    """Release x scenario family: roots judged as their writer reads them, out of all."""
+    from collections import defaultdict
+
+    cells: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
+    notes: dict[str, set[str]] = defaultdict(set)
+    for v in verdicts:
+        writer = v["writer"].split(" then ")[0]
+        fam = _family(v["scenario"])
+        cells[writer][fam].append(bool(v["ok"]))
+        if not v["ok"]:
+            rules = {e["rule"] for e in v["errors"]}
+            outcomes = {x["outcome"] for x in v["versions"]
+                        if x["outcome"] not in ("identical", "flagged")}
+            notes[writer].add(f"{v['scenario']}: " + ", ".join(sorted(rules | outcomes)))
+    families = sorted({f for row in cells.values() for f in row})
+    lines = ["| writer | " + " | ".join(families) + " | roots ok |",
+             "|---" * (len(families) + 2) + "|"]
+
+    def order(name: str):
+        from conformance.releases.venvs import Release
+
+        r = Release.parse(name)
+        return (r.package != "pylance", r.version_tuple)
+
+    for writer in sorted(cells, key=order):
+        row = cells[writer]
+        out = []
+        for fam in families:
+            oks = row.get(fam)
+            out.append("" if not oks else f"{sum(oks)}/{len(oks)}")
+        total = [ok for fam in row.values() for ok in fam]
+        lines.append(f"| {writer} | " + " | ".join(out) + f" | {sum(total)}/{len(total)} |")
+    text = "\n".join(lines) + "\n"
+    if any(notes.values()):
+        text += "\nRoots not judged as their writer reads them:\n\n"
+        for writer in sorted(notes, key=order):
+            for n in sorted(notes[writer]):
+                text += f"- {writer}: {n}\n"
+    return text
 
 
 def entry(argv: list[str] | None = None) -> int:

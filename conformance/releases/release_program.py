@@ -563,6 +563,34 @@ def upgrade_root(root, out):
         json.dump(rec.info, f, indent=1, sort_keys=True)
 
 
+def scenario_table_features(out, release, storage):
+    """merge_insert, schema metadata, manifest-path migration, branches and shallow clones,
+    detached commits: each where the release has it."""
+    rec = Recorder(out, f"features-{storage or 'default'}", release)
+    cols = ["i64", "s", "li"]
+    if not rec.step("create", write, make_table(cols, 0, 300), rec.uri, storage,
+                    max_rows_per_file=100):
+        rec.save()
+        return
+
+    def ds():
+        return lance.dataset(rec.uri)
+
+    rec.step("merge_insert", lambda: ds().merge_insert("id").when_matched_update_all()
+             .when_not_matched_insert_all().execute(make_table(cols, 250, 100)))
+    rec.step("schema_metadata", lambda: ds().replace_schema_metadata({"owner": "conformance"}))
+    rec.step("field_metadata", lambda: ds().replace_field_metadata("s", {"unit": "words"}))
+    rec.step("table_metadata", lambda: ds().update_metadata({"k": "v"}))
+    rec.step("migrate_manifest_paths_v2", lambda: ds().migrate_manifest_paths_v2())
+    rec.step("delete", lambda: ds().delete("id % 4 = 1"))
+    rec.step("update_where", lambda: ds().update({"s": "'changed'"}, where="id > 280"))
+    rec.step("branch", lambda: ds().create_branch("dev"))
+    rec.step("compact", lambda: ds().optimize.compact_files(target_rows_per_fragment=1000))
+    rec.step("append", write, make_table(cols, 400, 10), rec.uri, storage, mode="append")
+    read_back(rec)
+    rec.save()
+
+
 def run_pylance(out, release):
     storages = storage_versions()
     for storage in storages:
@@ -580,22 +608,42 @@ def run_pylance(out, release):
         scenario_table(out, release, f"basic-types-{label}", basic_types_table(), storage)
     scenario_table(out, release, "large", large_table(), stable)
     scenario_indices(out, release, stable)
+    for storage in dict.fromkeys([storages[0], stable, storages[-1]]):
+        scenario_table_features(out, release, storage)
 
 
 # -- lancedb ------------------------------------------------------------------------------------
 
 
 def run_lancedb(out, release):
-    rec = Recorder(out, "lancedb-table", release)
+    """lancedb tables: the operations a lancedb user runs, with lancedb's own defaults and
+    with the storage options it passes down to its Lance core."""
+    variants = [("lancedb-table", {}),
+                ("lancedb-stable-row-ids", {"new_table_enable_stable_row_ids": True}),
+                ("lancedb-legacy", {"new_table_data_storage_version": "legacy"}),
+                ("lancedb-v2-manifest-paths", {"new_table_enable_v2_manifest_paths": True})]
+    for name, options in variants:
+        _lancedb_scenario(out, release, name, options)
+
+
+def _lancedb_scenario(out, release, name, options):
+    rec = Recorder(out, name, release)
     db_dir = os.path.join(rec.dir, "db")
-    cols = ["i32", "s", "f64", "li", "st", "vec"]
+    cols = ["i32", "s", "f64", "li", "st", "vec", "dict", "tstz"]
     state = {}
 
     def create():
         db = lancedb.connect(db_dir)
-        state["t"] = db.create_table("t", make_table(cols, 0, 500))
+        kw = {}
+        if options:
+            kw["storage_options"] = {k: str(v).lower() if isinstance(v, bool) else v
+                                     for k, v in options.items()}
+        state["t"] = db.create_table("t", make_table(cols, 0, 500), **kw)
 
-    rec.step("create", create)
+    if not rec.step("create", create) and options:
+        rec.save()
+        shutil.rmtree(rec.dir, ignore_errors=True)  # this lancedb has no such option
+        return
     if "t" in state:
         t = state["t"]
         rec.step("add", lambda: t.add(make_table(cols, 500, 300)))
@@ -603,8 +651,18 @@ def run_lancedb(out, release):
         rec.step("update", lambda: t.update(where="id < 20", values={"i32": 7}))
         rec.step("merge_insert", lambda: t.merge_insert("id").when_matched_update_all()
                  .when_not_matched_insert_all().execute(make_table(cols, 790, 20)))
+        rec.step("add_columns", lambda: t.add_columns({"doubled": "id * 2"}))
+        rec.step("alter_columns", lambda: t.alter_columns({"path": "doubled", "rename": "dbl"}))
+        rec.step("drop_columns", lambda: t.drop_columns(["f64"]))
         rec.step("scalar_index", lambda: t.create_scalar_index("id"))
+        rec.step("fts_index", lambda: t.create_fts_index("s", **_kwargs_for(
+            t.create_fts_index, use_tantivy=False)))
+        rec.step("vector_index", lambda: t.create_index(
+            **_kwargs_for(t.create_index, metric="l2", vector_column_name="vec",
+                          num_partitions=2, num_sub_vectors=2)))
+        rec.step("tag", lambda: t.tags.create("first", 1))
         rec.step("optimize", lambda: t.optimize())
+        rec.step("restore", lambda: (t.checkout(2), t.restore()))
     _read_back_lancedb(rec, db_dir)
     # lancedb keeps the table at <db>/<name>.lance; the corpus names it table/
     src = os.path.join(db_dir, "t.lance")

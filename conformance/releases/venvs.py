@@ -87,6 +87,9 @@ def _pylance_pins(v: tuple[int, ...]) -> list[str]:
 
 
 def _lancedb_pins(v: tuple[int, ...]) -> list[str]:
+    # lancedb 0.21-0.29 crashes at import with pyarrow 22 and later (seen with 0.25.3)
+    if (0, 21) <= v < (0, 30):
+        return ["pyarrow<22"]
     return []
 
 
