@@ -267,12 +267,28 @@ def accepted_columns(rec, storage, columns):
 
 
 def storage_versions():
-    """Every storage version a release may accept; the scenarios find out which it does."""
+    """The storage versions this release accepts, found by writing a one-column table."""
     if _accepts(lance.write_dataset, "data_storage_version"):
-        return ["legacy", "2.0", "2.1", "2.2", "2.3"]
-    if _accepts(lance.write_dataset, "use_legacy_format"):
-        return ["legacy", "2.0"]
-    return [None]
+        candidates = ["legacy", "2.0", "2.1", "2.2", "2.3"]
+    elif _accepts(lance.write_dataset, "use_legacy_format"):
+        candidates = ["legacy", "2.0"]
+    else:
+        return [None]
+    import tempfile
+
+    accepted = []
+    for storage in candidates:
+        probe = tempfile.mkdtemp(prefix="lance-conformance-probe-")
+        try:
+            write(pa.table({"x": pa.array([1, 2], pa.int64())}), os.path.join(probe, "t"),
+                  storage)
+            accepted.append(storage)
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, KeyboardInterrupt):
+                raise
+        finally:
+            shutil.rmtree(probe, ignore_errors=True)
+    return accepted or [None]
 
 
 def read_back(rec):
@@ -335,8 +351,10 @@ def scenario_types(out, release, storage, rows=N_ROWS):
     cols = accepted_columns(rec, storage, list(column_builders()))
     rec.info["columns"] = cols
     data = make_table(cols, 0, rows)
-    rec.step("create", write, data, rec.uri, storage, max_rows_per_file=rows // 3,
-             max_rows_per_group=128)
+    if not rec.step("create", write, data, rec.uri, storage, max_rows_per_file=rows // 3,
+                    max_rows_per_group=128):
+        rec.save()
+        return
     rec.step("append", write, make_table(cols, rows, 200), rec.uri, storage, mode="append",
              max_rows_per_group=64)
     read_back(rec)
@@ -401,7 +419,9 @@ def scenario_operations(out, release, storage, stable_row_ids=False):
 def scenario_overwrite_cleanup(out, release, storage):
     """Overwrite, then cleanup of old versions (which removes their manifests)."""
     rec = Recorder(out, f"overwrite-cleanup-{storage or 'default'}", release)
-    rec.step("create", write, make_table(["s"], 0, 100), rec.uri, storage)
+    if not rec.step("create", write, make_table(["s"], 0, 100), rec.uri, storage):
+        rec.save()
+        return
     rec.step("append", write, make_table(["s"], 100, 100), rec.uri, storage, mode="append")
     rec.step("delete", lambda: lance.dataset(rec.uri).delete("id < 10"))
     rec.step("overwrite", write, make_table(["s", "i64"], 0, 50), rec.uri, storage,
@@ -416,8 +436,10 @@ def scenario_overwrite_cleanup(out, release, storage):
 def scenario_many_deletions(out, release, storage):
     """Deletion files of both kinds (Arrow for few rows, Roaring bitmaps for many)."""
     rec = Recorder(out, f"deletions-{storage or 'default'}", release)
-    rec.step("create", write, make_table(["i64"], 0, 20000), rec.uri, storage,
-             max_rows_per_file=10000)
+    if not rec.step("create", write, make_table(["i64"], 0, 20000), rec.uri, storage,
+                    max_rows_per_file=10000):
+        rec.save()
+        return
     rec.step("delete_few", lambda: lance.dataset(rec.uri).delete("id % 1000 = 1"))
     rec.step("delete_many", lambda: lance.dataset(rec.uri).delete("id % 3 = 0"))
     read_back(rec)
@@ -431,8 +453,10 @@ def scenario_v2_manifest_paths(out, release, storage):
                                   "error": "no enable_v2_manifest_paths in this release"})
         rec.save()
         return
-    rec.step("create", write, make_table(["s"], 0, 100), rec.uri, storage,
-             enable_v2_manifest_paths=True)
+    if not rec.step("create", write, make_table(["s"], 0, 100), rec.uri, storage,
+                    enable_v2_manifest_paths=True):
+        rec.save()
+        return
     rec.step("append", write, make_table(["s"], 100, 10), rec.uri, storage, mode="append")
     rec.step("delete", lambda: lance.dataset(rec.uri).delete("id = 3"))
     read_back(rec)
@@ -467,7 +491,9 @@ def large_table(rows=2000):
 
 def scenario_table(out, release, name, table, storage, **extra):
     rec = Recorder(out, name, release)
-    rec.step("create", write, table, rec.uri, storage, **extra)
+    if not rec.step("create", write, table, rec.uri, storage, **extra):
+        rec.save()
+        return
     rec.step("append", write, table.slice(0, 100), rec.uri, storage, mode="append")
     read_back(rec)
     rec.save()
@@ -521,13 +547,15 @@ def scenario_indices(out, release, storage):
                         max_rows_per_file=100):
             rec.save()
             continue
-        if not rec.step("index", lambda create=create: create(lance.dataset(rec.uri))):
+        uri = rec.uri
+        if not rec.step("index", lambda create=create, uri=uri: create(lance.dataset(uri))):
             shutil.rmtree(rec.dir)  # the release has no such index: nothing to judge
             continue
         rec.step("insert", write, table(600, 20), rec.uri, storage, mode="append")
-        rec.step("delete", lambda: lance.dataset(rec.uri).delete("idx % 50 = 7"))
-        rec.step("optimize_indices", lambda: lance.dataset(rec.uri).optimize.optimize_indices())
-        rec.step("compact", lambda: lance.dataset(rec.uri).optimize.compact_files())
+        rec.step("delete", lambda uri=uri: lance.dataset(uri).delete("idx % 50 = 7"))
+        rec.step("optimize_indices",
+                 lambda uri=uri: lance.dataset(uri).optimize.optimize_indices())
+        rec.step("compact", lambda uri=uri: lance.dataset(uri).optimize.compact_files())
         read_back(rec)
         rec.save()
 
@@ -561,6 +589,85 @@ def upgrade_root(root, out):
     read_back(rec)
     with open(os.path.join(out, "scenario.json"), "w") as f:
         json.dump(rec.info, f, indent=1, sort_keys=True)
+
+
+def encodings_table(start, n):
+    """Columns that steer a writer into its other encodings: bit-packing, dictionaries, FSST,
+    constants, all-null pages, general compression, blobs, packed structs, byte stream split."""
+    def meta(field, **kv):
+        return field.with_metadata({k.replace("_", "-"): v for k, v in kv.items()})
+
+    rng = range(start, start + n)
+    cols = {
+        "id": (pa.field("id", pa.int64()), pa.array(rng, pa.int64())),
+        "bp": (pa.field("bp", pa.int32()), pa.array([i % 100 for i in rng], pa.int32())),
+        "bpn": (pa.field("bpn", pa.int64()), pa.array([(i % 40) - 20 for i in rng], pa.int64())),
+        "lowcard": (pa.field("lowcard", pa.string()),
+                    pa.array([["alpha", "beta", "gamma"][i % 3] for i in rng])),
+        "fsst": (pa.field("fsst", pa.string()),
+                 pa.array([f"https://example.org/path/to/resource/{i % 977}/item" for i in rng])),
+        "const": (pa.field("const", pa.int64()), pa.array([42] * n, pa.int64())),
+        "allnull": (pa.field("allnull", pa.int64()), pa.array([None] * n, pa.int64())),
+        "fsb16": (pa.field("fsb16", pa.binary(16)),
+                  pa.array([(i % 251).to_bytes(1, "little") * 16 for i in rng], pa.binary(16))),
+        "zstd": (meta(pa.field("zstd", pa.string()), lance_encoding_compression="zstd"),
+                 pa.array([f"compressible value {i % 50}" for i in rng])),
+        "lz4": (meta(pa.field("lz4", pa.int64()), lance_encoding_compression="lz4"),
+                pa.array([i // 7 for i in rng], pa.int64())),
+        "blob": (meta(pa.field("blob", pa.large_binary()), lance_encoding_blob="true"),
+                 pa.array([bytes([i % 256]) * (i % 300) for i in rng], pa.large_binary())),
+        "packed": (meta(pa.field("packed", pa.struct([("a", pa.int32()), ("b", pa.float64())])),
+                        packed="true"),
+                   pa.array([{"a": i, "b": i / 2} for i in rng],
+                            pa.struct([("a", pa.int32()), ("b", pa.float64())]))),
+        "bss": (meta(pa.field("bss", pa.float64()), lance_encoding_bss="on"),
+                pa.array([i * 0.001 for i in rng], pa.float64())),
+        "sorted": (pa.field("sorted", pa.int64()), pa.array([i * 3 for i in rng], pa.int64())),
+        "nullfsl": (pa.field("nullfsl", pa.list_(pa.float32(), 2)),
+                    pa.array([None if i % 5 == 0 else [1.0, float(i)] for i in rng],
+                             pa.list_(pa.float32(), 2))),
+    }
+    return cols
+
+
+def scenario_encodings(out, release, storage):
+    """Every column of :func:`encodings_table` the release accepts at ``storage``."""
+    rec = Recorder(out, f"encodings-{storage or 'default'}", release)
+    probe = os.path.join(rec.dir, "_probe")
+    keep = []
+    for name, (fld, _arr) in encodings_table(0, 40).items():
+        if name == "id":
+            continue
+        shutil.rmtree(probe, ignore_errors=True)
+        cols = encodings_table(0, 40)
+        t = pa.Table.from_arrays([cols["id"][1], cols[name][1]],
+                                 schema=pa.schema([cols["id"][0], fld]))
+        try:
+            write(t, probe, storage)
+            if lance.dataset(probe).to_table().num_rows != 40:
+                raise RuntimeError("wrong row count")
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            rec.info["refused_columns"][name] = _short(e)
+        else:
+            keep.append(name)
+    shutil.rmtree(probe, ignore_errors=True)
+    rec.info["columns"] = keep
+
+    def table(start, n):
+        cols = encodings_table(start, n)
+        names = ["id"] + keep
+        return pa.Table.from_arrays([cols[c][1] for c in names],
+                                    schema=pa.schema([cols[c][0] for c in names]))
+
+    if not rec.step("create", write, table(0, 6000), rec.uri, storage, max_rows_per_file=4000):
+        rec.save()
+        return
+    rec.step("append", write, table(6000, 500), rec.uri, storage, mode="append")
+    rec.step("delete", lambda: lance.dataset(rec.uri).delete("id % 9 = 4"))
+    read_back(rec)
+    rec.save()
 
 
 def scenario_table_features(out, release, storage):
@@ -610,6 +717,8 @@ def run_pylance(out, release):
     scenario_indices(out, release, stable)
     for storage in dict.fromkeys([storages[0], stable, storages[-1]]):
         scenario_table_features(out, release, storage)
+    for storage in storages:
+        scenario_encodings(out, release, storage)
 
 
 # -- lancedb ------------------------------------------------------------------------------------

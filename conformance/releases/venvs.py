@@ -9,6 +9,8 @@ with the virtualenv's Python.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
@@ -116,6 +118,20 @@ class ReleaseUnavailable(RuntimeError):
     """A release cannot be installed or does not run here (the reason is the message)."""
 
 
+@contextlib.contextmanager
+def locked(name: str):
+    """An exclusive lock between processes (pytest-xdist workers, parallel CLI runs) on one
+    piece of the cache, held while it is built."""
+    path = cache_root() / "locks" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def is_ready(release: Release) -> bool:
     return (venv_dir(release) / "ready.json").is_file()
 
@@ -130,6 +146,13 @@ def ensure_venv(release: Release, *, quiet: bool = True, timeout: float = 900) -
     py = venv_python(release)
     if is_ready(release) and py.exists():
         return py
+    with locked(f"venv-{release.slug}"):
+        if is_ready(release) and py.exists():
+            return py
+        return _create(release, root, py, timeout)
+
+
+def _create(release: Release, root: Path, py: Path, timeout: float) -> Path:
     root.parent.mkdir(parents=True, exist_ok=True)
     if not py.exists():
         venv.EnvBuilder(with_pip=True, clear=True, symlinks=True).create(root)

@@ -102,12 +102,16 @@ def test_a_version_its_writer_cannot_read_must_be_flagged(tmp_path):
     assert "writer-unreadable-unflagged" in [x.outcome for x in v.versions]
 
 
-def test_expected_findings_are_matched_by_writer_and_scenario(monkeypatch):
-    monkeypatch.setitem(corpus.EXPECTED_FINDINGS, ("pylance==0.10.*", "types-*"),
-                        {"FILE-999": "a sentence"})
-    assert corpus.expected_findings("pylance==0.10.18", "types-default") == {
-        "FILE-999": "a sentence"}
-    assert corpus.expected_findings("pylance==0.38.3", "types-default") == {}
+def test_expected_findings_are_matched_by_release_range_and_scenario():
+    assert corpus.expected_findings("pylance==0.30.0", "types-legacy") == {
+        "DATAFILE-002": corpus.EXPECTED_FINDINGS[0].sentence}
+    assert corpus.expected_findings("pylance==0.30.0 then pylance==14.0.2",
+                                    "upgraded-ops-legacy")
+    assert corpus.expected_findings("pylance==0.25.2", "types-legacy") == {}
+    assert corpus.expected_findings("pylance==8.0.1", "types-legacy") == {}
+    assert corpus.expected_findings("pylance==0.30.0", "types-2.0") == {}
+    for e in corpus.EXPECTED_FINDINGS:  # every expected finding quotes the spec
+        assert e.sentence.split(":")[0].split()[0] in ("000", "001", "002", "003", "004")
 
 
 # -- the corpus (compat marker; CI runs it) ---------------------------------------------------
