@@ -17,17 +17,32 @@ def render_markdown(rules) -> str:
         "",
         f"{len(rules)} rules.",
         "",
-        "| id | severity | scope | deep | title |",
-        "|---|---|---|---|---|",
+        "An **error** says why it is one (its *basis*): `spec`, a quoted sentence of the spec",
+        "texts that the data breaks; `refusal`, bytes every reader must refuse (the clause then",
+        "comes from a facts sheet, and the entry says what a reader cannot do). A rule grounded",
+        "only in what some release writes is a **warning**, and *releases* says which releases",
+        "write what (observed in the cross-release corpus, `lance-conformance fixtures",
+        "cross-release`).",
+        "",
+        "| id | severity | basis | scope | deep | title |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rules:
-        lines.append(f"| [{r.id}](#{r.id.lower()}) | {r.severity.value} | {r.scope.value} | "
-                     f"{'yes' if r.deep else 'no'} | {r.title} |")
+        lines.append(f"| [{r.id}](#{r.id.lower()}) | {r.severity.value} | {r.basis or ''} | "
+                     f"{r.scope.value} | {'yes' if r.deep else 'no'} | {r.title} |")
     for r in rules:
         lines += ["", f"## {r.id}", "", f"**{r.title}** ({r.severity.value}, scope "
                   f"{r.scope.value}{', deep' if r.deep else ''})", "",
                   f"- spec: `{r.spec_file}`, section *{r.section}*",
                   f"- clause: \"{r.clause}\""]
+        if r.basis == "spec":
+            lines.append(f"- basis: the spec text `{r.spec_file}` says so (the clause above)")
+        elif r.basis == "refusal":
+            lines.append(f"- basis: a refusal every reader must make: {r.refusal}")
+        elif r.basis == "engine":
+            lines.append("- basis: the validator could not reach a verdict")
+        if r.releases:
+            lines.append(f"- releases: {r.releases}")
         if r.pylance:
             lines.append(f"- pylance 14.0.2: {r.pylance}")
         if r.enforces:
@@ -41,6 +56,12 @@ def render_text(rules) -> str:
         out.append(f"{r.id:<14} {r.severity.value:<8} {r.scope.value:<9} "
                    f"{'deep' if r.deep else '    '} {r.title}")
         out.append(f"{'':14} {r.spec_file} \u00a7 {r.section}: \"{r.clause}\"")
+        if r.basis == "refusal":
+            out.append(f"{'':14} basis: refusal: {r.refusal}")
+        elif r.basis:
+            out.append(f"{'':14} basis: {r.basis}")
+        if r.releases:
+            out.append(f"{'':14} releases: {r.releases}")
         if r.pylance:
             out.append(f"{'':14} pylance: {r.pylance} (enforces {r.enforces})")
     return "\n".join(out) + "\n"

@@ -219,8 +219,14 @@ class RootVerdict:
 
 
 def scenarios(corpus: Path) -> list[Path]:
+    """The roots of a corpus: every scenario whose writer committed at least one version.
+
+    A scenario whose first step failed in its release (a type or option that release cannot
+    write) may leave data files without a manifest: there is no table to judge, and its
+    ``scenario.json`` records the failure.
+    """
     return sorted(p.parent for p in Path(corpus).glob("*/scenario.json")
-                  if (p.parent / "table").is_dir())
+                  if (p.parent / "table" / "_versions").is_dir())
 
 
 def expected_findings(writer: str, scenario: str) -> dict[str, str]:

@@ -16,6 +16,7 @@ AREA_MODULES: list[str] = [
     "index", "mem_wal",
     "file", "encoding", "blob",
     "namespace",
+    "datafile_fields",
 ]
 
 _loaded = False

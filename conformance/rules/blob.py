@@ -88,7 +88,8 @@ def _row_loc(ctx, f, row):
               "field id -1 and parent -1, right after the childless blob struct; spec 004 wants "
               "non-negative ids and children that name their parent (SCHEMA-008). pylance's own file "
               "reader cannot read such a file back",
-      enforces="pylance", scope="data_file", deep=True)
+      enforces="pylance", scope="data_file", deep=True,
+      refusal="a reader finds blob v2 bytes only through descriptor structs of this form; pylance 14.0.2 take_blobs fails on any other")
 def stored_as_descriptors(ctx):
     """The file form of pylance (and only there: id -1 anywhere else is refused), a 2.2+ data
     file, and a column that decodes to the descriptor struct."""
@@ -114,7 +115,8 @@ def stored_as_descriptors(ctx):
               "(blob_id >= 1 names the sidecar, empty uri; dedicated: position 0), 3 external "
               "(non-empty uri; blob_id 0 or a base path id; position/size 0/0 or a non-empty range); "
               "the facts sheet saw kind 0 only (open question 1)",
-      enforces="pylance", scope="data_file", deep=True)
+      enforces="pylance", scope="data_file", deep=True,
+      refusal='a descriptor whose fields do not fit its kind names no bytes a reader could return')
 def descriptor_kinds(ctx):
     for f, arr, _msg in _descriptor_columns(ctx):
         if arr is None or len(arr) == 0:
@@ -141,7 +143,8 @@ def descriptor_kinds(ctx):
       spec=_SPEC, section=_SEC,
       clause="For small in-file blobs the observed values were kind 0, position/size absolute in the "
              "same file",
-      scope="data_file", deep=True)
+      scope="data_file", deep=True,
+      refusal='an inline blob range outside its data file cannot be read')
 def inline_in_file(ctx):
     c, _err = container_of(ctx)
     if c is None:
@@ -163,7 +166,8 @@ def inline_in_file(ctx):
       pylance="pylance 14.0.2 writes sidecar blob_id to <data file stem>/<blob_id as 32 binary digits, "
               "least significant first>.blob beside the data file; a dedicated sidecar holds exactly "
               "one blob (position 0, size = its length); not in the spec or the facts sheet",
-      enforces="pylance", scope="data_file", deep=True)
+      enforces="pylance", scope="data_file", deep=True,
+      refusal='a packed or dedicated blob whose sidecar is missing or too short cannot be read')
 def sidecars(ctx):
     for f, arr, _msg in _descriptor_columns(ctx):
         if arr is None or len(arr) == 0:
@@ -215,7 +219,8 @@ def _externals(ctx, f, arr):
       pylance="pylance 14.0.2 writes an external blob (kind 3) as its absolute URI with blob_id 0 "
               "(allow_external_blob_outside_bases), or as a key relative to a registered base path "
               "with blob_id = that base's id; not in the spec or the facts sheet",
-      enforces="pylance", scope="data_file", deep=True)
+      enforces="pylance", scope="data_file", deep=True,
+      refusal='an external reference that is neither an absolute URI nor under a listed base path cannot be resolved')
 def external_references(ctx):
     opts = dict(ctx.version.table.storage_options or {})
     for f, arr, _msg in _descriptor_columns(ctx):

@@ -46,7 +46,8 @@ def timestamps(ctx):
 
 @rule("COMMIT-003", title="version numbers start at 1", severity="error", spec="FACTS",
       section="Manifest file framing (`_versions/*.manifest`)",
-      clause="the first commit reads version 0", scope="table")
+      clause="the first commit reads version 0", scope="table",
+      refusal='a manifest of version 0 collides with the empty table every commit protocol starts from: no release writes one and readers cannot order it')
 def no_version_zero(ctx):
     for e in ctx.version_entries:
         if e.version == 0:
@@ -77,7 +78,8 @@ def version_hint(ctx):
 @rule("COMMIT-005", title="every version asked for exists", severity="error",
       spec="REFS-NAMESPACE-COMMIT", section="7. Version discovery edge cases",
       clause="a specific version | HEAD the V2 name, then fall back to the V1 name.",
-      scope="table")
+      scope="table",
+      refusal='a version without a manifest cannot be opened')
 def requested_exist(ctx):
     have = {e.version for e in ctx.version_entries}
     for v in ctx.selected_versions:

@@ -6,7 +6,9 @@ helpers decode on first use and cache the result in ``cache``.
 
 Scopes (see ``registry.Scope``):
 
-* ``TableContext`` for ``Scope.TABLE``: the dataset as a whole (version list, refs).
+* ``TableContext`` for ``Scope.TABLE``: the dataset as a whole (version list, refs), or one
+  branch of it (``ref`` = ``"branch:NAME"``, ``store`` rooted at ``tree/NAME/``): the engine
+  runs the same table- and version-scope rules on main and on every branch.
 * ``VersionContext`` for ``Scope.VERSION``: one manifest and what it references.
 * ``DataFileContext`` for ``Scope.DATA_FILE``: one data file of one fragment (deep checks).
 * ``NamespaceContext`` for ``Scope.NAMESPACE``: a directory namespace root.
@@ -36,6 +38,16 @@ class TableContext:
     selected_versions: list[int] = field(default_factory=list)
     # manifest key -> the FormatError/NotFound met when reading it (MANIFEST-00x report it)
     load_errors: dict[str, Any] = field(default_factory=dict)
+    # Which ref of the table this context judges: "main", or "branch:NAME" when ``store``
+    # is rooted at ``tree/NAME/`` of the main root ``main_store`` (findings carry it).
+    ref: str = "main"
+    # The branch name when ``ref`` is a branch, else None.
+    branch: str | None = None
+    # The main dataset root (``_refs/`` lives there); ``store`` itself for main.
+    main_store: ObjectStore | None = None
+    # Sub-directories of this root that belong to nested branches (``b`` in ``tree/a`` for
+    # branch ``a/b``): not unknown directories of the root.
+    nested_dirs: frozenset[str] = frozenset()
 
     def manifest_file(self, version: int):
         """The decoded ``ManifestFile`` of ``version`` (cached), or None when it cannot be

@@ -9,7 +9,7 @@ layouts.
 from __future__ import annotations
 
 from .file import _check, _loc, container_of, decode_findings
-from .registry import Finding, get_rule, rule
+from .registry import DECODE_REFUSAL, Finding, get_rule, rule
 
 _DEC = {}
 
@@ -43,7 +43,8 @@ def _decode_rule(rule_id, title, section, clause):
 
     check.__name__ = "check_" + rule_id.replace("-", "_").lower()
     _DEC[rule_id] = rule(rule_id, title=title, severity="error", spec="FILE-ENCODINGS", section=section,
-                         clause=clause, scope="data_file", deep=True)(check)
+                         clause=clause, scope="data_file", deep=True,
+                         refusal=DECODE_REFUSAL)(check)
 
 
 _decode_rule("ENC-001", "every compressive encoding node is known and well formed",
@@ -90,8 +91,9 @@ _decode_rule("ENC-046", "decoded value counts match the declared lengths", "6. K
 
 
 @rule("ENC-042", title="has_large_chunk is set exactly in 2.2 mini-block pages; 2.1 constants are all-null",
-      severity="error", spec="FILE-ENCODINGS", section="6. Known traps",
-      clause="a 2.2 MB page must set `has_large_chunk`, and a 2.1 page must not", scope="data_file", deep=True)
+      severity="warning", spec="FILE-ENCODINGS", section="6. Known traps",
+      clause="a 2.2 MB page must set `has_large_chunk`, and a 2.1 page must not", scope="data_file", deep=True,
+      releases='pylance 14.0.2 sets has_large_chunk in every 2.2 mini-block page and never in 2.1; readers follow the flag as stored')
 def chunk_grammar(ctx):
     from reference_impl.file import checks
 

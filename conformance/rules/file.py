@@ -40,6 +40,21 @@ def reader_of(ctx):
     return ctx.cache["file_reader"]
 
 
+def decode_outcome(ctx):
+    """Every column of the context's v2.x data file decoded once by the shared reader,
+    cached: ``(rows, None)``, ``(None, decoder error)``, or None when no reader opens it.
+    The FILE/ENC rules and the 2.0 rules (``file_v2_0``) all judge this one decode."""
+    if "file_decode_outcome" not in ctx.cache:
+        r, _err = reader_of(ctx)
+        if r is None:
+            ctx.cache["file_decode_outcome"] = None
+        else:
+            from reference_impl.file import checks
+
+            ctx.cache["file_decode_outcome"] = checks.decode_outcome(r)
+    return ctx.cache["file_decode_outcome"]
+
+
 def decode_findings(ctx) -> list:
     """``checks.decode_all`` over the context's data file (any v2.x version), cached."""
     if "file_decode_findings" not in ctx.cache:
@@ -53,7 +68,8 @@ def decode_findings(ctx) -> list:
             if r is None:
                 ctx.cache["file_decode_findings"] = [checks.error_finding(err)]
             else:
-                ctx.cache["file_decode_findings"] = checks.decode_all(r)
+                ctx.cache["file_decode_findings"] = checks.outcome_findings(decode_outcome(ctx),
+                                                                            r.num_rows)
     return ctx.cache["file_decode_findings"]
 
 
@@ -100,7 +116,8 @@ def offset_tables(ctx):
 @rule("FILE-003", title="the footer version is a known Lance file version", severity="error", spec="FACTS",
       section="Lance data files v2.x",
       clause="Version pairs: (0,0),(0,1),(0,2) legacy; (0,3) and (2,0) mean 2.0; then (2,1),(2,2),(2,3).",
-      scope="data_file", deep=True)
+      scope="data_file", deep=True,
+      refusal='a reader cannot know the layout of a file version it does not know; every release refuses it')
 def version(ctx):
     _c, err = container_of(ctx)
     if isinstance(err, UnsupportedFeature):
@@ -116,7 +133,8 @@ def global_buffers(ctx):
 
 @rule("FILE-005", title="global buffer 0 is a FileDescriptor", severity="error", spec="FACTS",
       section="Lance data files v2.x",
-      clause="global buffer 0 (a `lance.file.FileDescriptor` {1 schema, 2 row count})", scope="data_file", deep=True)
+      clause="global buffer 0 (a `lance.file.FileDescriptor` {1 schema, 2 row count})", scope="data_file", deep=True,
+      refusal='the schema and row count of a 2.x file are in its FileDescriptor; without it no column can be read')
 def descriptor(ctx):
     yield from _tail_rule(ctx, "FILE-005")
 
@@ -136,11 +154,12 @@ def buffers_in_file(ctx):
     yield from _check(ctx, checks.buffers_in_file, "FILE-011")
 
 
-@rule("FILE-012", title="page buffers and global buffer 0 are 64-byte aligned", severity="error",
+@rule("FILE-012", title="page buffers and global buffer 0 are 64-byte aligned", severity="warning",
       spec="FILE-ENCODINGS", section="0. Conventions that hold in every version",
       clause="Every page buffer and global buffer 0 starts on a 64-byte boundary.",
       pylance='14.0.2 rejects a misaligned page or global buffer ("... is not aligned to 64 bytes")',
-      enforces="pylance", scope="data_file", deep=True)
+      enforces="pylance", scope="data_file", deep=True,
+      releases='pylance 14.0.2 aligns page buffers and global buffer 0 to 64 bytes; spec 003 only says 64-byte alignment is common and readers should assume optional padding')
 def aligned(ctx):
     from reference_impl.file import checks
 
@@ -149,7 +168,8 @@ def aligned(ctx):
 
 @rule("FILE-013", title="2.1+: each column's page lengths sum to the row count", severity="error",
       spec="FILE-ENCODINGS", section="1.2 Page metadata",
-      clause="Number of **top-level rows** the page covers, even for list leaves.", scope="data_file", deep=True)
+      clause="Number of **top-level rows** the page covers, even for list leaves.", scope="data_file", deep=True,
+      refusal='a file whose columns, pages or metadata break this cannot be mapped to the rows it holds')
 def page_lengths(ctx):
     from reference_impl.file import checks
 
@@ -167,7 +187,8 @@ def priorities(ctx):
 
 @rule("FILE-015", title="page encodings are direct Anys of the version's layout type", severity="error",
       spec="FILE-ENCODINGS", section="0. Conventions that hold in every version",
-      clause="`Page.encoding` and `ColumnMetadata.encoding` are always `direct`.", scope="data_file", deep=True)
+      clause="`Page.encoding` and `ColumnMetadata.encoding` are always `direct`.", scope="data_file", deep=True,
+      refusal='a file whose columns, pages or metadata break this cannot be mapped to the rows it holds')
 def page_encodings(ctx):
     from reference_impl.file import checks
 
@@ -178,7 +199,8 @@ def page_encodings(ctx):
 @rule("FILE-009", title="the schema maps onto the file's columns", severity="error", spec="FILE-ENCODINGS",
       section="1.1 Field to column mapping",
       clause="Column order follows the schema's pre-order walk; `DataFile.column_indices` records it",
-      scope="data_file", deep=True)
+      scope="data_file", deep=True,
+      refusal='a file whose columns, pages or metadata break this cannot be mapped to the rows it holds')
 def schema_columns(ctx):
     yield from _from_decode(ctx, "FILE-009")
 
@@ -186,6 +208,7 @@ def schema_columns(ctx):
 @rule("FILE-010", title="every field decodes to the file's row count, its columns paged alike", severity="error",
       spec="FILE-ENCODINGS", section="1.2 Page metadata",
       clause="Within a column, pages appear in row order and cover contiguous, non-overlapping row ranges",
-      scope="data_file", deep=True)
+      scope="data_file", deep=True,
+      refusal='a file whose columns, pages or metadata break this cannot be mapped to the rows it holds')
 def field_rows(ctx):
     yield from _from_decode(ctx, "FILE-010")

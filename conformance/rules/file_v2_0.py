@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from reference_impl.errors import FormatError, LanceError
 
-from .registry import Finding, Scope, rule
+from .registry import DECODE_REFUSAL, SPEC_TEXTS, Finding, Scope, rule
 
 _ENC = "2.2 Node semantics"
 _LEGACY = "File Structure"
@@ -58,10 +58,7 @@ def decode_result(ctx) -> FormatError | None:
     kind = file_kind(ctx.data_file)
     try:
         if kind == "2.0":
-            from reference_impl.file.encodings.v2_0.column import file_schema, read_file_v2_0
-
-            data = ctx.file_store.get(ctx.file_key, max_size=1 << 40)
-            read_file_v2_0(data, file_schema(data, path=ctx.file_key), path=ctx.file_key)
+            _decode_2_0(ctx)
         elif kind == "legacy":
             from reference_impl.file.legacy import open_legacy
             from reference_impl.table.schema import project
@@ -82,6 +79,38 @@ def decode_result(ctx) -> FormatError | None:
                           rule=ARROW_ERROR_RULE[kind], path=ctx.file_key)
     ctx.cache["v2_0_legacy_decode"] = err
     return err
+
+
+#: container rules whose failure, in a 2.0 file, is this module's FILE-052
+_CONTAINER_RULES = ("FILE-001", "FILE-002", "FILE-003", "FILE-004", "FILE-005", "FILE-006")
+
+
+def _decode_2_0(ctx) -> None:
+    """Raise what decoding the 2.0 file found, from the one decode every deep rule shares
+    (:func:`conformance.rules.file.decode_outcome`, through the shared reader): a footer,
+    offset table, FileDescriptor or column metadata the reader cannot take is FILE-052;
+    columns that do not tile the schema's mapping are FILE-051."""
+    from reference_impl.file.encodings.v2_0.column import container_columns, field_starts
+
+    from .file import decode_outcome, reader_of
+
+    reader, err = reader_of(ctx)
+    if reader is None:
+        if isinstance(err, FormatError) and err.rule in _CONTAINER_RULES:
+            raise FormatError(f"{err.message}", rule="FILE-052", path=ctx.file_key,
+                              offset=err.offset)
+        raise err
+    _rows, exc = decode_outcome(ctx)
+    if isinstance(exc, FormatError) and exc.rule == "FILE-010":
+        # a field whose columns decode to another row count than the file's
+        raise FormatError(exc.message, rule="FILE-051", path=ctx.file_key, offset=exc.offset)
+    if exc is not None:
+        raise exc
+    columns = container_columns(reader.container)
+    _starts, used = field_starts(reader.schema, columns)
+    if used != len(columns):
+        raise FormatError(f"schema uses {used} columns, file has {len(columns)}", rule="FILE-051",
+                          path=ctx.file_key)
 
 
 def _report(ctx, rule_id: str, kind: str):
@@ -107,6 +136,7 @@ def _common(rid, title, clause, kind, section=_ENC, spec="FILE-ENCODINGS", sever
         clause=clause,
         scope=Scope.DATA_FILE,
         deep=True,
+        refusal=DECODE_REFUSAL if severity == "error" and spec not in SPEC_TEXTS else None,
     )(check)
 
 

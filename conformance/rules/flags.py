@@ -100,10 +100,11 @@ def config_flag(ctx):
         yield from _missing(ctx, 8, "Manifest.config is not empty", reader=False)
 
 
-@rule("FLAGS-006", title="base paths imply flag 16", severity="error", spec="FACTS",
+@rule("FLAGS-006", title="base paths imply flag 16", severity="warning", spec="FACTS",
       section=_FACTS_SEC, clause="shallow clone or branch (base_paths) | 16 | 16",
       pylance="the spec texts do not name flag 16; pylance 14.0.2 sets it in both fields "
-              "whenever base_paths is not empty", enforces="pylance")
+              "whenever base_paths is not empty", enforces="pylance",
+      releases='pylance 14.0.2 sets writer/reader flag 16 whenever base_paths is non-empty; the spec texts do not name this flag')
 def base_path_flag(ctx):
     if len(ctx.manifest.base_paths):
         yield from _missing(ctx, 16, "Manifest.base_paths is not empty")

@@ -44,13 +44,14 @@ def below_max(ctx):
                           _loc(f))
 
 
-@rule("FRAG-003", title="max_fragment_id is set when there are fragments", severity="error",
+@rule("FRAG-003", title="max_fragment_id is set when there are fragments", severity="warning",
       spec="004", section="Manifest",
       clause="The highest fragment ID that has been used so far. This ID is not guaranteed to "
              "be present in the current version",
       pylance="pylance 14.0.2 leaves max_fragment_id out while no fragment was ever written, "
               "and keeps it after every fragment is deleted; only its absence with fragments "
-              "present is an error", enforces="pylance")
+              "present is an error", enforces="pylance",
+      releases='pylance releases before max_fragment_id existed (0.10.x and earlier) leave it out with fragments present; every later release reads such manifests and computes the next id from the fragments')
 def max_present(ctx):
     m = ctx.manifest
     if len(m.fragments) and not m.HasField("max_fragment_id"):

@@ -56,8 +56,9 @@ def known_dirs(ctx):
         files, dirs = ctx.store.list_dir("")
     except Exception:  # noqa: BLE001
         return
+    nested = set(getattr(ctx, "nested_dirs", ()))  # a branch root holds its sub-branches
     for d in sorted(dirs):
-        if d.rstrip("/") not in KNOWN_DIRS:
+        if d.rstrip("/") not in KNOWN_DIRS | nested:
             yield Finding(f"unknown directory {d!r} in the dataset root", {"path": d})
     for f in sorted(files, key=lambda i: i.key):
         yield Finding(f"file {f.key!r} directly in the dataset root", {"path": f.key})

@@ -37,7 +37,8 @@ def _load_errors(ctx, rule_id: str, default_rule: str | None = None):
 @rule("MANIFEST-001", title="manifest ends with the 16-byte tail and magic LANC",
       severity="error", spec="FACTS", section=_FRAMING,
       clause="u64-LE P | u16-LE major=0 | u16-LE minor=2 | b\"LANC\" (16-byte tail)",
-      scope="table")
+      scope="table",
+      refusal='a manifest without its tail and magic cannot be decoded')
 def manifest_tail(ctx):
     yield from _load_errors(ctx, "MANIFEST-001")
 
@@ -45,7 +46,8 @@ def manifest_tail(ctx):
 @rule("MANIFEST-002", title="manifest length prefix is in bounds and ends at size-16",
       severity="error", spec="FACTS", section=_FRAMING,
       clause="[Manifest u32-LE len | protobuf] offset P; must end exactly at filesize-16",
-      scope="table")
+      scope="table",
+      refusal='a manifest whose length prefix leaves the file cannot be decoded')
 def manifest_length(ctx):
     yield from _load_errors(ctx, "MANIFEST-002")
 
@@ -67,7 +69,8 @@ def manifest_parses(ctx):
 @rule("MANIFEST-004", title="the index section is framed and parses", severity="error",
       spec="FACTS", section=_FRAMING,
       clause="[IndexSection u32-LE len | protobuf] optional; offset in Manifest.index_section (6)",
-      scope="table")
+      scope="table",
+      refusal='an index section that is not framed or does not parse cannot be read')
 def index_section(ctx):
     yield from _load_errors(ctx, "MANIFEST-004")
 
@@ -75,7 +78,8 @@ def index_section(ctx):
 @rule("MANIFEST-005", title="the inline transaction section is framed and parses",
       severity="error", spec="FACTS", section=_FRAMING,
       clause="[Transaction u32-LE len | protobuf] offset in Manifest field 23",
-      scope="table")
+      scope="table",
+      refusal='an inline transaction that is not framed or does not parse cannot be read')
 def transaction_section(ctx):
     yield from _load_errors(ctx, "MANIFEST-005")
 
@@ -84,7 +88,8 @@ def transaction_section(ctx):
       spec="REFS-NAMESPACE-COMMIT", section="7. Version discovery edge cases",
       clause="V1 and V2 names for versions in the same directory | Opening fails ... Found "
              "multiple manifest naming schemes in the same directory",
-      scope="table")
+      scope="table",
+      refusal="with V1 and V2 names mixed a reader cannot tell which file is a version's manifest; pylance 14.0.2 refuses to open such a table")
 def names_not_mixed(ctx):
     schemes = {e.scheme for e in ctx.version_entries if e.scheme in ("v1", "v2")}
     if len(schemes) > 1:
@@ -96,16 +101,18 @@ def names_not_mixed(ctx):
 
 @rule("MANIFEST-007", title="the version in the manifest's name equals Manifest.version",
       severity="error", spec="FACTS", section=_FRAMING,
-      clause="Names: V1 `_versions/{v}.manifest`; V2 `_versions/{u64::MAX - v:020}.manifest`")
+      clause="Names: V1 `_versions/{v}.manifest`; V2 `_versions/{u64::MAX - v:020}.manifest`",
+      refusal="a reader that opens version N by its file name would get another version's contents")
 def name_matches_version(ctx):
     if int(ctx.manifest.version) != int(ctx.version):
         yield Finding(f"{ctx.manifest_key} is named for version {ctx.version} but holds "
                       f"Manifest.version {ctx.manifest.version}", {"path": ctx.manifest_key})
 
 
-@rule("MANIFEST-008", title="the manifest tail says version 0.2", severity="error",
+@rule("MANIFEST-008", title="the manifest tail says version 0.2", severity="warning",
       spec="FACTS", section=_FRAMING,
-      clause="u64-LE P | u16-LE major=0 | u16-LE minor=2 | b\"LANC\"")
+      clause="u64-LE P | u16-LE major=0 | u16-LE minor=2 | b\"LANC\"",
+      releases="the tail's minor version is 1 in manifests of pylance 0.10 to 0.38.x (and the lancedb releases bundling them) and 2 from pylance 0.39/1.0 on; readers of every release read both")
 def tail_version(ctx):
     tv = getattr(ctx.mf, "tail_version", None)
     if tv is None and hasattr(ctx.mf, "tail_major"):
@@ -135,7 +142,8 @@ def transaction_field(ctx):
 @rule("MANIFEST-010", title="detached names hold detached versions", severity="error",
       spec="REFS-NAMESPACE-COMMIT", section="6. Detached versions",
       clause="a random u64 with bit 63 set as the version ... The manifest is "
-             "_versions/d{version in decimal}.manifest")
+             "_versions/d{version in decimal}.manifest",
+      refusal="a reader resolving a detached version by its file name would get another version's contents")
 def detached_names(ctx):
     entry = ctx.table.entry(ctx.version)
     detached_name = entry is not None and entry.scheme == "detached"

@@ -85,6 +85,22 @@ def _refs(ctx, kind: str):
     return out
 
 
+def tag_ref(name: str) -> str:
+    """The ref label of a tag in findings: ``tag:NAME``."""
+    return f"tag:{name}"
+
+
+def branch_ref(name: str) -> str:
+    """The ref label of a branch in findings: ``branch:NAME``."""
+    return f"branch:{name}"
+
+
+def _on_main(ctx) -> bool:
+    """True in the main root's context, where ``_refs/`` lives; the engine also runs these
+    rules in each branch's context, where only REFS-005 has something to judge."""
+    return getattr(ctx, "branch", None) is None
+
+
 def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
 
@@ -112,10 +128,13 @@ def _branch_versions(ctx, branch):
 @rule("REFS-001", title="tag files are JSON with typed fields", severity="error", spec=_R,
       section="2.1 File format",
       clause="`version` and `manifestSize` are required ... A string \"1\" where a number is "
-             "expected is rejected.", scope="table")
+             "expected is rejected.", scope="table",
+      refusal='a tag whose fields are missing or mistyped cannot be resolved to a manifest')
 def tag_json(ctx):
+    if not _on_main(ctx):
+        return
     for name, key, doc, err in _refs(ctx, "tags"):
-        loc = {"path": key}
+        loc = {"path": key, "ref": tag_ref(name)}
         if err or not isinstance(doc, dict):
             yield Finding(f"tag {name!r} is not a JSON object: {err or type(doc).__name__}", loc)
             continue
@@ -135,8 +154,11 @@ def tag_json(ctx):
 @rule("REFS-002", title="tags point at existing versions of their branch", severity="error",
       spec=_R, section="2.1 File format",
       clause="`version` | integer (u64) | Version number **within that branch**.",
-      scope="table")
+      scope="table",
+      refusal='a tag naming a version its branch does not have cannot be checked out')
 def tag_target(ctx):
+    if not _on_main(ctx):
+        return
     for name, key, doc, _err in _refs(ctx, "tags"):
         if not isinstance(doc, dict) or not _is_int(doc.get("version")):
             continue
@@ -145,7 +167,8 @@ def tag_target(ctx):
             continue
         if doc["version"] not in _branch_versions(ctx, branch):
             yield Finding(f"tag {name!r} points at version {doc['version']} of "
-                          f"{branch or 'main'}, which has no manifest", {"path": key})
+                          f"{branch or 'main'}, which has no manifest",
+                          {"path": key, "ref": tag_ref(name)})
 
 
 @rule("REFS-003", title="branch files are JSON with typed fields", severity="error",
@@ -153,10 +176,13 @@ def tag_target(ctx):
       "`feature/x/y` made from `dev` v3)",
       clause="`parentBranch` | string or `null` | Source branch; `null` means main. ... "
              "`parentVersion` | integer | Version of the parent that the branch starts from.",
-      scope="table")
+      scope="table",
+      refusal='a branch whose JSON fields are missing or mistyped cannot be resolved to its parent')
 def branch_json(ctx):
+    if not _on_main(ctx):
+        return
     for name, key, doc, err in _refs(ctx, "branches"):
-        loc = {"path": key}
+        loc = {"path": key, "ref": branch_ref(name)}
         if err or not isinstance(doc, dict):
             yield Finding(f"branch {name!r} is not a JSON object: {err or type(doc).__name__}",
                           loc)
@@ -184,72 +210,113 @@ def branch_json(ctx):
       severity="error", spec=_R,
       section="3.3 Creating a branch: `ds.create_branch(name, ref=None)` [obs]",
       clause="A Clone commit goes into `{root}/tree/{name}/`. ... The first manifest has "
-             "**the parent's version number**", scope="table")
+             "**the parent's version number**", scope="table",
+      refusal='a branch without its tree of manifests cannot be checked out')
 def branch_tree(ctx):
+    if not _on_main(ctx):
+        return
     for name, key, doc, _err in _refs(ctx, "branches"):
         if branch_name_problem(name):
             continue  # REFS-007
+        loc = {"path": key, "ref": branch_ref(name)}
         versions = _branch_versions(ctx, name)
         if not versions:
-            yield Finding(f"branch {name!r} has no manifest under tree/{name}/_versions",
-                          {"path": key})
+            yield Finding(f"branch {name!r} has no manifest under tree/{name}/_versions", loc)
             continue
         pv = doc.get("parentVersion") if isinstance(doc, dict) else None
         if _is_int(pv) and min(versions) < pv:
             yield Finding(f"branch {name!r} has version {min(versions)} below its parent "
-                          f"version {pv}", {"path": key})
+                          f"version {pv}", loc)
 
 
 @rule("REFS-005", title="a branch's manifests name the branch", severity="error", spec=_R,
       section="3.4 What a branch manifest contains [obs]",
       clause="`Manifest.branch` (field 20) is the full branch name (`\"feature/x/y\"`). Main "
-             "manifests leave it unset.", scope="table")
+             "manifests leave it unset.", scope="table",
+      refusal='a reader checking out a branch cannot tell whose data a manifest naming another branch describes')
 def branch_field(ctx):
-    from conformance.engine import access
-
-    # The dataset being validated is main unless its root is {main}/tree/{branch}
+    """On main: no manifest names a branch (unless the root validated is itself
+    ``tree/{branch}``). On a branch (the engine runs this rule in each branch's context):
+    every checked manifest names exactly that branch."""
+    branch = getattr(ctx, "branch", None)
     root = unquote(ctx.store.uri).rstrip("/")
     for e in ctx.selected_entries():
         mf = ctx.manifest_file(e.version)
-        if mf is None or not mf.manifest.HasField("branch"):
+        if mf is None:
+            continue  # the MANIFEST framing rules report it
+        m = mf.manifest
+        loc = {"version": e.version, "path": e.key}
+        if branch is not None:
+            if not m.HasField("branch") or m.branch != branch:
+                said = repr(m.branch) if m.HasField("branch") else "no branch"
+                yield Finding(f"manifest of version {e.version} says {said}, expected "
+                              f"{branch!r}", loc)
             continue
-        if not root.endswith("/tree/" + mf.manifest.branch):
-            yield Finding(f"manifest says branch {mf.manifest.branch!r} but the dataset root "
-                          f"is not tree/{mf.manifest.branch}", {"version": e.version, "path": e.key})
-    for name, _key, _doc, _err in _refs(ctx, "branches"):
-        if branch_name_problem(name):
-            continue
-        _branch_versions(ctx, name)
-        entries = ctx.cache.get(f"branch-versions:{name}") or []
-        if not entries:
-            continue
-        last = entries[-1]
-        try:
-            mf = access.read_manifest_file(ctx.store, last.key)
-        except Exception:  # noqa: BLE001 - a broken branch manifest is not this rule's
-            continue
-        if mf.manifest.branch != name:
-            yield Finding(f"{last.key} says branch {mf.manifest.branch!r}, expected {name!r}",
-                          {"path": last.key})
+        if m.HasField("branch") and not root.endswith("/tree/" + m.branch):
+            yield Finding(f"manifest says branch {m.branch!r} but the dataset root "
+                          f"is not tree/{m.branch}", loc)
 
 
 @rule("REFS-006", title="tag names are valid", severity="error", spec=_R,
       section="2.2 Names [obs]",
       clause="Allowed: every character is Unicode alphanumeric or one of `.` `-` `_`.",
-      scope="table")
+      scope="table",
+      refusal='a tag name outside the allowed characters cannot be told apart from a path; pylance 14.0.2 refuses to create it')
 def tag_names(ctx):
+    if not _on_main(ctx):
+        return
     for name, key, _doc, _err in _refs(ctx, "tags"):
         problem = tag_name_problem(name)
         if problem:
-            yield Finding(f"tag name {name!r}: {problem}", {"path": key})
+            yield Finding(f"tag name {name!r}: {problem}", {"path": key, "ref": tag_ref(name)})
 
 
 @rule("REFS-007", title="branch names are valid", severity="error", spec=_R,
       section="3.2 Names [obs]",
       clause="A branch name is one or more `/`-separated segments. Each segment uses the tag "
-             "character set (alphanumeric, `.`, `-`, `_`).", scope="table")
+             "character set (alphanumeric, `.`, `-`, `_`).", scope="table",
+      refusal='a branch name outside the allowed segments cannot be mapped to its tree/ directory; pylance 14.0.2 refuses to create it')
 def branch_names(ctx):
+    if not _on_main(ctx):
+        return
     for name, key, _doc, _err in _refs(ctx, "branches"):
         problem = branch_name_problem(name)
         if problem:
-            yield Finding(f"branch name {name!r}: {problem}", {"path": key})
+            yield Finding(f"branch name {name!r}: {problem}",
+                          {"path": key, "ref": branch_ref(name)})
+
+
+@rule("REFS-008", title="a branch's parent branch and parent version exist",
+      severity="warning",
+      spec=_R, section="5. `cleanup_old_versions`",
+      clause="Protected versions: ... every version that a *descendant branch* forks from. "
+             "For example, main v2 is kept while `dev` (from main v2) or `dev/sub` (from dev "
+             "v4 ...) exists",
+      scope="table")
+def branch_parent(ctx):
+    """Every branch file names a parent that exists (``null`` or ``"main"``: main; else a
+    branch with its own file) and a ``parentVersion`` that has a manifest on that parent.
+
+    A warning: the branch's own manifests reach every inherited file through their base
+    paths, so a reader still reads the branch; what is lost is the history it forks from,
+    which pylance's cleanup keeps while the branch exists."""
+    if not _on_main(ctx):
+        return
+    branches = _refs(ctx, "branches")
+    names = {name for name, _key, _doc, _err in branches}
+    for name, key, doc, _err in branches:
+        if not isinstance(doc, dict) or branch_name_problem(name):
+            continue  # REFS-003 / REFS-007
+        parent, pv = doc.get("parentBranch"), doc.get("parentVersion")
+        if (parent is not None and not isinstance(parent, str)) or not _is_int(pv):
+            continue  # REFS-003
+        loc = {"path": key, "ref": branch_ref(name)}
+        if parent in (None, "main"):
+            parent = None
+        elif parent not in names or branch_name_problem(parent):
+            yield Finding(f"branch {name!r} names parent branch {parent!r}, which has no "
+                          f"branch file", loc)
+            continue
+        if pv not in _branch_versions(ctx, parent):
+            yield Finding(f"branch {name!r} starts from version {pv} of {parent or 'main'}, "
+                          f"which has no manifest", loc)

@@ -13,6 +13,19 @@ unexpected exception into an ``ENGINE-001`` finding so a report is always made).
 
 Where the spec and pylance 14.0.2 disagree, ``pylance`` records what pylance does
 and ``enforces`` says which side the rule follows.
+
+Every **error** rule states its basis, one of two:
+
+* ``spec``: the clause is a sentence of the spec texts (``000`` to ``004``) that the data
+  breaks;
+* ``refusal``: the clause comes from a facts sheet, and ``refusal`` says why every reader
+  must refuse such bytes (it cannot decode, locate or resolve them), whatever release wrote
+  them.
+
+A rule whose only ground is what some release writes (a version number in a tail, a field a
+later release always sets, an alignment) is a **warning**, and ``releases`` says which
+releases write what. The cross-release corpus (:mod:`conformance.releases`) is where those
+notes come from.
 """
 
 from __future__ import annotations
@@ -30,6 +43,9 @@ AREAS = (
     "ENGINE",
 )
 
+#: the spec texts proper; the other keys of :data:`SPEC_FILES` are facts sheets
+SPEC_TEXTS = ("000", "001", "002", "003", "004")
+
 SPEC_FILES = {
     "000": "000_3e075592ae1437fa.txt",  # storage layout
     "001": "001_9e3dafb7e0a07ec4.txt",  # table format
@@ -40,6 +56,11 @@ SPEC_FILES = {
     "FILE-ENCODINGS": "FILE-ENCODINGS.md",
     "REFS-NAMESPACE-COMMIT": "REFS-NAMESPACE-COMMIT.md",
 }
+
+
+#: the refusal of every rule that reports a decoder failure of a data file's pages
+DECODE_REFUSAL = ("a page whose bytes break this cannot be decoded to the values it stands for: "
+                  "a reader fails on it or returns other values")
 
 
 class Severity(StrEnum):
@@ -80,10 +101,24 @@ class Rule:
     deep: bool = False  # only run under --deep
     pylance: str | None = None   # observed pylance 14.0.2 behaviour, where it differs
     enforces: str | None = None  # "spec" or "pylance" when the two disagree
+    releases: str | None = None  # which releases write what, where releases differ
+    refusal: str | None = None   # why every reader must refuse (error rules off the spec texts)
 
     @property
     def spec_file(self) -> str:
         return SPEC_FILES[self.spec]
+
+    @property
+    def basis(self) -> str | None:
+        """Why an error is an error: ``"spec"`` (a quoted sentence of the spec texts) or
+        ``"refusal"`` (bytes every reader must refuse); ``"engine"`` (no verdict could be reached); ``None`` for a warning."""
+        if self.severity is not Severity.ERROR:
+            return None
+        if self.id.startswith("ENGINE-"):
+            return "engine"  # the validator could not reach a verdict
+        if self.spec in SPEC_TEXTS:
+            return "spec"
+        return "refusal" if self.refusal else None
 
     def as_dict(self) -> dict:
         out = {
@@ -94,6 +129,12 @@ class Rule:
             "deep": self.deep,
             "spec": {"file": self.spec_file, "section": self.section, "clause": self.clause},
         }
+        if self.basis:
+            out["basis"] = self.basis
+        if self.refusal:
+            out["refusal"] = self.refusal
+        if self.releases:
+            out["releases"] = self.releases
         if self.pylance:
             out["pylance"] = self.pylance
         if self.enforces:
@@ -116,6 +157,8 @@ def rule(
     deep: bool = False,
     pylance: str | None = None,
     enforces: str | None = None,
+    releases: str | None = None,
+    refusal: str | None = None,
 ) -> Callable[[Callable[..., Iterable[Finding]]], Callable[..., Iterable[Finding]]]:
     """Register the decorated generator function as the check of rule ``id``."""
     if not ID_PATTERN.match(id) or id.split("-")[0] not in AREAS:
@@ -124,6 +167,10 @@ def rule(
         raise ValueError(f"rule {id}: unknown spec {spec!r}")
     if (pylance is None) != (enforces is None) and enforces is not None:
         raise ValueError(f"rule {id}: 'enforces' needs a 'pylance' note")
+    if Severity(severity) is Severity.ERROR and spec not in SPEC_TEXTS and not refusal \
+            and not id.startswith("ENGINE"):
+        raise ValueError(f"rule {id}: an error rule quoting a facts sheet ({spec}) needs "
+                         f"'refusal': why every reader must refuse such bytes")
 
     def register(fn: Callable[..., Iterable[Finding]]) -> Callable[..., Iterable[Finding]]:
         if id in _RULES:
@@ -131,7 +178,7 @@ def rule(
         _RULES[id] = Rule(
             id=id, title=title, severity=Severity(severity), scope=Scope(scope), spec=spec,
             section=section, clause=clause, check=fn, deep=deep, pylance=pylance,
-            enforces=enforces,
+            enforces=enforces, releases=releases, refusal=refusal,
         )
         return fn
 

@@ -88,7 +88,8 @@ def depth_first(ctx):
 @rule("SCHEMA-004", title="logical types are valid", severity="error", spec="FACTS",
       section="lance.file.Field",
       clause="5 logical_type (`int64 int32 double float string list struct "
-             "fixed_size_list:float:4` ...)")
+             "fixed_size_list:float:4` ...)",
+      refusal='a reader cannot map an unknown logical type to the values it stores')
 def logical_types(ctx):
     for f in ctx.manifest.fields:
         if not valid_logical_type(f.logical_type):
@@ -106,7 +107,8 @@ def _children(fields) -> dict[int, list]:
 @rule("SCHEMA-005", title="a list field has exactly one child", severity="error",
       spec="FACTS", section="lance.file.Field",
       clause="Nested children have their own ids (list -> parent + `item`; struct -> parent + "
-             "children)")
+             "children)",
+      refusal='a list field with other than one child cannot be decoded')
 def list_one_child(ctx):
     kids = _children(ctx.manifest.fields)
     for f in ctx.manifest.fields:
@@ -118,7 +120,8 @@ def list_one_child(ctx):
 @rule("SCHEMA-006", title="only nested fields have children", severity="error",
       spec="FACTS", section="lance.file.Field",
       clause="Nested children have their own ids (list -> parent + `item`; struct -> parent + "
-             "children); a fixed-size list is one field.")
+             "children); a fixed-size list is one field.",
+      refusal='children under a field that holds no nested values cannot be placed')
 def leaf_has_no_children(ctx):
     kids = _children(ctx.manifest.fields)
     for f in ctx.manifest.fields:

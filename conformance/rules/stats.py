@@ -84,6 +84,10 @@ def _compute(ctx):
     pages = {}
     for fid in stats:
         af = by_id.get(fid)
+        if af is None and lf.own_field(fid) is not None:
+            # a field the file holds but this version no longer reads (dropped, or left
+            # behind by a column rewrite): its statistics describe pages nobody reads
+            continue
         if af is None:
             raise FormatError(
                 f"statistics for field {fid}, which the file does not hold",

@@ -77,7 +77,8 @@ def parses(ctx):
 
 @rule("TXN-003", title="the inline transaction is byte-identical to the .txn file",
       severity="error", spec="FACTS", section="Manifest file framing (`_versions/*.manifest`)",
-      clause="The inline transaction is byte-identical to the `.txn` file.")
+      clause="The inline transaction is byte-identical to the `.txn` file.",
+      refusal='two different transactions for one version: conflict checks would depend on which copy a writer reads')
 def inline_equal(ctx):
     key, _txn, raw, _err = txn_file(ctx)
     inline = getattr(ctx.mf, "transaction_bytes", None)
@@ -131,7 +132,8 @@ def name_matches(ctx):
 
 @rule("TXN-006", title="the transaction has a known operation", severity="error",
       spec="FACTS", section="C. How upstream decides transaction conflicts (Nov-2025 source)",
-      clause="Missing or unknown transaction => conflict (spec).")
+      clause="Missing or unknown transaction => conflict (spec).",
+      refusal='a writer cannot check a concurrent commit against an unknown operation; the spec treats it as a conflict')
 def known_operation(ctx):
     for where, txn in (("inline", getattr(ctx.mf, "transaction", None)),
                        ("file", txn_file(ctx)[1])):

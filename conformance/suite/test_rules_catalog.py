@@ -84,3 +84,38 @@ def test_rules_doc_up_to_date():
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_rules_doc.py"), "--check"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_every_error_rule_states_its_basis():
+    """An error quotes a sentence of the spec texts, or says why every reader must refuse;
+    anything grounded in one release's habit is a warning (the cross-release audit)."""
+    for r in all_rules():
+        if r.severity.value == "error":
+            assert r.basis in ("spec", "refusal", "engine"), r.id
+            if r.basis == "refusal":
+                assert len(r.refusal) > 30, r.id
+        else:
+            assert r.basis is None
+
+
+def test_an_error_rule_from_a_facts_sheet_needs_a_refusal():
+    import pytest
+
+    from conformance.rules.registry import rule
+
+    with pytest.raises(ValueError, match="refusal"):
+        rule("MANIFEST-999", title="t", severity="error", spec="FACTS", section="s",
+             clause="c")(lambda ctx: iter(()))
+
+
+def test_release_habits_are_warnings_with_their_releases(capsys):
+    """What one release writes and another does not is a warning naming the releases."""
+    from conformance.rules import get_rule
+
+    for rid in ("MANIFEST-008", "FRAG-003", "FILE-012", "FLAGS-006", "ENC-042"):
+        r = get_rule(rid)
+        assert r.severity.value == "warning" and r.releases, rid
+    assert main(["rules", "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    assert "- basis: the spec text" in md and "- basis: a refusal every reader must make" in md
+    assert "- releases: the tail's minor version is 1" in md

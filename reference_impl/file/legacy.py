@@ -33,6 +33,8 @@ Legacy encodings, per field and batch:
   ``large_list``) relative to the batch's item page; a null list reads back empty.
 * **fixed_size_list**: one plain page of ``rows * dimension`` items.
 * **struct**: no data of its own; a null struct reads back as a struct of zeroed children.
+  A child page may hold more values than the batch has rows (pylance 0.10 writes the
+  whole child array of a sliced struct); readers take the first ``rows`` values.
 * **dictionary**: plain indices; the values are one var-binary page at
   ``Field.dictionary{offset, length}``. A null index is 0, so it reads back as item 0.
 
@@ -122,6 +124,22 @@ class LegacyFile:
         return self._tables[key]
 
     # -- reading -----------------------------------------------------------------------------
+
+    def own_field(self, field_id: int) -> file_pb2.Field | None:
+        """The field ``field_id`` of the manifest embedded in this file, if it has one.
+
+        A dictionary's values are a page of *this* file, so the ``Field.dictionary``
+        position that locates them is the one this file's own schema records. The
+        dataset manifest's copy of the field carries the position in whichever file the
+        writer saw first (pylance 0.10 to 12.x leave it there), which names other bytes
+        in every other file; readers of every release take the file's own.
+        """
+        if self.manifest is None:
+            return None
+        by_id = self._tables.get("own_fields")
+        if by_id is None:
+            by_id = self._tables["own_fields"] = {f.id: f for f in self.manifest.fields}
+        return by_id.get(field_id)
 
     def schema_fields(self) -> list[file_pb2.Field]:
         """The field list of the embedded manifest (the file's own schema)."""
@@ -316,12 +334,16 @@ class _ColumnReader:
             return cls.from_arrays(
                 pa.array(offsets.astype(np.int64 if width == 8 else np.int32)), items, type=t
             )
-        if length != n:
+        if length < n:
             raise self.file.error(
                 f"field {af.name!r} page holds {length} values, batch has {n} rows", RULE_TABLE, pos
             )
+        # A page may hold more values than its batch has rows: pylance 0.10 writes the whole
+        # child of a sliced struct array. Every release reads the batch's first n values.
         if pa.types.is_dictionary(t):
-            lf = self.fields.get(fid)
+            lf = self.file.own_field(fid)
+            if lf is None or not lf.HasField("dictionary"):
+                lf = self.fields.get(fid)
             if lf is None or not lf.HasField("dictionary"):
                 raise self.file.error(
                     f"dictionary field {af.name!r} has no dictionary page", RULE_TABLE
