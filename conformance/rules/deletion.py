@@ -134,6 +134,10 @@ def deletion_file_decodes(ctx) -> Iterator[Finding]:
     clause="These files contain the indices of rows that have between deleted for some fragment.",
 )
 def deletion_offsets_in_range(ctx) -> Iterator[Finding]:
+    from .fragment import stats_recorded
+
+    if not stats_recorded(ctx.manifest):
+        return  # releases before 0.8: statistics are recounted by every reader
     for frag in _with_deletion(ctx):
         loaded = _load(ctx, frag)
         offsets = loaded["offsets"]
@@ -153,6 +157,10 @@ def deletion_offsets_in_range(ctx) -> Iterator[Finding]:
     clause="The number of rows that are marked as deleted. (uint64 num_deleted_rows = 4)",
 )
 def deletion_count_matches(ctx) -> Iterator[Finding]:
+    from .fragment import stats_recorded
+
+    if not stats_recorded(ctx.manifest):
+        return  # releases before 0.8: statistics are recounted by every reader
     for frag in _with_deletion(ctx):
         loaded = _load(ctx, frag)
         offsets = loaded["offsets"]

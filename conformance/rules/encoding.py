@@ -91,9 +91,14 @@ _decode_rule("ENC-046", "decoded value counts match the declared lengths", "6. K
 
 
 @rule("ENC-042", title="has_large_chunk is set exactly in 2.2 mini-block pages; 2.1 constants are all-null",
-      severity="warning", spec="FILE-ENCODINGS", section="6. Known traps",
+      severity="error", spec="FILE-ENCODINGS", section="6. Known traps",
       clause="a 2.2 MB page must set `has_large_chunk`, and a 2.1 page must not", scope="data_file", deep=True,
-      releases='pylance 14.0.2 sets has_large_chunk in every 2.2 mini-block page and never in 2.1; readers follow the flag as stored')
+      refusal="pylance 14.0.2 refuses a 2.2 mini-block page without the u32 chunk words "
+              "('Lance v2.2 miniblock pages require the u32 chunk grammar'): read with u16 words "
+              "its chunks would decode to other values",
+      releases="pylance 0.38.x and earlier accepted data_storage_version='2.2' while 2.2 was "
+               "unstable and wrote its mini-block pages with u16 chunk words; those releases "
+               "read them back, 14.0.2 refuses them, and so does the kit")
 def chunk_grammar(ctx):
     from reference_impl.file import checks
 

@@ -11,6 +11,11 @@ In 2.0 every field takes columns in the schema's pre-order walk:
 * a blob field (``ColumnEncoding.blob``) takes one column of ``packed_struct``
   (u64 position, u64 size) descriptors pointing at absolute file ranges.
 
+The earliest 2.0 writer (pylance 0.13, file version 0.3) stored a string or binary field as
+a list of bytes: an offsets column of ``List`` pages followed by a column of u8 items.
+Every later release still reads it, so a string/binary field whose pages are ``List``
+nodes takes those **two** columns (:func:`_bytes_as_list`).
+
 ``Page.priority`` is always 0 in 2.0; a page's first value is the running sum of the
 previous pages' lengths. Pages of length 0 carry no data and are skipped.
 """
@@ -187,6 +192,67 @@ def _packed_by_metadata(field: pa.Field) -> bool:
     return any(md.get(k, b"").lower() == b"true" for k in (b"lance-encoding:packed", b"packed"))
 
 
+def count_columns(field: pa.Field, columns: Sequence[Column], index: int = 0) -> int:
+    """How many columns ``field`` takes when it starts at ``columns[index]``, by the walk
+    :func:`decode_field` follows, reading only page encodings (no page bytes)."""
+    if index >= len(columns):
+        raise FormatError(f"field {field.name!r} has no column {index}", rule="FILE-051")
+    t = field.type
+    if pa.types.is_struct(t):
+        if _packed_by_metadata(field) or any(
+            p.length and p.encoding.WhichOneof("array_encoding") != "struct"
+            for p in columns[index].pages
+        ):
+            return 1  # a packed struct is a single leaf column
+        n = 1
+        for child in t:
+            n += count_columns(child, columns, index + n)
+        return n
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return 1 + count_columns(t.value_field, columns, index + 1)
+    if _bytes_as_list(field, columns[index]):
+        return 2
+    return 1
+
+
+def _is_bytes(t: pa.DataType) -> bool:
+    return (pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+            or pa.types.is_large_binary(t))
+
+
+def _bytes_as_list(field: pa.Field, column: Column) -> bool:
+    """A string/binary field written as ``list<u8>`` (pylance 0.13's 2.0 writer): its pages
+    are ``List`` nodes and the next column holds the bytes."""
+    return _is_bytes(field.type) and any(
+        p.length and p.encoding.WhichOneof("array_encoding") == "list" for p in column.pages)
+
+
+def _decode_bytes_as_list(field: pa.Field, columns: Sequence[Column], index: int):
+    """Decode a list-of-bytes field as the string/binary values it stands for."""
+    t = field.type
+    large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+    as_list = pa.field(field.name, (pa.large_list if large else pa.list_)(pa.uint8()))
+    arr, nxt = _list(as_list, columns, index)
+    raw = pa.large_binary() if large else pa.binary()
+    validity, offsets = arr.buffers()[0], arr.buffers()[1]
+    values = arr.values
+    if values.offset:
+        values = pa.concat_arrays([values])  # a zero-offset copy, so its buffer starts at 0
+    out = pa.Array.from_buffers(raw, len(arr), [validity, offsets, values.buffers()[1]],
+                                offset=arr.offset)
+    return (out.cast(t) if raw != t else out), nxt
+
+
+def field_starts(schema: pa.Schema, columns: Sequence[Column]) -> tuple[list[int], int]:
+    """The first column of every top-level field of ``schema`` and the number of columns the
+    schema takes (FILE-051 when a field runs out of columns)."""
+    starts, index = [], 0
+    for f in schema:
+        starts.append(index)
+        index += count_columns(f, columns, index)
+    return starts, index
+
+
 def decode_field(
     field: pa.Field, columns: Sequence[Column], index: int = 0
 ) -> tuple[pa.Array, int]:
@@ -217,18 +283,21 @@ def decode_field(
         return pa.StructArray.from_arrays(children, fields=list(t)), nxt
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return _list(field, columns, index)
+    if _bytes_as_list(field, column):
+        return _decode_bytes_as_list(field, columns, index)
     return _leaf(field, column), index + 1
 
 
 def _leaf(field: pa.Field, column: Column) -> pa.Array:
-    parts = []
-    for page in column.pages:
-        if page.length == 0:
-            continue
+    """A leaf column's pages, decoded independently (on the decode threads) and joined."""
+    from reference_impl.file.parallel import map_ordered
+
+    def one(page: Page) -> pa.Array:
         if column.is_blob:
-            parts.append(_blob_page(page, field.type))
-        else:
-            parts.append(decode_node(page.encoding, page.ctx, page.length, field.type))
+            return _blob_page(page, field.type)
+        return decode_node(page.encoding, page.ctx, page.length, field.type)
+
+    parts = map_ordered(one, [p for p in column.pages if p.length])
     if not parts:
         return pa.array([], field.type)
     return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
