@@ -67,7 +67,7 @@ def decode_result(ctx) -> FormatError | None:
             ids = [i for i in ctx.data_file.fields if i >= 0]
             known = {f.id for f in ctx.version.manifest.fields}
             fields = project(list(ctx.version.manifest.fields), [i for i in ids if i in known])
-            lf.read(fields, ids)
+            lf.read(fields, ids, dictionaries=version_dictionaries(ctx.version))
     except FormatError as exc:
         err = exc
     except LanceError as exc:
@@ -111,6 +111,19 @@ def _decode_2_0(ctx) -> None:
     if used != len(columns):
         raise FormatError(f"schema uses {used} columns, file has {len(columns)}", rule="FILE-051",
                           path=ctx.file_key)
+
+
+def version_dictionaries(vctx) -> dict:
+    """The dictionary values of a legacy version, read once from its manifest file, where
+    every release keeps them (:func:`reference_impl.file.legacy.manifest_dictionaries`)."""
+    if "legacy_dictionaries" not in vctx.cache:
+        from reference_impl.file.legacy import manifest_dictionaries
+
+        fields = [f for f in vctx.manifest.fields if f.HasField("dictionary")]
+        vctx.cache["legacy_dictionaries"] = manifest_dictionaries(
+            lambda pos, n: vctx.store.get_range(vctx.manifest_key, pos, n), vctx.mf.size,
+            fields, path=vctx.manifest_key) if fields else {}
+    return vctx.cache["legacy_dictionaries"]
 
 
 def _report(ctx, rule_id: str, kind: str):

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from reference_impl.errors import FormatError, LanceError
 
-from .file_v2_0 import _arrow_errors
+from .file_v2_0 import _arrow_errors, version_dictionaries
 from .registry import Finding, Scope, rule
 
 _SEC = "Statistic values"
@@ -80,6 +80,7 @@ def _compute(ctx):
         lf.page_table(max(ids) - lo + 1 if ids else 0),
         {fid: fid - lo for fid in ids},
         {f.id: f for f in fields},
+        version_dictionaries(ctx.version),
     )
     pages = {}
     for fid in stats:

@@ -36,7 +36,13 @@ Legacy encodings, per field and batch:
   A child page may hold more values than the batch has rows (pylance 0.10 writes the
   whole child array of a sliced struct); readers take the first ``rows`` values.
 * **dictionary**: plain indices; the values are one var-binary page at
-  ``Field.dictionary{offset, length}``. A null index is 0, so it reads back as item 0.
+  ``Field.dictionary{offset, length}`` (``length`` values, the page's ``length + 1``
+  positions at ``offset``). A null index is 0, so it reads back as item 0. *Which* file
+  that position is in depends on whose schema it comes from: the dataset manifest's fields
+  locate the values in the **manifest file** (every release writes them there, ahead of
+  the manifest, and every release reads a dataset's dictionaries from there:
+  :func:`manifest_dictionaries`); a data file's embedded schema locates them in that data
+  file, for reading the file on its own.
 
 Statistics (``Metadata.statistics``) use the same machinery: a field list of their own, a
 one-batch page table of ``len(fields)`` rows whose batch has one value per data batch;
@@ -153,12 +159,16 @@ class LegacyFile:
         file_field_ids: Sequence[int] | None = None,
         *,
         columns: Sequence[str] | None = None,
+        dictionaries: dict[int, pa.Array] | None = None,
     ) -> pa.Table:
         """Read the whole file as pylance reads it.
 
         ``fields`` is the Lance field list describing the columns (default: the embedded
         manifest's), ``file_field_ids`` the file's ``DataFile.fields`` (page table row order;
         default: every id of ``fields`` in order). ``columns`` selects top-level fields.
+        ``dictionaries`` maps field ids to dictionary values read from the dataset's manifest
+        file (:func:`manifest_dictionaries`); without it a dictionary field takes the values
+        this file's own schema locates.
         """
         from reference_impl.table.schema import fields_to_arrow
 
@@ -174,7 +184,8 @@ class LegacyFile:
         lo = min(ids) if ids else 0
         table = self.page_table(max(ids) - lo + 1 if ids else 0)
         reader = _ColumnReader(
-            self, table, {fid: fid - lo for fid in ids}, {f.id: f for f in fields}
+            self, table, {fid: fid - lo for fid in ids}, {f.id: f for f in fields},
+            dictionaries,
         )
         sizes = self.batch_sizes()
         arrays = []
@@ -295,8 +306,10 @@ class _ColumnReader:
         table: np.ndarray,
         row_of: dict[int, int],
         fields: dict[int, file_pb2.Field],
+        dictionaries: dict[int, pa.Array] | None = None,
     ):
         self.file, self.table, self.row_of, self.fields = file, table, row_of, fields
+        self.dictionaries = dictionaries or {}
 
     def cell(self, af: pa.Field, batch: int) -> tuple[int, int, int]:
         fid = _field_id(af)
@@ -341,16 +354,18 @@ class _ColumnReader:
         # A page may hold more values than its batch has rows: pylance 0.10 writes the whole
         # child of a sliced struct array. Every release reads the batch's first n values.
         if pa.types.is_dictionary(t):
-            lf = self.file.own_field(fid)
-            if lf is None or not lf.HasField("dictionary"):
-                lf = self.fields.get(fid)
-            if lf is None or not lf.HasField("dictionary"):
-                raise self.file.error(
-                    f"dictionary field {af.name!r} has no dictionary page", RULE_TABLE
+            values = self.dictionaries.get(fid)
+            if values is None:
+                lf = self.file.own_field(fid) or self.fields.get(fid)
+                if lf is None or not lf.HasField("dictionary"):
+                    raise self.file.error(
+                        f"dictionary field {af.name!r} has no dictionary page", RULE_TABLE
+                    )
+                values = self._var_binary(
+                    int(lf.dictionary.offset), int(lf.dictionary.length), t.value_type, af.name
                 )
-            values = self._var_binary(
-                int(lf.dictionary.offset), int(lf.dictionary.length), t.value_type, af.name
-            )
+            elif values.type != t.value_type:
+                values = values.cast(t.value_type)
             idx = self._fixed(pos, n, t.index_type, af.name)
             if n and (
                 int(pa.compute.max(idx).as_py()) >= len(values)
@@ -407,6 +422,55 @@ class _ColumnReader:
         if pa.types.is_string(t) or pa.types.is_large_string(t):
             arr = arr.cast(pa.large_string())
         return arr.cast(t) if arr.type != t else arr
+
+
+def manifest_dictionaries(
+    read_range: Callable[[int, int], bytes], size: int, fields: Sequence[file_pb2.Field],
+    *, path: str | None = None,
+) -> dict[int, pa.Array]:
+    """The dictionary values of a legacy dataset's fields, from its manifest file.
+
+    Each field with ``Field.dictionary`` names a var-binary page of the manifest file:
+    ``length + 1`` i64 positions at ``offset``, the values between consecutive positions.
+    ``read_range(pos, n)`` reads the manifest file; ``size`` is its length. A page that
+    leaves the file or whose positions decrease is FILE-063.
+    """
+    from reference_impl.table.schema import parse_logical_type
+
+    out: dict[int, pa.Array] = {}
+    for f in fields:
+        if not f.HasField("dictionary") or f.dictionary.length <= 0:
+            continue
+        d = f.dictionary
+        n = int(d.length)
+        if d.offset < 0 or n > size // 8 or d.offset + 8 * (n + 1) > size:
+            raise FormatError(f"dictionary of field {f.name!r} ({n} values at {d.offset}) "
+                              f"leaves the manifest file", rule=RULE_VALUES, path=path,
+                              offset=int(d.offset))
+        offsets = np.frombuffer(read_range(int(d.offset), 8 * (n + 1)), "<i8").astype(np.int64)
+        start, end = int(offsets[0]), int(offsets[-1])
+        if np.any(np.diff(offsets) < 0) or start < 0 or end > size:
+            raise FormatError(f"dictionary of field {f.name!r}: positions decrease or leave "
+                              f"the manifest file", rule=RULE_VALUES, path=path,
+                              offset=int(d.offset))
+        data = read_range(start, end - start)
+        arr = pa.Array.from_buffers(pa.large_binary(), n, [
+            None, pa.py_buffer((offsets - start).tobytes()), pa.py_buffer(data)])
+        value_type = pa.string()
+        try:
+            t = parse_logical_type(f.logical_type)
+            if pa.types.is_dictionary(t):
+                value_type = t.value_type
+        except Exception:  # noqa: BLE001 - the schema rules report a bad logical type
+            pass
+        try:
+            out[f.id] = arr.cast(pa.large_string()).cast(value_type) \
+                if pa.types.is_string(value_type) or pa.types.is_large_string(value_type) \
+                else arr.cast(value_type)
+        except (pa.ArrowException, ValueError) as exc:
+            raise FormatError(f"dictionary of field {f.name!r} is not valid {value_type}: "
+                              f"{exc}", rule=RULE_VALUES, path=path, offset=start) from None
+    return out
 
 
 def _field_id(af: pa.Field) -> int:
