@@ -109,16 +109,24 @@ def name_matches_version(ctx):
                       f"Manifest.version {ctx.manifest.version}", {"path": ctx.manifest_key})
 
 
-@rule("MANIFEST-008", title="the manifest tail says version 0.2", severity="warning",
-      spec="FACTS", section=_FRAMING,
+#: manifest tail versions that releases write: (0, 1) up to pylance 0.39, (0, 2) from 1.0 on
+KNOWN_TAIL_VERSIONS = ((0, 1), (0, 2))
+
+
+@rule("MANIFEST-008", title="the manifest tail names a version releases write (0.1 or 0.2)",
+      severity="error", spec="FACTS", section=_FRAMING,
       clause="u64-LE P | u16-LE major=0 | u16-LE minor=2 | b\"LANC\"",
-      releases="the tail's minor version is 1 in manifests of pylance 0.10 to 0.38.x (and the lancedb releases bundling them) and 2 from pylance 0.39/1.0 on; readers of every release read both")
+      refusal="the tail's version names the manifest file's framing; a tail naming a version "
+              "no release writes declares a framing no reader knows",
+      releases="pylance 0.10 to 0.39.x (and lancedb releases bundling them) end manifests with "
+               "minor version 1, pylance 1.0 and later (lancedb 0.40) with 2; both are read by "
+               "every release and neither draws a finding")
 def tail_version(ctx):
     tv = getattr(ctx.mf, "tail_version", None)
     if tv is None and hasattr(ctx.mf, "tail_major"):
         tv = (ctx.mf.tail_major, ctx.mf.tail_minor)
-    if tv is not None and tuple(tv) != (0, 2):
-        yield Finding(f"manifest tail version is {tv[0]}.{tv[1]}, expected 0.2",
+    if tv is not None and tuple(tv) not in KNOWN_TAIL_VERSIONS:
+        yield Finding(f"manifest tail version is {tv[0]}.{tv[1]}; releases write 0.1 or 0.2",
                       {"path": ctx.manifest_key})
 
 

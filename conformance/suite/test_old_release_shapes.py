@@ -11,8 +11,8 @@ the default run keeps every fix honest without a virtualenv per release:
   values than its batch has rows; readers take the first ones;
 * releases before 0.8 wrote no ``writer_version`` and no (or wrong) ``physical_rows`` /
   ``num_deleted_rows``; every later release recounts them from the files;
-* releases up to 0.38 end manifests with minor version 1, and releases before 0.11 leave out
-  ``max_fragment_id``: both read everywhere, so at most a warning.
+* releases up to 0.39 end manifests with minor version 1 (no finding; an unknown minor is an
+  error), and releases before 0.11 leave out ``max_fragment_id`` (a warning).
 """
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def test_with_writer_version_wrong_statistics_are_still_errors(pylance, tmp_path
 
 
 @pytest.mark.parametrize("storage", ["legacy", "2.0"])
-def test_tail_minor_1_and_no_max_fragment_id_are_warnings_only(pylance, tmp_path, storage):
+def test_tail_minor_1_is_fine_and_no_max_fragment_id_a_warning(pylance, tmp_path, storage):
     root = tmp_path / "t"
     pylance.write_dataset(pa.table({"x": pa.array(range(10), pa.int64())}), str(root),
                           data_storage_version=storage)
@@ -148,7 +148,15 @@ def test_tail_minor_1_and_no_max_fragment_id_are_warnings_only(pylance, tmp_path
     _same_as_pylance(pylance, root)
     report = local.validate(str(root), versions="all", deep=True)
     assert not report.violations, [v.rule for v in report.violations]
-    assert {"MANIFEST-008", "FRAG-003"} <= {w.rule for w in report.warnings}
+    assert "FRAG-003" in {w.rule for w in report.warnings}
+    assert "MANIFEST-008" not in {w.rule for w in report.warnings}
+
+
+def test_a_manifest_tail_no_release_writes_is_an_error(pylance, tmp_path):
+    root = tmp_path / "t"
+    pylance.write_dataset(pa.table({"x": pa.array(range(10), pa.int64())}), str(root))
+    _edit_manifest(root, lambda m: None, tail_minor=3)
+    assert any(e.startswith("MANIFEST-008") for e in _errors(root))
 
 
 def test_a_dictionary_leaving_the_manifest_file_is_refused(pylance, tmp_path):
