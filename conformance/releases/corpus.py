@@ -260,9 +260,14 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
                              if v != "latest"}
         if "latest" in newest.get("unreadable_versions", {}):
             refused_by_newest = set(info.get("versions", []))
-    # versions no release can read (the writer's own failures included) must draw findings;
-    # those findings are then not false errors
-    refused_by_newest |= {int(v) for v in info.get("unreadable_versions", {}) if v != "latest"}
+    # a version the writer could not read back but the newest release reads is judged
+    # against the newest release's rows (a runtime failure of an old release says nothing
+    # about the bytes); a version no release reads must draw findings, which are then not
+    # false errors
+    newest_rows = folder / "read-by" / Release.parse(NEWEST_READER).slug / "expected"
+    writer_failed = {int(v) for v in info.get("unreadable_versions", {}) if v != "latest"}
+    read_by_newest = {v for v in writer_failed if (newest_rows / f"v{v}.arrows").exists()}
+    refused_by_newest |= writer_failed - read_by_newest
     report = local.validate(str(table), versions="all", deep=deep)
     expected = expected_findings(info["writer"], info["scenario"])
     seen = set()
@@ -284,8 +289,10 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
             verdict.versions.append(_judge_refused(table, v, flagged_versions, newest))
         else:
             verdict.versions.append(_judge_version(table, folder, v, flagged_versions))
+    for v in sorted(read_by_newest - set(info.get("versions", []))):
+        verdict.versions.append(_judge_version(table, folder, v, flagged_versions))
     for v, why in info.get("unreadable_versions", {}).items():
-        if v == "latest":
+        if v == "latest" or int(v) in read_by_newest:
             continue
         if v in flagged_versions:
             verdict.versions.append(VersionVerdict(int(v), "flagged", why[:200]))
@@ -334,6 +341,9 @@ def _judge_version(table: Path, folder: Path, version: int, flagged: set[str]) -
     import reference_impl as ri
 
     path = folder / "expected" / f"v{version}.arrows"
+    if not path.exists():  # the writer could not read it: the newest release's rows decide
+        path = folder / "read-by" / Release.parse(NEWEST_READER).slug / "expected" / \
+            f"v{version}.arrows"
     if not path.exists():
         return VersionVerdict(version, "flagged" if str(version) in flagged else "identical",
                               "no read-back stored")

@@ -161,3 +161,24 @@ def test_the_corpus_covers_every_operation_the_release_has(release_corpus):
         for required in ("update", "merge", "add_columns", "drop_columns", "tag",
                          "scalar_index"):
             assert "done" in steps.get(required, set()), (name, required, steps.get(required))
+
+
+def test_a_version_only_the_newest_release_reads_is_judged_by_its_rows(tmp_path):
+    """An old release's runtime may fail to read its own version back (an aborted task);
+    when the newest release reads it, its rows are the oracle and no finding is needed."""
+    rows = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+    folder = _fake_root(tmp_path, rows, versions=(), unreadable={"1": "Task was aborted"})
+    info = json.loads((folder / "scenario.json").read_text())
+    info["versions"] = [1]
+    (folder / "scenario.json").write_text(json.dumps(info))
+    newest = folder / "read-by" / Release.parse(corpus.NEWEST_READER).slug
+    (newest / "expected").mkdir(parents=True)
+    (newest / "read.json").write_text(json.dumps({"versions": [1], "unreadable_versions": {}}))
+    with pa.ipc.new_stream(str(newest / "expected" / "v1.arrows"), rows.schema) as w:
+        w.write_table(rows)
+    v = corpus.judge_scenario(folder)
+    assert v.ok, v.as_dict()
+    bad = pa.table({"id": pa.array([1, 2, 4], pa.int64())})
+    with pa.ipc.new_stream(str(newest / "expected" / "v1.arrows"), bad.schema) as w:
+        w.write_table(bad)
+    assert not corpus.judge_scenario(folder).ok
