@@ -10,7 +10,9 @@ validated with ``deep=True``.
 
 The base dataset (:func:`write_base`, pylance 14.0.2, V2 names, file version 2.1):
 v1 create 3 rows (fragment 0), v2 append 2 rows (fragment 1), v3 delete one row of
-fragment 0 (flags 1), tag ``t1`` -> v1, branch ``dev`` made from v3. :func:`normalize`
+fragment 0 (flags 1), tag ``t1`` -> v1, branch ``dev`` made from v3 (its v4 deletes every
+row and its v3 is cleaned up, so it inherits no file through the placeholder base path that
+:func:`normalize` writes). :func:`normalize`
 then makes it byte-reproducible (seeded UUIDs and ids, fixed clocks, a placeholder for the
 absolute path pylance records), so every generation writes the same bytes.
 
@@ -73,7 +75,13 @@ def write_base(path: Path) -> Path:
     ds.delete("a = 2")
     ds = lance.dataset(uri)
     ds.tags.create("t1", 1)
-    ds.create_branch("dev")
+    dev = ds.create_branch("dev")
+    # The branch is validated with the table, but the absolute main-root path its base path
+    # records becomes a placeholder (normalize): so dev keeps no inherited file. It deletes
+    # every row (v4) and cleanup removes its first (Clone) version, as pylance allows.
+    dev.delete("true")
+    dev = lance.dataset(uri).checkout_version(("dev", None))
+    dev.cleanup_old_versions(older_than=__import__("datetime").timedelta(0))
     normalize(Path(uri))
     return Path(uri)
 
@@ -881,6 +889,40 @@ def _refs_006(root):
 @corruption("REFS-007", "a branch file named 'main' (reserved)")
 def _refs_007(root):
     shutil.copy(_branch(root), root / "_refs" / "branches" / "main.json")
+
+
+@corruption("REFS-008", "main's version 3, the version branch dev starts from, removed "
+                        "(manifest and transaction file)")
+def _refs_008(root):
+    for v, p in manifests(root):
+        if v == 3:
+            m, _i, _t = split_manifest(p.read_bytes())
+            p.unlink()
+            if m.transaction_file:
+                (root / "_transactions" / m.transaction_file).unlink(missing_ok=True)
+
+
+# -- DATAFILE.fields against the data file (deep) ------------------------------------------
+
+@corruption("DATAFILE-008", "fragment 0's data file entry names field id 7 for column 's' "
+                            "(the file stores ids 0 and 1) in the latest manifest")
+def _datafile_008(root):
+    def edit(m):
+        df = m.fragments[0].files[0]
+        df.fields[1] = 7
+
+    _edit(root, edit)
+
+
+# Byte patches of other areas that land inside a 2.0 file's FileDescriptor (global buffer 0,
+# bytes 192-252 of the "2.0" variant): the file's own schema loses fields, so the field ids
+# DataFile.fields names are no longer in the file, which DATAFILE-008 reports as well.
+ALSO.update({
+    # the schema decodes without field `a` (id 0); column 0 is then read as the string `s`
+    "ENC-051": ["DATAFILE-008"],
+    # the schema decodes with no field at all: no column is mapped to a field
+    "FILE-051": ["DATAFILE-008"],
+})
 
 
 # -- DELETION -------------------------------------------------------------------------------

@@ -2,15 +2,21 @@
 
 A report is one JSON object (its schema is ``conformance/schemas/report.schema.json``)::
 
-    {"uri": str, "versions_checked": [int], "conforms": bool, "rules_checked": [str],
-     "violations": [Violation], "warnings": [Violation], "elapsed_s": float}
+    {"uri": str, "versions_checked": [int], "refs_checked": {ref: [int]}, "conforms": bool,
+     "rules_checked": [str], "violations": [Violation], "warnings": [Violation],
+     "elapsed_s": float}
 
     Violation = {"rule": "AREA-NNN", "severity": "error"|"warning",
                  "spec": {"file", "section", "clause"}, "message": str, "location": {...}}
 
+``versions_checked`` are the versions of the root validated (main, or the branch whose
+``tree/NAME`` the URI names); ``refs_checked`` maps every ref whose versions were checked
+(``main``, ``branch:NAME``, ``tag:NAME``) to its versions. A finding's ``location["ref"]``
+names the ref it belongs to; every format shows it.
 ``violations`` hold error-severity findings, ``warnings`` the rest; ``conforms`` is true
-exactly when there is no error-severity finding. Findings are sorted by rule id, then by
-version, path and message, so two runs over the same bytes print the same report.
+exactly when there is no error-severity finding. Findings are sorted by rule id, then by ref
+(main first), version, path and message, so two runs over the same bytes print the same
+report.
 
 Formats: ``text`` (grouped by rule, for people), ``json``, ``junit`` (one testcase per
 rule checked, one ``<failure>`` per violation) and ``github`` (``::error file=…::``
@@ -39,8 +45,10 @@ class Violation:
     def sort_key(self) -> tuple:
         loc = self.location
         version = loc.get("version")
-        return (self.rule, -1 if version is None else int(version), str(loc.get("path", "")),
-                self.message, json.dumps(loc, sort_keys=True, default=str))
+        ref = str(loc.get("ref", ""))
+        return (self.rule, ref != "main", ref, -1 if version is None else int(version),
+                str(loc.get("path", "")), self.message,
+                json.dumps(loc, sort_keys=True, default=str))
 
     def as_dict(self) -> dict:
         return {"rule": self.rule, "severity": self.severity, "spec": dict(self.spec),
@@ -56,6 +64,7 @@ class Report:
     rules_checked: list[str] = field(default_factory=list)
     findings: list[Violation] = field(default_factory=list)
     elapsed_s: float = 0.0
+    refs_checked: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def violations(self) -> list[Violation]:
@@ -78,6 +87,8 @@ class Report:
         return {
             "uri": self.uri,
             "versions_checked": sorted(int(v) for v in self.versions_checked),
+            "refs_checked": {str(k): sorted(int(v) for v in vs)
+                             for k, vs in sorted(self.refs_checked.items())},
             "conforms": self.conforms,
             "rules_checked": sorted(self.rules_checked),
             "violations": [v.as_dict() for v in self.violations],
@@ -100,6 +111,8 @@ class Report:
 
 def _where(loc: dict) -> str:
     parts = []
+    if loc.get("ref"):
+        parts.append(f"[{loc['ref']}]")
     if "version" in loc:
         parts.append(f"v{loc['version']}")
     if "path" in loc:
@@ -107,7 +120,7 @@ def _where(loc: dict) -> str:
     if loc.get("offset") is not None:
         parts.append(f"@{loc['offset']}")
     for k in sorted(loc):
-        if k not in ("version", "path", "offset"):
+        if k not in ("ref", "version", "path", "offset"):
             parts.append(f"{k}={loc[k]}")
     return " ".join(parts)
 
@@ -122,6 +135,10 @@ def to_text(report: Report) -> str:
         f"rules checked: {len(d['rules_checked'])}; errors: {len(d['violations'])}; "
         f"warnings: {len(d['warnings'])}; {d['elapsed_s']:.3f} s",
     ]
+    other = {k: v for k, v in d["refs_checked"].items() if k != "main"}
+    if other:
+        lines.append("  refs checked: " + "; ".join(
+            f"{k} ({', '.join(map(str, v)) or 'no version'})" for k, v in other.items()))
     for title, items in (("errors", report.violations), ("warnings", report.warnings)):
         if not items:
             continue
@@ -179,8 +196,11 @@ def to_github(report: Report) -> str:
     for v in report.violations + report.warnings:
         level = "error" if v.severity == "error" else "warning"
         path = v.location.get("path") or report.uri
-        props = f"file={_gh_escape(str(path), True)},title={_gh_escape(v.rule, True)}"
-        lines.append(f"::{level} {props}::{_gh_escape(v.rule + ': ' + v.message)}")
+        ref = v.location.get("ref")
+        title = f"{v.rule} ({ref})" if ref else v.rule
+        props = f"file={_gh_escape(str(path), True)},title={_gh_escape(title, True)}"
+        head = f"{v.rule} [{ref}]" if ref else v.rule
+        lines.append(f"::{level} {props}::{_gh_escape(head + ': ' + v.message)}")
     verdict = "conforms" if report.conforms else "does not conform"
     lines.append(f"::notice title=lance-conformance::{_gh_escape(report.uri + ' ' + verdict)}")
     return "\n".join(lines) + "\n"

@@ -3,7 +3,8 @@
 Prints a readable tree (or ``--json``): the version list with each version's manifest naming
 (V1/V2), the schema (field ids, types, nullability), fragments with their data files and
 deletion files, row-id sequence summaries, the transaction of every version, feature flags
-by name, config and table metadata, base paths, tags and branches, indices (with their
+by name, config and table metadata, base paths, tags and branches, every ref of the table
+(main, each branch, each tag) with its versions, indices (with their
 fragment bitmaps) and any protobuf field this implementation does not know.
 
 Exit codes: 0 done, 1 the dataset is broken (a format error), 2 usage error or the dataset
@@ -235,6 +236,7 @@ def inspect_dataset(uri: str, version=None, *, branch=None, storage_options=None
 
     report["tags"] = ds.tags.list()
     report["branches"] = ds.branches.list()
+    report["refs"] = _refs_with_versions(ds, report["tags"], report["branches"])
     indices = []
     for idx in ds.list_indices():
         indices.append({
@@ -252,6 +254,26 @@ def inspect_dataset(uri: str, version=None, *, branch=None, storage_options=None
         {"where": where, "field": n, "wire_type": wt, "length": len(raw)}
         for where, items in mf.unknown_fields.items() for n, wt, raw in items]
     return report
+
+
+def _refs_with_versions(ds, tags: dict, branches: dict) -> list[dict]:
+    """Every ref of the table with its versions: main and each branch (the versions its
+    own ``_versions/`` holds, with its parent), and each tag with the version it names."""
+    from reference_impl.table import versions
+
+    def listed(branch):
+        try:
+            return [e.version for e in versions.list_versions(ds.root_store, branch=branch)]
+        except LanceError as exc:
+            return {"error": str(exc)}
+
+    out = [{"ref": "main", "versions": listed(None)}]
+    for name, b in sorted(branches.items()):
+        out.append({"ref": f"branch:{name}", "versions": listed(name),
+                    "parent": f"{b['parent_branch'] or 'main'}:{b['parent_version']}"})
+    for name, t in sorted(tags.items()):
+        out.append({"ref": f"tag:{name}", "target": f"{t['branch'] or 'main'}:{t['version']}"})
+    return out
 
 
 # -- rendering -----------------------------------------------------------------------
@@ -321,6 +343,15 @@ def render_tree(r: dict) -> str:
     add(f"├─ branches: {'(none)' if not r['branches'] else ''}")
     for name, b in r["branches"].items():
         add(f"│   {name} from {b['parent_branch'] or 'main'}:{b['parent_version']}")
+    add("├─ refs")
+    for ref in r.get("refs", []):
+        if "target" in ref:
+            add(f"│   {ref['ref']} -> {ref['target']}")
+            continue
+        vs = ref["versions"]
+        shown = ", ".join(map(str, vs)) if isinstance(vs, list) else vs.get("error", "")
+        parent = f" (from {ref['parent']})" if ref.get("parent") else ""
+        add(f"│   {ref['ref']}{parent}: versions {shown or '(none)'}")
     add(f"├─ indices: {'(none)' if not r['indices'] else ''}")
     for i in r["indices"]:
         add(f"│   {i['name']} {i['uuid']} fields={i['fields']} version={i['dataset_version']} "

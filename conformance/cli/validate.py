@@ -75,6 +75,16 @@ def run(args) -> int:
     else:
         versions = "latest"
     progress = _Progress(sys.stderr) if (args.progress or sys.stderr.isatty()) else None
+    # --- refs (branches and tags, conformance/engine/local.py) ---
+    refs = getattr(args, "ref", None)
+    if refs is not None and not refs.strip():
+        print("lance-conformance validate: --ref needs main, a branch or tag name, or all",
+              file=sys.stderr)
+        return 2
+    if refs is not None and getattr(args, "namespace", False):
+        print("lance-conformance validate: --ref does not apply to --namespace", file=sys.stderr)
+        return 2
+    # --- end refs ---
     # --- engine selection: --master belongs to --engine spark ---
     if getattr(args, "master", None) and getattr(args, "engine", "local") != "spark":
         print("lance-conformance validate: --master needs --engine spark", file=sys.stderr)
@@ -100,7 +110,7 @@ def run(args) -> int:
             report = spark_validate(args.uri, master=args.master, versions=versions,
                                     deep=args.deep, rules=rules, skip=skip,
                                     storage_options=opts, progress=progress,
-                                    timeout=args.timeout)
+                                    timeout=args.timeout, refs=refs)
         except (DatasetNotFound, SparkEngineError) as exc:
             print(f"lance-conformance validate: {exc}", file=sys.stderr)
             return 2
@@ -109,7 +119,7 @@ def run(args) -> int:
         try:
             report = validate(args.uri, versions=versions, deep=args.deep, rules=rules,
                               skip=skip, storage_options=opts, progress=progress,
-                              timeout=args.timeout)
+                              timeout=args.timeout, refs=refs)
         except DatasetNotFound as exc:
             print(f"lance-conformance validate: {exc}", file=sys.stderr)
             return 2
@@ -135,8 +145,14 @@ def register(subparsers) -> None:
     p.add_argument("uri", metavar="URI", help="dataset URI (path, file://, s3://, memory://)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--version", type=int, default=None, metavar="N",
-                   help="check version N (default: the latest)")
-    g.add_argument("--all-versions", action="store_true", help="check every version")
+                   help="check version N of main, or of the branch --ref names (default: "
+                        "the latest of each ref)")
+    g.add_argument("--all-versions", action="store_true",
+                   help="check every version of each ref")
+    p.add_argument("--ref", default=None, metavar="main|NAME|all",
+                   help="which refs to judge: all (default: main, every branch under tree/ "
+                        "and every tag), main, or one branch or tag name (branch:NAME / "
+                        "tag:NAME when a name is both); with --version, main unless given")
     p.add_argument("--deep", action="store_true", help="also run deep data-file checks")
     p.add_argument("--format", choices=("text", "json", "junit", "github"), default="text")
     p.add_argument("--rules", default=None, metavar="IDS", help="comma-separated rule ids")

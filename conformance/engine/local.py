@@ -9,6 +9,13 @@ The work is split so that a distributed engine (Spark) can reuse it:
   plain values (URI, options, version, fragment id, file index, rule ids), so they pickle;
 * :func:`merge` joins the driver's findings and the items' findings into a :class:`Report`.
 
+The whole table is judged, not only its main line: every branch under ``tree/{name}/``
+(nested names included) runs the same table- and version-scope rules in its own
+:class:`TableContext` (rooted at the branch, ``ref="branch:NAME"``), its data files become
+items of their own, and the tags and branch files under ``_refs/`` are judged by the REFS
+rules. ``refs`` narrows this to ``"main"``, one branch or one tag. Every finding carries the
+ref it belongs to in ``location["ref"]`` (``main``, ``branch:dev``, ``tag:v1``).
+
 :func:`validate` does all three in this process, under an optional time limit.
 
 Guarantees: a check that raises becomes an ``ENGINE-001`` finding naming the rule and the
@@ -40,6 +47,14 @@ class DatasetNotFound(LanceError):
     """The store cannot be reached, or the dataset path holds nothing at all."""
 
 
+class RefNotFound(DatasetNotFound):
+    """``refs`` names no branch or tag of the dataset (a usage error, exit 2)."""
+
+
+ALL_REFS = "all"
+MAIN = "main"
+
+
 @dataclass(frozen=True)
 class DataFileItem:
     """One data file to deep-check: plain, picklable values only."""
@@ -51,6 +66,10 @@ class DataFileItem:
     fragment_index: int
     file_index: int
     rules: tuple[str, ...]
+    # The branch whose root (``tree/{branch}/`` below ``uri``) ``manifest_key`` is relative
+    # to, None for main; ``ref`` is the label its findings carry.
+    branch: str | None = None
+    ref: str = MAIN
 
 
 @dataclass
@@ -61,6 +80,18 @@ class Plan:
     findings: list[Violation] = field(default_factory=list)
     items: list[DataFileItem] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    # ref label -> the versions checked on it (main's are ``versions_checked`` as well)
+    refs_checked: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RefTarget:
+    """One ref whose versions the plan checks: its label, the branch whose root holds the
+    versions (None: main) and which versions (``"latest"``, ``"all"`` or a list)."""
+
+    label: str
+    branch: str | None
+    versions: object
 
 
 # -- running checks ------------------------------------------------------------------------
@@ -125,13 +156,47 @@ def open_table(uri: str, storage_options: dict | None = None, *, deep: bool = Fa
     if not top_files and not top_dirs:
         raise DatasetNotFound(f"no dataset at {uri}: the path is empty or missing")
     table = TableContext(uri=uri, store=store, storage_options=dict(storage_options or {}),
-                         deep=deep)
+                         deep=deep, main_store=store)
     try:
         table.version_entries = access.list_versions(store)
     except (StoreError, OSError) as exc:
         raise DatasetNotFound(f"cannot list {uri}/_versions: {exc}") from None
     except LanceError:
         table.version_entries = []
+    _attach_loader(table)
+    # base paths naming this root (a branch's id 0) reuse its store and client
+    table.cache["base-stores"] = {uri.rstrip("/"): store, str(store.uri).rstrip("/"): store}
+    return table
+
+
+def open_branch(main: TableContext, branch: str, label: str | None = None) -> TableContext:
+    """A context rooted at ``tree/{branch}/`` of the main root ``main.store``, listing the
+    branch's own ``_versions/`` (an unlistable branch has no versions: REFS-004 says so)."""
+    from reference_impl.table import layout
+
+    prefix = layout.branch_prefix(branch)
+    store = main.store.child(prefix)
+    names = main.cache.get("engine:branch-names", [])
+    nested = frozenset(n[len(branch) + 1:].split("/", 1)[0] for n in names
+                       if n.startswith(branch + "/"))
+    ctx = TableContext(uri=f"{main.uri.rstrip('/')}/{prefix}", store=store,
+                       storage_options=dict(main.storage_options), deep=main.deep,
+                       ref=label or f"branch:{branch}", branch=branch, main_store=main.store,
+                       nested_dirs=nested)
+    ctx.cache["base-stores"] = main.cache.setdefault("base-stores", {})
+    try:
+        ctx.version_entries = access.list_versions(store)
+    except LanceError:
+        ctx.version_entries = []
+    except OSError:
+        ctx.version_entries = []
+    _attach_loader(ctx)
+    return ctx
+
+
+def _attach_loader(table: TableContext) -> None:
+    """Give ``table`` its cached manifest loader (load errors recorded for MANIFEST-00x)."""
+    store = table.store
     cache: dict[int, object] = {}
 
     def loader(version: int):
@@ -152,7 +217,6 @@ def open_table(uri: str, storage_options: dict | None = None, *, deep: bool = Fa
         return mf
 
     table._loader = loader
-    return table
 
 
 def _pick_versions(table: TableContext, versions) -> list[int]:
@@ -167,53 +231,208 @@ def _pick_versions(table: TableContext, versions) -> list[int]:
     return sorted({int(v) for v in versions})
 
 
+def _branch_names(table: TableContext) -> list[str]:
+    """Valid branch names with a branch file under ``_refs/branches`` (cached on ``table``);
+    an invalid name (REFS-007) is never turned into a path."""
+    from conformance.rules.refs import branch_name_problem
+    from reference_impl.table import refs as ref_files
+
+    if "engine:branch-names" not in table.cache:
+        try:
+            names = ref_files.ref_names(table.store, "branches")
+        except (LanceError, OSError):
+            names = []
+        table.cache["engine:branch-names"] = [n for n in names if not branch_name_problem(n)]
+    return table.cache["engine:branch-names"]
+
+
+def _tag_names(table: TableContext) -> list[str]:
+    from reference_impl.table import refs as ref_files
+
+    try:
+        return ref_files.ref_names(table.store, "tags")
+    except (LanceError, OSError):
+        return []
+
+
+def _targets(table: TableContext, refs, versions) -> tuple[list[RefTarget], set[str]]:
+    """The refs to check and the labels whose findings the report keeps.
+
+    ``refs``: ``"all"`` (main, every branch and every tag), ``"main"``, a branch or tag name
+    (``branch:NAME`` / ``tag:NAME`` when a name is both), or None: ``"main"`` when
+    ``versions`` names versions (they are main's numbers), else ``"all"``."""
+    explicit = versions not in (None, "latest", "all")
+    if refs is None:
+        refs = MAIN if explicit else ALL_REFS
+    branches = _branch_names(table)
+    root = root_label(table)
+    if refs == MAIN:
+        return [RefTarget(root, None, versions)], {root}
+    if refs == ALL_REFS:
+        targets = [RefTarget(root, None, versions)]
+        targets += [RefTarget(f"branch:{b}", b, versions) for b in branches]
+        labels = {root} | {f"branch:{b}" for b in branches}
+        labels |= {f"tag:{t}" for t in _tag_names(table)}
+        from reference_impl.table import refs as ref_files
+
+        labels |= {f"branch:{b}" for b in ref_files.ref_names(table.store, "branches")}
+        return targets, labels
+    name = str(refs)
+    kind = None
+    if name.startswith("branch:"):
+        kind, name = "branch", name[len("branch:"):]
+    elif name.startswith("tag:"):
+        kind, name = "tag", name[len("tag:"):]
+    elif name in branches:
+        kind = "branch"
+    elif name in _tag_names(table):
+        kind = "tag"
+    if kind == "branch" and name in branches:
+        return [RefTarget(f"branch:{name}", name, versions)], {f"branch:{name}"}
+    if kind == "tag" and name in _tag_names(table):
+        from reference_impl.table import refs as ref_files
+
+        label = f"tag:{name}"
+        try:
+            tag = ref_files.resolve_tag(table.store, name)
+        except (LanceError, OSError):
+            return [], {label}  # REFS-001 says why
+        if tag.branch is not None and tag.branch not in branches:
+            return [], {label}  # REFS-002
+        return [RefTarget(label, tag.branch, [tag.version])], {label}
+    raise RefNotFound(f"{refs!r} names no branch or tag of {table.uri}")
+
+
+def root_label(table: TableContext) -> str:
+    """The ref label of the root validated: ``main``, or ``branch:NAME`` when the URI is a
+    branch's own directory (``.../tree/NAME``, its latest manifest naming NAME) opened
+    directly."""
+    from urllib.parse import unquote
+
+    if "engine:root-label" in table.cache:
+        return table.cache["engine:root-label"]
+    label = MAIN
+    attached = [e.version for e in table.version_entries if e.scheme != "detached"]
+    mf = table.manifest_file(max(attached)) if attached else None
+    if mf is not None and mf.manifest.HasField("branch") and mf.manifest.branch:
+        name = mf.manifest.branch
+        if unquote(str(table.store.uri)).rstrip("/").endswith("/tree/" + name):
+            label = f"branch:{name}"
+            table.nested_dirs = frozenset(_branch_dirs(table.store))
+    table.cache["engine:root-label"] = label
+    return label
+
+
+def _branch_dirs(store, depth: int = 4) -> list[str]:
+    """Sub-directories of a branch root that hold nested branches (a ``_versions/`` at most
+    ``depth`` levels down): seen from a branch opened directly, ``_refs/`` is out of reach."""
+    from conformance.rules.layout import KNOWN_DIRS
+
+    def holds_versions(prefix: str, left: int) -> bool:
+        try:
+            _files, dirs = store.list_dir(prefix)
+        except (LanceError, OSError):
+            return False
+        names = [d.rstrip("/").rsplit("/", 1)[-1] for d in dirs]
+        if "_versions" in names:
+            return True
+        return left > 0 and any(holds_versions(f"{prefix}/{n}", left - 1) for n in names
+                                if n not in KNOWN_DIRS)
+
+    try:
+        _files, dirs = store.list_dir("")
+    except (LanceError, OSError):
+        return []
+    names = [d.rstrip("/").rsplit("/", 1)[-1] for d in dirs]
+    return [n for n in names if n not in KNOWN_DIRS and holds_versions(n, depth - 1)]
+
+
 def plan(uri: str, *, versions="latest", deep: bool = False, rules=None, skip=None,
          storage_options: dict | None = None, deadline: float | None = None,
-         progress: Callable[[str, int, int], None] | None = None) -> Plan:
-    """The driver's part: table- and version-scope rules, plus the data-file work list."""
+         progress: Callable[[str, int, int], None] | None = None, refs=None) -> Plan:
+    """The driver's part: table- and version-scope rules of every ref checked, plus the
+    data-file work list. ``refs``: see :func:`_targets`."""
     chosen = _selected_rules(rules, skip, deep)
     table = open_table(uri, storage_options, deep=deep)
-    selected = _pick_versions(table, versions)
-    table.selected_versions = selected
+    targets, labels = _targets(table, refs, versions)
     result = Plan(uri=uri, versions_checked=[], rules_checked=[r.id for r in chosen])
     by_scope: dict[str, list[registry.Rule]] = {}
     for r in chosen:
         by_scope.setdefault(r.scope.value, []).append(r)
+    refs_rules = [r for r in by_scope.get("table", []) if r.id.startswith("REFS-")]
+    found: list[Violation] = []
 
-    def out_of_time() -> bool:
+    def out_of_time(label: str) -> bool:
         if deadline is not None and time.monotonic() > deadline:
-            result.findings.append(_engine_violation(
-                "ENGINE-002", "time limit reached; later checks did not run", {}))
+            found.append(_engine_violation(
+                "ENGINE-002", "time limit reached; later checks did not run", {"ref": label}))
             return True
         return False
 
+    root = root_label(table)
+    if not any(t.label == root for t in targets):
+        # _refs/ lives under the main root: its rules run there whatever the refs checked
+        for r in refs_rules:
+            found.extend(run_check(r, table, {"ref": root}))
+    stopped = False
+    for target in targets:
+        if stopped:
+            break
+        if target.label == root:
+            ctx = table
+        else:
+            ctx = open_branch(table, target.branch, target.label) if target.branch else \
+                open_table(uri, storage_options, deep=deep)
+            if target.label.startswith("branch:") and not ctx.version_entries:
+                continue  # REFS-004: the branch file has no tree
+        stopped = not _check_target(result, found, ctx, target, by_scope, deep,
+                                    storage_options, out_of_time, progress,
+                                    is_root=target.label == root)
+    result.findings.extend(f for f in found if f.location.get("ref", root) in labels)
+    result.versions_checked = list(result.refs_checked.get(root, []))
+    return result
+
+
+def _check_target(result: Plan, found: list, ctx: TableContext, target: RefTarget, by_scope,
+                  deep: bool, storage_options, out_of_time, progress, *,
+                  is_root: bool = False) -> bool:
+    """Run the table- and version-scope rules of one ref and list its data-file items;
+    False when the time limit stopped it."""
+    label = target.label
+    selected = _pick_versions(ctx, target.versions)
+    ctx.selected_versions = selected
+    ctx.ref = label
+    where = {"ref": label}
+    checked = result.refs_checked.setdefault(label, [])
     for r in by_scope.get("table", []):
-        result.findings.extend(run_check(r, table, {}))
-    missing = {v for v in selected if table.entry(v) is None}  # reported by COMMIT-005
+        if r.id.startswith("REFS-") and not is_root and ctx.branch is None:
+            continue  # a tag of main: the tag's rules ran in main's context
+        found.extend(run_check(r, ctx, where))
+    missing = {v for v in selected if ctx.entry(v) is None}  # reported by COMMIT-005
     data_rules = tuple(r.id for r in by_scope.get("data_file", []))
     todo = [v for v in selected if v not in missing]
+    opts = tuple(sorted((storage_options or {}).items()))
     for i, v in enumerate(todo):
-        if out_of_time():
-            break
+        if out_of_time(label):
+            return False
         if progress:
             progress("versions", i, len(todo))
-        mf = table.manifest_file(v)
+        mf = ctx.manifest_file(v)
         if mf is None:
             continue  # reported by the MANIFEST framing rules
-        result.versions_checked.append(v)
-        entry = table.entry(v)
-        vctx = VersionContext(table=table, version=v, manifest_key=entry.key, mf=mf)
+        checked.append(v)
+        entry = ctx.entry(v)
+        vctx = VersionContext(table=ctx, version=v, manifest_key=entry.key, mf=mf)
         for r in by_scope.get("version", []):
-            result.findings.extend(run_check(r, vctx, {"version": v}))
+            found.extend(run_check(r, vctx, dict(where, version=v)))
         if deep and data_rules:
-            opts = tuple(sorted((storage_options or {}).items()))
             for fi, frag in enumerate(mf.manifest.fragments):
                 for di, _df in enumerate(frag.files):
-                    result.items.append(DataFileItem(uri, opts, v, entry.key, fi, di,
-                                                     data_rules))
+                    result.items.append(DataFileItem(result.uri, opts, v, entry.key, fi, di,
+                                                     data_rules, ctx.branch, label))
     if progress:
         progress("versions", len(todo), len(todo))
-    return result
+    return True
 
 
 _MANIFESTS: dict = {}
@@ -228,7 +447,7 @@ def _item_manifest(item: DataFileItem, store):
     before under the same dataset, options, key and size is the same manifest; the size is
     checked on every use so that a file replaced in place (a test, a repair) is read again.
     """
-    key = (item.uri, item.storage_options, item.manifest_key)
+    key = (item.uri, item.storage_options, item.branch, item.manifest_key)
     size = store.size(item.manifest_key)
     with _MANIFESTS_LOCK:
         hit = _MANIFESTS.get(key)
@@ -242,15 +461,47 @@ def _item_manifest(item: DataFileItem, store):
     return mf
 
 
-def run_data_file_item(item: DataFileItem) -> list[Violation]:
-    """Run the data-file-scope rules of one item (a Spark task, or a local loop step)."""
+_ROOTS: dict = {}
+_ROOTS_KEPT = 4
+
+
+def _item_root(item: DataFileItem) -> tuple:
+    """``(root store, base-path store cache)`` of the item's dataset, made once per process
+    and dataset: every item of a run shares one client (an S3 client is costly to make and
+    safe to share between threads) and the stores of the base paths its manifests name."""
     from reference_impl.io.uri import open_store
 
-    loc = {"version": item.version}
+    key = (item.uri, item.storage_options)
+    with _MANIFESTS_LOCK:
+        hit = _ROOTS.get(key)
+    if hit is not None:
+        return hit
+    root = open_store(item.uri, dict(item.storage_options))
+    made = (root, {item.uri.rstrip("/"): root, str(root.uri).rstrip("/"): root})
+    with _MANIFESTS_LOCK:
+        while len(_ROOTS) >= _ROOTS_KEPT:
+            _ROOTS.pop(next(iter(_ROOTS)))
+        return _ROOTS.setdefault(key, made)
+
+
+def item_store(item: DataFileItem):
+    """The store ``item.manifest_key`` is relative to: the dataset root, or its branch's
+    ``tree/{branch}/`` directory."""
+    from reference_impl.table import layout
+
+    store = _item_root(item)[0]
+    prefix = layout.branch_prefix(item.branch)
+    return store.child(prefix) if prefix else store
+
+
+def run_data_file_item(item: DataFileItem) -> list[Violation]:
+    """Run the data-file-scope rules of one item (a Spark task, or a local loop step)."""
+    loc = {"ref": item.ref, "version": item.version}
     try:
-        store = open_store(item.uri, dict(item.storage_options))
+        store = item_store(item)
         table = TableContext(uri=item.uri, store=store, storage_options=dict(item.storage_options),
-                             deep=True)
+                             deep=True, ref=item.ref, branch=item.branch,
+                             cache={"base-stores": _item_root(item)[1]})
         mf = _item_manifest(item, store)
         fragment = mf.manifest.fragments[item.fragment_index]
         data_file = fragment.files[item.file_index]
@@ -288,12 +539,14 @@ def merge(p: Plan, item_findings: Iterable[Iterable[Violation]], *, elapsed_s: f
     ordered = sorted(unique.values(), key=Violation.sort_key)
     elapsed = time.monotonic() - p.started if elapsed_s is None else elapsed_s
     return Report(uri=p.uri, versions_checked=sorted(p.versions_checked),
-                  rules_checked=sorted(p.rules_checked), findings=ordered, elapsed_s=elapsed)
+                  rules_checked=sorted(p.rules_checked), findings=ordered, elapsed_s=elapsed,
+                  refs_checked={k: sorted(v) for k, v in sorted(p.refs_checked.items())})
 
 
-def _validate(uri, versions, deep, rules, skip, storage_options, deadline, progress) -> Report:
+def _validate(uri, versions, deep, rules, skip, storage_options, deadline, progress,
+              refs=None) -> Report:
     p = plan(uri, versions=versions, deep=deep, rules=rules, skip=skip,
-             storage_options=storage_options, deadline=deadline, progress=progress)
+             storage_options=storage_options, deadline=deadline, progress=progress, refs=refs)
     results = _run_items(p.items, deadline, progress)
     if progress and p.items:
         progress("data files", len(p.items), len(p.items))
@@ -301,7 +554,8 @@ def _validate(uri, versions, deep, rules, skip, storage_options, deadline, progr
 
 
 def _not_checked(left: int) -> list[Violation]:
-    return [_engine_violation("ENGINE-002", f"time limit reached; {left} data files not checked", {})]
+    return [_engine_violation("ENGINE-002", f"time limit reached; {left} data files not checked",
+                              {"ref": ALL_REFS})]
 
 
 def _run_items(items: list[DataFileItem], deadline, progress) -> list[list[Violation]]:
@@ -351,24 +605,28 @@ def _run_items(items: list[DataFileItem], deadline, progress) -> list[list[Viola
 
 def validate(uri: str, *, versions="latest", deep: bool = False, rules=None, skip=None,
              storage_options: dict | None = None, progress=None,
-             timeout: float | None = None) -> Report:
+             timeout: float | None = None, refs=None) -> Report:
     """Validate the dataset at ``uri`` and return a :class:`Report`.
 
     ``versions``: ``"latest"`` (the highest attached version), ``"all"`` (every manifest,
     detached ones included) or a list of version numbers. ``rules``/``skip``: rule ids to
     run / to leave out. ``timeout``: seconds for the whole dataset; when it runs out the
-    report so far is returned with an ``ENGINE-002`` error. Raises :class:`DatasetNotFound`
-    for an unreachable store or an empty dataset path."""
+    report so far is returned with an ``ENGINE-002`` error. ``refs``: ``"all"`` (main, every
+    branch with the same ``versions`` choice, every tag), ``"main"``, or one branch or tag
+    name; None means ``"all"``, or ``"main"`` when ``versions`` lists numbers. Raises
+    :class:`DatasetNotFound` for an unreachable store or an empty dataset path, and
+    :class:`RefNotFound` for a ref the dataset does not have."""
     started = time.monotonic()
     if timeout is None:
-        return _validate(uri, versions, deep, rules, skip, storage_options, None, progress)
+        return _validate(uri, versions, deep, rules, skip, storage_options, None, progress,
+                         refs)
     deadline = started + float(timeout)
     box: dict = {}
 
     def work():
         try:
             box["report"] = _validate(uri, versions, deep, rules, skip, storage_options,
-                                      deadline, progress)
+                                      deadline, progress, refs)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller below
             box["error"] = exc
 
@@ -380,5 +638,5 @@ def validate(uri: str, *, versions="latest", deep: bool = False, rules=None, ski
     if "report" in box:
         return box["report"]
     return Report(uri=uri, findings=[_engine_violation(
-        "ENGINE-002", f"validation did not finish within {timeout} s", {})],
+        "ENGINE-002", f"validation did not finish within {timeout} s", {"ref": ALL_REFS})],
         elapsed_s=time.monotonic() - started)

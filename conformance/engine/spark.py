@@ -32,7 +32,15 @@ from urllib.parse import urlparse
 from conformance.report import Report, Violation
 from reference_impl.errors import LanceError
 
-from .local import DataFileItem, DatasetNotFound, _engine_violation, merge, plan, run_data_file_item
+from .local import (
+    DataFileItem,
+    DatasetNotFound,
+    _engine_violation,
+    item_store,
+    merge,
+    plan,
+    run_data_file_item,
+)
 
 EXECUTOR_UNREADABLE = "LANCE-CONFORMANCE-EXECUTOR-UNREADABLE"
 
@@ -62,17 +70,16 @@ def check_items(items: Iterable[DataFileItem]) -> Iterator[list[Violation]]:
     and returns nothing; on an executor that would silently skip every deep check, so a
     manifest the driver read but this executor cannot is an error of the whole job."""
     from reference_impl.file import parallel
-    from reference_impl.io.uri import open_store
 
     # Spark already runs one task per core: decode this task's pages on its own thread
     parallel.mark_worker_thread()
     seen: set[tuple] = set()
     for item in items:
-        where = (item.uri, item.storage_options, item.manifest_key)
+        where = (item.uri, item.storage_options, item.branch, item.manifest_key)
         if where not in seen:
             seen.add(where)
             try:
-                store = open_store(item.uri, dict(item.storage_options))
+                store = item_store(item)
                 readable = store.exists(item.manifest_key)
             except Exception as exc:  # noqa: BLE001 - reported to the driver as one reason
                 raise ExecutorCannotRead(
@@ -138,13 +145,14 @@ def run_items(spark, items: list[DataFileItem], *, partitions: int | None = None
 def validate(uri: str, *, master: str | None = None, spark=None, versions="latest",
              deep: bool = False, rules=None, skip=None, storage_options: dict | None = None,
              progress=None, timeout: float | None = None, partitions: int | None = None,
-             connect_timeout: float | None = None) -> Report:
+             connect_timeout: float | None = None, refs=None) -> Report:
     """Validate the dataset at ``uri`` with the deep checks on Spark; a :class:`Report`
     equal to the local engine's apart from ``elapsed_s``.
 
     ``spark``: an existing SparkSession (else one on ``master`` is started, ``local[*]``
     by default, once the driver has planned data-file work; a ``spark://`` master is
-    probed before anything is read). Raises :class:`SparkEngineError` when Spark cannot run the checks and
+    probed before anything is read). ``refs``: as for the local engine (every branch and
+    tag by default; branch data files are Spark tasks like main's). Raises :class:`SparkEngineError` when Spark cannot run the checks and
     :class:`~.local.DatasetNotFound` when the driver finds no dataset."""
     from conformance.spark_session import (
         DEFAULT_CONNECT_TIMEOUT,
@@ -163,7 +171,7 @@ def validate(uri: str, *, master: str | None = None, spark=None, versions="lates
         except SparkUnavailable as exc:
             raise SparkEngineError(str(exc)) from None
     p = plan(uri, versions=versions, deep=deep, rules=rules, skip=skip,
-             storage_options=storage_options, deadline=deadline, progress=progress)
+             storage_options=storage_options, deadline=deadline, progress=progress, refs=refs)
     p.started = started
     target = _absolute(uri)
     items = [dataclasses.replace(i, uri=target) for i in p.items]
@@ -178,7 +186,8 @@ def validate(uri: str, *, master: str | None = None, spark=None, versions="lates
     results, finished = run_items(spark, items, partitions=partitions, deadline=deadline)
     if not finished:
         results = [[_engine_violation(
-            "ENGINE-002", f"time limit reached; {len(items)} data files not checked", {})]]
+            "ENGINE-002", f"time limit reached; {len(items)} data files not checked",
+            {"ref": "all"})]]
     if progress and items:
         progress("data files", len(items), len(items))
     return merge(p, results)
@@ -186,14 +195,14 @@ def validate(uri: str, *, master: str | None = None, spark=None, versions="lates
 
 def validate_many(uris: Iterable[str], *, spark, versions="latest", deep: bool = False,
                   rules=None, skip=None, storage_options: dict | None = None,
-                  partitions: int | None = None) -> list[Report]:
+                  partitions: int | None = None, refs=None) -> list[Report]:
     """Validate several datasets with one Spark job for all their data files; one report
     per URI, in order, each equal to what :func:`validate` gives for it alone."""
     plans, items, owner = [], [], []
     for uri in uris:
         started = time.monotonic()
         p = plan(uri, versions=versions, deep=deep, rules=rules, skip=skip,
-                 storage_options=storage_options)
+                 storage_options=storage_options, refs=refs)
         p.started = started
         target = _absolute(uri)
         for i in p.items:

@@ -94,10 +94,44 @@ class VersionContext:
         """Resolve a file named in the manifest through the base-path rules of spec 000:
         ``kind`` is ``"data"``, ``"deletion"`` or ``"index"``. Returns ``(store, key)``;
         raises ``FormatError`` (rule BASEPATH-*) for an unknown base id or an escaping path."""
-        from reference_impl.table.basepath import resolve
+        from reference_impl.errors import FormatError
+        from reference_impl.table.basepath import find_base_path, resolve
 
-        return resolve(self.table.store, self.manifest, kind, name, base_id,
-                       storage_options=self.table.storage_options)
+        if base_id is None:
+            return resolve(self.table.store, self.manifest, kind, name, None,
+                           storage_options=self.table.storage_options)
+        try:
+            path = find_base_path(self.manifest, base_id).path
+        except FormatError:
+            path = None  # resolve raises BASEPATH-002 below
+        # one store per base path for the whole table (an S3 client is costly to make);
+        # the cache is keyed by path, since a base id may name another path in another version
+        stores = self.table.cache.setdefault("base-stores", {})
+        known = _known_base_store(stores, path)
+        per_call = {base_id: known} if known is not None else {}
+        found = resolve(self.table.store, self.manifest, kind, name, base_id,
+                        storage_options=self.table.storage_options, base_cache=per_call)
+        if path is not None and base_id in per_call:
+            stores.setdefault(path.rstrip("/"), per_call[base_id])
+        return found
+
+
+def _known_base_store(stores: dict, path: str | None):
+    """The store already open for base path ``path``: the same path, or a branch root
+    (``{root}/tree/...``) below a root the table opened; None when there is none."""
+    if not path:
+        return None
+    key = path.rstrip("/")
+    if key in stores:
+        return stores[key]
+    if "\x00" in key or ".." in key.replace("\\", "/").split("/"):
+        return None  # resolve refuses it (BASEPATH-003)
+    for root, store in list(stores.items()):
+        rest = key[len(root):]
+        if key.startswith(root + "/") and rest.startswith("/tree/"):
+            stores[key] = store.child(rest[1:])
+            return stores[key]
+    return None
 
 
 @dataclass

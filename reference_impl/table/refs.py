@@ -273,6 +273,16 @@ def _ref_files(store: ObjectStore, directory: str) -> list[tuple[str, str]]:
     return sorted(out)
 
 
+def ref_names(store: ObjectStore, kind: str) -> list[str]:
+    """The names of the refs of ``kind`` (``"tags"`` or ``"branches"``) under the main root
+    ``store``, decoded and sorted, without reading the files (a missing directory: none)."""
+    directory = {"tags": layout.TAGS_DIR, "branches": layout.BRANCHES_DIR}[kind]
+    try:
+        return [name for name, _key in _ref_files(store, directory)]
+    except NotFound:
+        return []
+
+
 def list_tags(store: ObjectStore) -> dict[str, Tag]:
     """Every tag of the dataset whose **main** root is ``store``, by name."""
     return {name: parse_tag(name, _load(store, key, "REFS-001"), key)
