@@ -150,13 +150,13 @@ def column_count(ctx):
 @rule("DATAFILE-007", title="Manifest.data_format names a known format", severity="warning",
       spec="FACTS", section="Versions and defaults",
       clause="`write_dataset(..., data_storage_version=...)` accepts `legacy`/`0.1`, `2.0`, "
-             "`2.1`, `2.2`, `2.3`")
+             "`2.1`, `2.2`, `2.3`",
+      releases="pylance before 0.16 writes no data_format (readers infer it from the data "
+               "files, and from writer flags in 0.15): its absence draws no finding")
 def known_format(ctx):
     m = ctx.manifest
     if not m.HasField("data_format"):
-        if len(m.fragments):
-            yield Finding("Manifest.data_format is absent", {"path": ctx.manifest_key})
-        return
+        return  # releases before 0.16 did not write it; readers infer it from the files
     if m.data_format.file_format != "lance" or m.data_format.version not in DATA_FORMATS:
         yield Finding(f"unknown data_format {m.data_format.file_format!r} "
                       f"{m.data_format.version!r}", {"path": ctx.manifest_key})

@@ -101,7 +101,8 @@ def no_unassigned_ids(ctx):
       clause="-2 is used for \"tombstoned\", meaning a field that is no longer in use.",
       pylance="pylance 14.0.2 drop_columns (Project) leaves the dropped field ids in "
               "DataFile.fields instead of writing -2; readers ignore ids missing from the "
-              "schema, so this is a warning", enforces="pylance")
+              "schema, so this is a warning", enforces="pylance",
+      releases="every pylance release from 0.16 on leaves dropped field ids in DataFile.fields")
 def field_ids_known(ctx):
     ids = {f.id for f in ctx.manifest.fields}
     for frag, df in data_files(ctx):

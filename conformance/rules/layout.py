@@ -24,6 +24,10 @@ from .registry import Finding, rule
 KNOWN_DIRS = {"data", "_versions", "_transactions", "_deletions", "_indices", "_refs", "tree",
               "_mem_wal"}
 DATA_NAME = re.compile(r"^[01]{24}[0-9a-f]{26}\.lance$")
+#: the uuid-based names of releases before 0.38: a hyphenated UUID
+UUID_NAME = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.lance$")
+#: a root file releases before 0.17 kept next to _versions/
+OLD_ROOT_FILES = {"_latest.manifest"}
 
 
 @rule("LAYOUT-001", title="_versions/ holds at least one manifest", severity="error",
@@ -38,11 +42,15 @@ def has_versions(ctx):
 @rule("LAYOUT-002", title="data file names follow the UUID pattern", severity="warning",
       spec="000", section="File Naming Conventions",
       clause="converting the first 3 bytes to a 24-character binary string and the remaining "
-             "13 bytes to a 26-character hex string, resulting in a 50-character filename.")
+             "13 bytes to a 26-character hex string, resulting in a 50-character filename.",
+      releases="pylance before 0.38 (and lancedb bundling it) names data files with a "
+               "hyphenated UUID, also uuid-based and accepted; 0.38 and later write the "
+               "50-character names")
 def data_names(ctx):
     for frag in ctx.manifest.fragments:
         for df in frag.files:
-            if not DATA_NAME.match(df.path.rsplit("/", 1)[-1]):
+            name = df.path.rsplit("/", 1)[-1]
+            if not DATA_NAME.match(name) and not UUID_NAME.match(name):
                 yield Finding(f"data file name {df.path!r} is not 24 binary + 26 hex digits "
                               f"+ .lance", {"fragment": int(frag.id), "path": df.path})
 
@@ -50,7 +58,9 @@ def data_names(ctx):
 @rule("LAYOUT-003", title="the root holds only the known sub-directories", severity="warning",
       spec="000", section="Dataset Root",
       clause="The dataset root contains the standard subdirectory structure (data/, "
-             "_versions/, _deletions/, _indices/, _refs/, tree/)", scope="table")
+             "_versions/, _deletions/, _indices/, _refs/, tree/)", scope="table",
+      releases="pylance before 0.17 also keeps _latest.manifest (a copy of the newest manifest) "
+               "in the root; accepted")
 def known_dirs(ctx):
     try:
         files, dirs = ctx.store.list_dir("")
@@ -61,6 +71,8 @@ def known_dirs(ctx):
         if d.rstrip("/") not in KNOWN_DIRS | nested:
             yield Finding(f"unknown directory {d!r} in the dataset root", {"path": d})
     for f in sorted(files, key=lambda i: i.key):
+        if f.key in OLD_ROOT_FILES:
+            continue
         yield Finding(f"file {f.key!r} directly in the dataset root", {"path": f.key})
 
 

@@ -135,16 +135,15 @@ def tail_version(ctx):
       clause="pylance 14 writes the transaction offset in field 23; the Nov-2025 proto names "
              "field 21 transaction_section and 14.0.2 never writes 21.",
       pylance="pylance 14.0.2 writes field 23 on every commit and ignores field 21",
-      enforces="pylance")
+      enforces="pylance",
+      releases="pylance up to 1.x and lancedb 0.40 write no inline transaction (only the .txn "
+               "file): no finding; releases that inline it use field 23")
 def transaction_field(ctx):
     m = ctx.manifest
     has21, has23 = m.HasField("transaction_section_spec"), m.HasField("transaction_section")
     if has21 and not has23:
         yield Finding("the transaction offset is only in field 21 (spec proto name); pylance "
                       "14.0.2 reads field 23", {"path": ctx.manifest_key})
-    elif not has21 and not has23 and m.transaction_file:
-        yield Finding("no inline transaction section although transaction_file is set",
-                      {"path": ctx.manifest_key})
 
 
 @rule("MANIFEST-010", title="detached names hold detached versions", severity="error",

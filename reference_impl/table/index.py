@@ -98,6 +98,12 @@ KNOWN_DETAILS: dict[str, tuple[str, type]] = {
                                               table_pb2.FragmentReuseIndexDetails),
     "lance.table.memwalindexdetails": ("mem_wal", table_pb2.MemWalIndexDetails),
 }
+# pylance 0.36.0 (only) named the scalar index details of table.proto in the package of
+# index.proto (``/lance.index.pb.BTreeIndexDetails`` ...); the next release moved them back,
+# and every later release reads both names, as the same messages
+for _name in ("btree", "bitmap", "labellist", "ngram", "zonemap", "inverted"):
+    KNOWN_DETAILS.setdefault(f"lance.index.pb.{_name}indexdetails",
+                             KNOWN_DETAILS[f"lance.table.{_name}indexdetails"])
 
 #: Names pylance gives its system indexes.
 FRAG_REUSE_INDEX_NAME = "__lance_frag_reuse"
