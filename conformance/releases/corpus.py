@@ -30,7 +30,8 @@ PROGRAM = Path(__file__).with_name("release_program.py")
 
 #: The writers of the documented full corpus (one per era the issue names, and lancedb).
 FULL_WRITERS = (
-    "pylance==0.10.18", "pylance==0.13.0", "pylance==0.14.1", "pylance==0.16.1", "pylance==0.18.2",
+    "pylance==0.10.18", "pylance==0.11.1", "pylance==0.12.1", "pylance==0.13.0",
+    "pylance==0.14.1", "pylance==0.16.1", "pylance==0.18.2",
     "pylance==0.20.0", "pylance==0.22.0", "pylance==0.25.2", "pylance==0.27.2",
     "pylance==0.30.0", "pylance==0.32.1", "pylance==0.34.0", "pylance==0.36.0",
     "pylance==0.38.3", "pylance==0.39.0", "pylance==1.0.4", "pylance==2.0.1",

@@ -229,8 +229,12 @@ def write_kwargs(storage, extra=None):
     elif storage in ("legacy", "0.1"):
         if _accepts(lance.write_dataset, "use_legacy_format"):
             kw["use_legacy_format"] = True
+        elif _accepts(lance.write_dataset, "use_experimental_writer"):
+            kw["use_experimental_writer"] = False
     elif storage == "2.0" and _accepts(lance.write_dataset, "use_legacy_format"):
         kw["use_legacy_format"] = False
+    elif storage == "2.0" and _accepts(lance.write_dataset, "use_experimental_writer"):
+        kw["use_experimental_writer"] = True  # pylance 0.11: the first 2.0 ("v2") writer
     else:
         raise TypeError(f"this release cannot choose storage version {storage}")
     return kw
@@ -242,6 +246,7 @@ def write(data, uri, storage, mode="create", **extra):
     if mode != "create":
         kw.pop("data_storage_version", None)
         kw.pop("use_legacy_format", None)
+        # (pylance 0.11 keeps use_experimental_writer: its appends choose the writer anew)
     return lance.write_dataset(data, uri, mode=mode, **kw)
 
 
@@ -270,7 +275,8 @@ def storage_versions():
     """The storage versions this release accepts, found by writing a one-column table."""
     if _accepts(lance.write_dataset, "data_storage_version"):
         candidates = ["legacy", "2.0", "2.1", "2.2", "2.3"]
-    elif _accepts(lance.write_dataset, "use_legacy_format"):
+    elif (_accepts(lance.write_dataset, "use_legacy_format")
+          or _accepts(lance.write_dataset, "use_experimental_writer")):
         candidates = ["legacy", "2.0"]
     else:
         return [None]
