@@ -25,6 +25,8 @@ COMMANDS: list[str] = [
     "dump",
     "stress",
     "fixtures", "run",
+    "fuzz",
+    "compat",
 ]
 
 

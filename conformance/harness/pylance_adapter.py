@@ -22,6 +22,12 @@ def _lance():
     return lance
 
 
+#: What the writer accepts, as ``lance-conformance compat`` names it (``PROTOCOL.md``).
+WRITER_FEATURES = ("storage:legacy", "storage:2.0", "storage:2.1", "storage:2.2",
+                   "stable-row-ids", "v2-manifest-paths", "tags", "index:btree", "config",
+                   "stale-append")
+
+
 class PylanceAdapter(Adapter):
     name = "pylance"
 
@@ -29,8 +35,9 @@ class PylanceAdapter(Adapter):
         try:
             lance = _lance()
             self.version = lance.__version__
-            self.capabilities = Capabilities(read=True, write=True, ops=ALL_OPS, row_ids=True,
-                                             features=("legacy", "v1-names", "branches", "blobs"))
+            self.capabilities = Capabilities(
+                read=True, write=True, ops=(*ALL_OPS, "create_index"), row_ids=True,
+                features=("legacy", "v1-names", "branches", "blobs", *WRITER_FEATURES))
         except Unsupported:
             self.version = None
             self.capabilities = Capabilities(read=False, write=False)
@@ -97,5 +104,7 @@ class PylanceAdapter(Adapter):
             lance.dataset(uri, version=int(op["version"])).restore()
         elif kind == "update_config":
             ds.update_config(dict(op["values"]))
+        elif kind == "create_index":
+            ds.create_scalar_index(op["column"], index_type=op.get("index_type", "BTREE"))
         else:
             raise Unsupported(f"operation {kind!r}")

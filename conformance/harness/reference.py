@@ -18,7 +18,10 @@ from .scenarios import ROW_ID
 class ReferenceAdapter(Adapter):
     name = "reference"
     capabilities = Capabilities(read=True, write=True, ops=ALL_OPS, row_ids=True,
-                                features=("legacy", "v1-names", "branches", "blobs"))
+                                features=("legacy", "v1-names", "branches", "blobs",
+                                          "storage:2.0", "storage:2.1", "storage:2.2",
+                                          "stable-row-ids", "v2-manifest-paths", "tags",
+                                          "config", "stale-append"))
 
     # -- read ---------------------------------------------------------------------------
     def read(self, uri: str, version: int | None = None, *, with_row_id: bool = False) -> pa.Table:

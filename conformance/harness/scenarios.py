@@ -15,17 +15,23 @@ An *operation script* is a JSON list of operations, each one object with an ``op
     {"op": "tag", "action": "create"|"update"|"delete", "name": "t", "version": N}
     {"op": "restore", "version": N}
     {"op": "update_config", "values": {"key": "value"}}
+    {"op": "create_index", "column": "id", "index_type": "BTREE"}    # a scalar index
 
 ``DATA`` is ``{"gen": "small"|"mixed"|"all_types"|"nested"|"ids"|"keyed", "n": rows,
 "start": first id, "drop": [columns]}``:
 the rows are made by a deterministic generator, so a script is small, JSON and gives the
-same rows every time. :func:`table_for` turns it into a pyarrow Table.
+same rows every time. :func:`table_for` turns it into a pyarrow Table. Generated scripts
+(``lance-conformance fuzz``) carry their rows inline instead: ``{"gen": "ipc", "b64":
+"<base64 of an Arrow IPC stream>"}`` (:func:`inline_data` makes one).
 
 Every operation but ``tag`` commits one new version, ``compact`` two (ReserveFragments,
 then Rewrite). :class:`Model` applies a script to
 plain Arrow tables and returns the logical rows expected at every version; rows are
 compared as multisets (sorted on every column, ``id`` first), since writers may place
-updated rows in new fragments at the end.
+updated rows in new fragments at the end. With stable row ids (``create`` with
+``stable_row_ids``) the model also carries each row's ``_rowid``: every row written by
+create, append or overwrite takes the next id of a counter that never goes back (not even
+on restore), and delete, update, merge, schema changes and compaction keep the ids.
 """
 
 from __future__ import annotations
@@ -51,9 +57,26 @@ def table_for(data: dict) -> pa.Table:
     return t.drop_columns(list(data["drop"])) if data.get("drop") else t
 
 
-def _generate(data: dict) -> pa.Table:
-    from conformance.suite import scenarios as gen
+def inline_data(table: pa.Table) -> dict:
+    """A ``DATA`` object holding ``table`` itself (an Arrow IPC stream, base64)."""
+    import base64
 
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return {"gen": "ipc", "b64": base64.b64encode(sink.getvalue().to_pybytes()).decode()}
+
+
+def _generate(data: dict) -> pa.Table:
+    from conformance.strategies import data as gen
+
+    if data.get("gen") == "ipc":
+        import base64
+
+        t = pa.ipc.open_stream(pa.py_buffer(base64.b64decode(data["b64"]))).read_all()
+        # fresh buffers: IPC bodies are only 8-byte aligned, and pylance 14 panics on a
+        # decimal128 buffer that is not 16-byte aligned
+        return t.take(pa.array(np.arange(t.num_rows, dtype=np.int64)))
     kind, n, start = data.get("gen", "small"), int(data.get("n", 10)), int(data.get("start", 0))
     if kind == "small":
         return gen.small_table(n, start)
@@ -101,10 +124,28 @@ class Model:
     versions: dict[int, pa.Table] = field(default_factory=dict)
     tags: dict[str, int] = field(default_factory=dict)
     config: dict[str, str] = field(default_factory=dict)
+    stable_row_ids: bool = False  # the tables of ``versions`` then carry ``_rowid``
+    next_row_id: int = 0
 
     @property
     def latest(self) -> int:
         return max(self.versions) if self.versions else 0
+
+    def rows(self, version: int, *, with_row_id: bool = False) -> pa.Table:
+        """The rows expected at ``version``; ``_rowid`` last when asked (stable row ids)."""
+        t = self.versions[version]
+        if ROW_ID not in t.column_names:
+            return t
+        rest = t.drop_columns([ROW_ID])
+        return rest.append_column(t.schema.field(ROW_ID), t.column(ROW_ID)) if with_row_id else rest
+
+    def _new_rows(self, t: pa.Table) -> pa.Table:
+        """``t`` with fresh stable row ids (when the table has them)."""
+        if not self.stable_row_ids:
+            return t
+        ids = np.arange(self.next_row_id, self.next_row_id + t.num_rows, dtype=np.uint64)
+        self.next_row_id += t.num_rows
+        return t.append_column(pa.field(ROW_ID, pa.uint64()), pa.array(ids, pa.uint64()))
 
     def apply(self, op: dict) -> None:
         kind = op["op"]
@@ -115,10 +156,15 @@ class Model:
             else:
                 self.tags[op["name"]] = int(op.get("version") or self.latest)
             return
-        if kind in ("create", "overwrite"):
-            new = table_for(op["data"])
+        if kind == "create":
+            self.stable_row_ids = bool(op.get("stable_row_ids", False))
+            new = self._new_rows(table_for(op["data"]))
+        elif kind == "overwrite":
+            new = self._new_rows(table_for(op["data"]))
         elif kind == "append":
-            new = pa.concat_tables([cur, table_for(op["data"]).select(cur.column_names)])
+            user = [n for n in cur.column_names if n != ROW_ID]
+            added = self._new_rows(table_for(op["data"]).select(user))
+            new = pa.concat_tables([cur, added.select(cur.column_names)])
         elif kind == "delete":
             new = cur.filter(pc.invert(_mask(cur, op["where"])))
         elif kind == "update":
@@ -152,6 +198,8 @@ class Model:
             # ReserveFragments (ids for the new fragments), then Rewrite: two versions,
             # as both pylance 14 and the reference writer commit a compaction
             self.versions[self.latest + 1] = cur
+            new = cur
+        elif kind == "create_index":  # an index changes no rows
             new = cur
         elif kind == "restore":
             new = self.versions[int(op["version"])]
@@ -190,11 +238,38 @@ def normalize(table: pa.Table, *, keep_row_id: bool = False) -> pa.Table:
     return table.combine_chunks()
 
 
+def _row_id_last(t: pa.Table) -> pa.Table:
+    if ROW_ID not in t.column_names or t.column_names[-1] == ROW_ID:
+        return t
+    return t.select([n for n in t.column_names if n != ROW_ID] + [ROW_ID])
+
+
+def _plain(v):
+    """A Python value with NaN replaced by a marker, so that NaN equals NaN."""
+    if isinstance(v, float) and v != v:
+        return "<NaN>"
+    if isinstance(v, list | tuple):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return v
+
+
+def _same_values(a: pa.ChunkedArray, e: pa.ChunkedArray) -> bool:
+    """Equal values (after decoding dictionaries; NaN equal to NaN)."""
+    if pa.types.is_dictionary(a.type):
+        a, e = a.cast(a.type.value_type), e.cast(e.type.value_type)
+    if a.equals(e):
+        return True
+    return _plain(a.to_pylist()) == _plain(e.to_pylist())
+
+
 def difference(actual: pa.Table, expected: pa.Table, *, keep_row_id: bool = False) -> str | None:
     """None when ``actual`` holds the rows of ``expected`` (as multisets, same columns in
-    the same order, same types); else a short description of the first difference."""
-    a = normalize(actual, keep_row_id=keep_row_id)
-    e = normalize(expected, keep_row_id=keep_row_id)
+    the same order, ``_rowid`` last, same types; dictionary columns by their values, NaN
+    equal to NaN); else a short description of the first difference."""
+    a = normalize(_row_id_last(actual), keep_row_id=keep_row_id)
+    e = normalize(_row_id_last(expected), keep_row_id=keep_row_id)
     if a.column_names != e.column_names:
         return f"columns {a.column_names} != expected {e.column_names}"
     if a.num_rows != e.num_rows:
@@ -203,7 +278,7 @@ def difference(actual: pa.Table, expected: pa.Table, *, keep_row_id: bool = Fals
         ca, ce = a.column(name), e.column(name)
         if ca.type != ce.type:
             return f"column {name!r}: type {ca.type} != expected {ce.type}"
-        if not ca.equals(ce):
+        if not _same_values(ca, ce):
             return f"column {name!r}: values differ"
     return None
 

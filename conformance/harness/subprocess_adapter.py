@@ -51,7 +51,9 @@ def table_from_ipc(data: bytes) -> pa.Table:
 
 
 class SubprocessAdapter(Adapter):
-    def __init__(self, argv: list[str], *, timeout: float = 120.0) -> None:
+    def __init__(self, argv: list[str], *, timeout: float = 120.0, stderr=None) -> None:
+        """``stderr``: where the program's stderr goes (a file object); by default the
+        kit's own stderr, or nowhere when ``LANCE_CONFORMANCE_QUIET`` is set."""
         if not argv:
             raise ValueError("empty command for the subprocess adapter")
         self.argv = list(argv)
@@ -59,9 +61,10 @@ class SubprocessAdapter(Adapter):
         self._next_id = 0
         self._buf = b""
         self._tmp = tempfile.TemporaryDirectory(prefix="lance-conformance-sub-")
+        if stderr is None and os.environ.get("LANCE_CONFORMANCE_QUIET"):
+            stderr = subprocess.DEVNULL
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL if os.environ.get("LANCE_CONFORMANCE_QUIET")
-                                     else None)
+                                     stderr=stderr)
         hello = self._call("hello", {"protocol": PROTOCOL_VERSION})
         self.name = str(hello.get("name") or os.path.basename(self.argv[-1]))
         self.capabilities = Capabilities.from_dict(hello.get("capabilities", {}))

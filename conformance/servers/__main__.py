@@ -1,6 +1,8 @@
 """``python -m conformance.servers install-s3rver [DIR]``: install npm's s3rver for the suite.
 
 ``python -m conformance.servers which-s3rver`` prints the s3rver the suite would use.
+``python -m conformance.servers install-chromium`` installs Debian's chromium (for the
+headless screenshot of the compat matrix report) when it is not on the machine yet.
 """
 
 from __future__ import annotations
@@ -18,12 +20,36 @@ def main(argv: list[str]) -> int:
             print(f"cannot install s3rver: {exc}", file=sys.stderr)
             return 1
         return 0
+    if argv[:1] == ["install-chromium"]:
+        return install_chromium()
     if argv[:1] == ["which-s3rver"]:
         found = find_s3rver()
         print(found or "s3rver is not installed")
         return 0 if found else 1
-    print("usage: python -m conformance.servers install-s3rver [DIR] | which-s3rver", file=sys.stderr)
+    print("usage: python -m conformance.servers install-s3rver [DIR] | which-s3rver | "
+          "install-chromium", file=sys.stderr)
     return 2
+
+
+def install_chromium() -> int:
+    """apt-get install chromium unless a chromium is already on PATH (needs root)."""
+    import shutil
+    import subprocess
+
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            print(shutil.which(name))
+            return 0
+    if not shutil.which("apt-get"):
+        print("cannot install chromium: no apt-get on this machine", file=sys.stderr)
+        return 1
+    env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    for cmd in (["apt-get", "update", "-qq"], ["apt-get", "install", "-y", "-qq", "chromium"]):
+        if subprocess.run(cmd, env=env).returncode != 0:
+            print(f"cannot install chromium: {' '.join(cmd)} failed", file=sys.stderr)
+            return 1
+    print(shutil.which("chromium") or "chromium installed")
+    return 0
 
 
 if __name__ == "__main__":
