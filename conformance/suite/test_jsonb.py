@@ -90,3 +90,23 @@ def test_deep_nesting_is_bounded():
         inner = b"\x80\x00\x00\x01" + (0x50000000 | len(inner)).to_bytes(4, "big") + inner
     with pytest.raises(FormatError):
         jsonb.to_text(inner)
+
+
+def test_json_fields_named_arrow_json_are_binary_json_too(pylance, tmp_path):
+    """pylance 0.36 to 1.x name the stored field ``arrow.json`` (logical type ``json``)."""
+    from conformance.suite.test_old_release_shapes import _edit_manifest
+
+    root = tmp_path / "t"
+    pylance.write_dataset(pa.table({"j": pa.array(['{"a": [1, 2.5]}', None], pa.json_())}),
+                          str(root))
+
+    def as_1x_wrote(m):
+        for f in m.fields:
+            if f.extension_name == "lance.json":
+                f.extension_name = "arrow.json"
+                f.metadata["ARROW:extension:name"] = b"arrow.json"
+
+    _edit_manifest(root, as_1x_wrote)
+    got = ri.open_dataset(str(root)).to_table()
+    assert got.column("j").to_pylist() == ['{"a":[1,2.5]}', None]
+    assert table_difference(pylance.dataset(str(root)).to_table(), got) == ""

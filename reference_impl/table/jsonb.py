@@ -1,7 +1,8 @@
 """JSON columns: the ``lance.json`` extension type and its binary JSON (JSONB) values.
 
 A table column of Arrow's ``arrow.json`` type is stored as ``large_binary`` with the field
-extension name ``lance.json`` (logical type ``json``); each value is one JSON document in a
+extension name ``lance.json`` (``arrow.json`` in pylance 0.36 to 1.x; logical type ``json``
+in both); each value is one JSON document in a
 binary encoding, and a reader turns it back into compact JSON text. pylance reads such a
 column as ``arrow.json`` (storage ``utf8``); so does :func:`decode_json_columns`.
 
@@ -34,6 +35,9 @@ import pyarrow as pa
 from reference_impl.errors import FormatError
 
 EXTENSION_NAME = b"lance.json"
+#: the extension names a binary JSON column carries in its field: ``lance.json`` (pylance
+#: from 2.x on) or ``arrow.json`` (pylance 0.36 to 1.x, whose logical type is ``json`` too)
+EXTENSION_NAMES = (EXTENSION_NAME, b"arrow.json")
 RULE = "ENC-045"  # decoded values fit the field's type
 
 _ARRAY, _OBJECT, _SCALAR = 0x8, 0x4, 0x2
@@ -44,7 +48,7 @@ MAX_DEPTH = 256
 
 def is_json_field(field: pa.Field) -> bool:
     meta = field.metadata or {}
-    return meta.get(b"ARROW:extension:name") == EXTENSION_NAME
+    return meta.get(b"ARROW:extension:name") in EXTENSION_NAMES
 
 
 def to_text(value: bytes) -> str:
