@@ -530,6 +530,13 @@ _case(GoldenCase("types-2.2", "every Arrow type (decimals, dates, times, maps, d
                  [{"op": "create", "data": _d("all_types", 30),
                    "data_storage_version": "2.2"}],
                  producer="pylance", producers=("pylance",)))
+_case(GoldenCase("types-2.3", "every Arrow type with file version 2.3 (unstable planar pages: dense "
+                 "and sparse structure, chunked, zipped and constant values), appended and deleted",
+                 [C_FILE_VERSION], ["data_storage_version=2.3", "types", "all-types", "delete"],
+                 [{"op": "create", "data": _d("all_types", 30), "data_storage_version": "2.3"},
+                  {"op": "append", "data": _d("all_types", 12)},
+                  {"op": "delete", "where": "id < 4 OR id = 20"}],
+                 producer="pylance", producers=("pylance",)))
 _case(GoldenCase("legacy-file", "a table of legacy (0.1) data files",
                  [C_LEGACY, C_FILE_VERSION], ["data_storage_version=legacy", "legacy"],
                  producer="pylance", producers=("pylance",), build=_build_legacy))

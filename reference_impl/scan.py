@@ -19,8 +19,10 @@ For every fragment, in manifest order (spec 001 "Fragments", "Schema Evolution",
 A ``filter`` (a ``pyarrow.compute.Expression``) is applied to the assembled rows before
 the projection, like pylance does.
 
-Data files are read by version: legacy 0.1 by :mod:`reference_impl.file.legacy`, 2.0 by
-:mod:`reference_impl.file.encodings.v2_0`, 2.1+ by :mod:`reference_impl.file.reader`.
+Data files are read by version: legacy 0.1 by :mod:`reference_impl.file.legacy`, 2.0 and 2.1+
+by :class:`reference_impl.file.reader.LanceFileReader` (one read path for scans, ``take``,
+``dump`` and the deep validator). Fragments are read on the decode threads
+(:mod:`reference_impl.file.parallel`) and joined in manifest order.
 """
 
 from __future__ import annotations
@@ -35,8 +37,6 @@ from reference_impl.errors import FormatError, InvalidInput, UnsupportedFeature
 TOMBSTONE = -2
 ROW_ID = "_rowid"
 ROW_ADDR = "_rowaddr"
-#: bound on the bytes read into memory for one 2.0 data file
-MAX_FILE_BYTES = 1 << 40
 _OFFSET = "__scan_offset"
 
 
@@ -65,19 +65,22 @@ def to_table(
     out_schema = blob.scan_schema(
         strip_field_ids(pa.schema([full.field(n) for n in wanted], metadata=full.metadata)))
     stable = _stable_row_ids(dataset.manifest)
-    parts = []
-    for frag in dataset.manifest.fragments:
-        parts.append(
-            _fragment_table(
-                dataset,
-                frag,
-                wanted,
-                out_schema,
-                stable,
-                with_row_id or filter is not None,
-                with_row_address or filter is not None,
-            )
-        )
+    from reference_impl.file.parallel import map_ordered
+
+    # fragments are independent: read on the decode threads (each file then spreads its
+    # fields and pages over the same pool), put back in manifest order
+    parts = map_ordered(
+        lambda frag: _fragment_table(
+            dataset,
+            frag,
+            wanted,
+            out_schema,
+            stable,
+            with_row_id or filter is not None,
+            with_row_address or filter is not None,
+        ),
+        list(dataset.manifest.fragments),
+    )
     extra = []
     if with_row_id or filter is not None:
         extra.append(pa.field(ROW_ID, pa.uint64()))
@@ -90,6 +93,10 @@ def to_table(
         if parts
         else schema.empty_table()
     )
+    # JSON columns are stored as binary JSON and scan as JSON text (reference_impl/table/jsonb.py)
+    from reference_impl.table.jsonb import decode_json_columns
+
+    table = decode_json_columns(table)
     if filter is not None:
         table = table.filter(filter)
     names = list(columns) if columns is not None else [f.name for f in full]
@@ -255,7 +262,9 @@ def _fragment_table(
     with_row_address: bool,
 ) -> pa.Table:
     full = dataset.schema
-    n = int(frag.physical_rows)
+    # Releases before 0.8 wrote no writer_version and no (or wrong) physical_rows; every
+    # later release counts such a fragment's rows from its data files instead.
+    n = int(frag.physical_rows) if dataset.manifest.HasField("writer_version") else 0
     columns: dict[str, pa.Array] = {}
     for df in frag.files:
         ids = [i for i in df.fields]
@@ -347,8 +356,15 @@ def _read_data_file(dataset, df, fields: list[pa.Field]) -> list[pa.Array]:
     major, minor = df.file_major_version, df.file_minor_version
     if major == 0 and minor < 3:
         return _read_legacy(dataset, df, store, key, fields)
-    if (major, minor) in ((0, 3), (2, 0)):
-        return _read_v2_0(df, store, key, fields)
+    if (major, minor) in ((0, 3), (2, 0)) and len(df.column_indices):
+        ids = list(df.fields)
+        for f in fields:
+            fid = _field_id(f)
+            if fid in ids and ids.index(fid) < len(df.column_indices) \
+                    and df.column_indices[ids.index(fid)] < 0:
+                raise FormatError(
+                    f"field {f.name!r} has no column in {df.path}", rule="DATAFILE-006", path=key
+                )
     return _read_v2_x(df, store, key, fields)
 
 
@@ -373,34 +389,38 @@ def _read_legacy(dataset, df, store, key, fields):
     known = {f.id for f in dataset.manifest.fields}
     # dropped fields keep their page-table rows but leave the schema
     lance_fields = project(list(dataset.manifest.fields), [i for i in ids if i in known])
-    table = lf.read(lance_fields, ids, columns=[f.name for f in fields])
+    table = lf.read(lance_fields, ids, columns=[f.name for f in fields],
+                    dictionaries=legacy_dictionaries(dataset))
     return [table.column(i).combine_chunks() for i in range(table.num_columns)]
 
 
-def _read_v2_0(df, store, key, fields):
-    from reference_impl.file.encodings.v2_0.column import decode_field, read_columns
+def legacy_dictionaries(dataset) -> dict:
+    """Dictionary values of a legacy dataset's fields, read once from its manifest file
+    (where every release writes them; see :func:`reference_impl.file.legacy.manifest_dictionaries`)."""
+    cached = getattr(dataset, "_legacy_dictionaries", None)
+    if cached is not None:
+        return cached
+    from reference_impl.file.legacy import manifest_dictionaries
 
-    data = store.get(key, max_size=MAX_FILE_BYTES)
-    columns, major, minor = read_columns(data, path=key)
-    _check_footer_version(df, key, f"{major}.{minor}", "2.0" if (major, minor) in ((0, 3), (2, 0)) else None)
-    ids = list(df.fields)
-    col_idx = list(df.column_indices) or list(range(len(ids)))
-    out = []
-    for f in fields:
-        pos = ids.index(_field_id(f))
-        index = col_idx[pos]
-        if index < 0:
-            raise FormatError(
-                f"field {f.name!r} has no column in {df.path}", rule="DATAFILE-006", path=key
-            )
-        arr, _ = decode_field(f, columns, index)
-        out.append(arr)
+    fields = [f for f in dataset.manifest.fields if f.HasField("dictionary")]
+    out = {}
+    if fields:
+        mf = dataset.manifest_file
+        store = getattr(dataset, "manifest_store", None) or dataset.store
+        out = manifest_dictionaries(lambda pos, n: store.get_range(mf.key, pos, n), mf.size,
+                                    fields, path=mf.key)
+    try:
+        dataset._legacy_dictionaries = out
+    except AttributeError:
+        pass
     return out
 
 
 def _read_v2_x(df, store, key, fields):
-    """2.1+ files go through the shared reader (:class:`reference_impl.file.reader.LanceFileReader`),
-    selecting the top-level fields by id (the file's own names may predate a rename)."""
+    """2.0, 2.1 and 2.2 files go through the shared reader
+    (:class:`reference_impl.file.reader.LanceFileReader`: ranged reads of the wanted columns'
+    pages only, fields and pages decoded on the decode threads), selecting the top-level fields
+    by id (the file's own names may predate a rename)."""
     try:
         from reference_impl.file.reader import LanceFileReader
     except ImportError:

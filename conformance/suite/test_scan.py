@@ -15,16 +15,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from conformance.suite._arrow_gen import same_table
+from conformance.strategies.arrow import same_table
 from conformance.suite.parts import unavailable
 from conformance.suite.scenarios import SCENARIOS
 from reference_impl import scan
 from reference_impl.dataset import open_dataset
 from reference_impl.errors import UnsupportedFeature
 
-# Every shared scenario except version 2.3, which our reader refuses as unstable
-# (UnsupportedFeature; tested on its own below).
-SCAN_SCENARIOS = [name for name in SCENARIOS if name != "version_2_3"]
+# Every shared scenario, version 2.3 (pylance's unstable `next`) included: its planar pages
+# are read by reference_impl/file/encodings/v2_3 (more in test_file_v2_3.py).
+SCAN_SCENARIOS = list(SCENARIOS)
 
 
 def ours(path, version=None, branch=None, **kwargs):
@@ -259,11 +259,3 @@ def test_scan_refuses_a_data_file_whose_entry_names_another_version(tmp_path, wr
         ri.open_dataset(uri).to_table()
     assert err.value.rule == "DATAFILE-004"
 
-
-def test_version_2_3_files_are_refused_as_unsupported(pylance_scenarios):
-    """2.3 is pylance's unstable `next` format: the metadata opens, the scan refuses the
-    data files with a typed UnsupportedFeature instead of guessing."""
-    ds = open_dataset(pylance_scenarios["version_2_3"])
-    assert ds.data_storage_version == "2.3"
-    with pytest.raises(UnsupportedFeature):
-        ds.to_table()

@@ -159,17 +159,35 @@ def error_finding(exc) -> tuple:
     return ("ENC-046", f"[{rule}] {msg}" if rule and f"[{rule}]" not in msg else msg, off)
 
 
+#: what a decoder may raise on hostile bytes besides FormatError/LanceError
+DECODE_ERRORS = (ValueError, TypeError, IndexError, KeyError, OverflowError, MemoryError)
+
+
+def decode_outcome(reader) -> tuple:
+    """Decode every column once: ``(rows decoded, None)`` or ``(None, exception)``. The deep
+    rules of every file version share this one decode (the validator caches it per file)."""
+    try:
+        return reader.read_all().num_rows, None
+    except (FormatError, LanceError, *DECODE_ERRORS) as exc:
+        return None, exc
+
+
+def outcome_findings(outcome, expected_rows: int) -> list:
+    """The findings of a :func:`decode_outcome`: a decoder error becomes one finding with
+    its rule id; a wrong row count is ENC-046."""
+    rows, exc = outcome
+    if isinstance(exc, (FormatError, LanceError)):
+        return [error_finding(exc)]
+    if exc is not None:
+        return [("ENC-046", f"decoding failed: {type(exc).__name__}: {exc}", None)]
+    if rows != expected_rows:
+        return [("ENC-046", f"decoded {rows} rows, the FileDescriptor says {expected_rows}", None)]
+    return []
+
+
 def decode_all(reader) -> list:
     """Decode every column; a decoder error becomes one finding with its rule id."""
-    try:
-        table = reader.read_all()
-    except (FormatError, LanceError) as exc:
-        return [error_finding(exc)]
-    except (ValueError, TypeError, IndexError, KeyError, OverflowError, MemoryError) as exc:
-        return [("ENC-046", f"decoding failed: {type(exc).__name__}: {exc}", None)]
-    if table.num_rows != reader.num_rows:
-        return [("ENC-046", f"decoded {table.num_rows} rows, the FileDescriptor says {reader.num_rows}", None)]
-    return []
+    return outcome_findings(decode_outcome(reader), reader.num_rows)
 
 
 STRUCTURAL = (buffers_in_file, alignment, page_lengths, priorities, encodings, layout_grammar)

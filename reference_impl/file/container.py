@@ -72,6 +72,34 @@ class CountingReader:
         self.reads = 0
         self.bytes_read = 0
         self._count_lock = threading.Lock()  # pages may be read from several decode threads
+        self._map = None  # memoryview of the mapped file (local files only), made on first use
+        self._map_tried = False
+
+    def _mapped(self):
+        """The whole file memory-mapped read-only, when the store is a plain local directory
+        and the file still has the size the reader was opened with; else None."""
+        if self._map_tried:
+            return self._map
+        with self._count_lock:
+            if not self._map_tried:
+                self._map = _map_local(self.store, self.key, self.size)
+                self._map_tried = True
+        return self._map
+
+    def read_view(self, pos: int, length: int, *, rule: str = RULE_PAGE_BUFFER,
+                  what: str = "range"):
+        """Like :meth:`read`, but may return a zero-copy ``memoryview`` of a memory-mapped
+        local file instead of a copy (page buffers: decoders only ever view them)."""
+        view = self._mapped() if length >= MAP_MIN_BYTES else None
+        if view is None:
+            return self.read(pos, length, rule=rule, what=what)
+        if pos < 0 or length < 0 or pos + length > self.size:
+            raise FormatError(f"{what} {pos}+{length} lies outside the file ({self.size} bytes)",
+                              rule=rule, path=self.key, offset=pos)
+        with self._count_lock:
+            self.reads += 1
+            self.bytes_read += length
+        return view[pos:pos + length]
 
     def read(self, pos: int, length: int, *, rule: str = RULE_PAGE_BUFFER, what: str = "range") -> bytes:
         """Bytes ``[pos, pos+length)``; FormatError when the range leaves the file."""
@@ -88,6 +116,29 @@ class CountingReader:
             raise FormatError(f"short read of {what}: {len(data)} of {length} bytes", rule=rule,
                               path=self.key, offset=pos)
         return data
+
+
+#: page reads at least this large come from a memory map of a local file (no copy)
+MAP_MIN_BYTES = 1 << 16
+
+
+def _map_local(store, key: str, size: int):
+    """A read-only memory map of ``key`` as a memoryview, for a plain :class:`LocalStore`
+    (not a wrapper that injects faults or counts calls), or None."""
+    import mmap
+    import os
+
+    from reference_impl.io.local import LocalStore
+
+    if type(store) is not LocalStore or size == 0:
+        return None
+    try:
+        with open(store._path(key), "rb") as fh:
+            if os.fstat(fh.fileno()).st_size != size:
+                return None
+            return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):
+        return None
 
 
 @dataclass
@@ -133,8 +184,9 @@ class FileContainer:
         return self.reader.read(pos, size, rule=RULE_GLOBAL, what=f"global buffer {index}")
 
     def read_buffer(self, pos: int, size: int) -> bytes:
-        """Bytes of a page/column buffer, bounds-checked and counted."""
-        return self.reader.read(pos, size, rule=RULE_PAGE_BUFFER, what="buffer")
+        """Bytes of a page/column buffer (a ``bytes`` or a read-only ``memoryview``),
+        bounds-checked and counted."""
+        return self.reader.read_view(pos, size, rule=RULE_PAGE_BUFFER, what="buffer")
 
 
 def _parse(message, raw: bytes, *, rule: str, path: str, offset: int, what: str):

@@ -157,6 +157,65 @@ def decode_out_of_line_many(raw: np.ndarray, n: int, T: int, W: int) -> np.ndarr
     return np.concatenate([out, last], axis=1)
 
 
+def decode_out_of_line_chunks(data: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+                              counts: np.ndarray, T: int, W: int) -> np.ndarray | None:
+    """:func:`decode_out_of_line` of many buffers of one width at once, concatenated: buffer
+    ``c`` is ``data[starts[c]:starts[c]+sizes[c]]`` holding ``counts[c]`` values (the rep/def
+    levels of a page's mini-block chunks, whose counts all differ).
+
+    Every full block and every padded tail block of every buffer is unpacked by one
+    :func:`unpack_blocks` call; raw tails are copied. Returns None for anything
+    :func:`decode_out_of_line` would refuse (the caller then decodes buffer by buffer and
+    reports the error as that function does). Callers have checked the ranges lie in ``data``.
+    """
+    if T not in UINT or W > T:
+        return None
+    dt = UINT[T]
+    B = T // 8
+    starts, sizes, counts = (np.asarray(x, np.int64) for x in (starts, sizes, counts))
+    if np.any(sizes % B) or np.any(counts < 0):
+        return None
+    words = sizes // B
+    full, r = np.divmod(counts, BLOCK_VALUES)
+    per = BLOCK_VALUES * W // T
+    need_full = full * per
+    tail_words = words - need_full
+    raw_tail = (r > 0) & (tail_words == r)
+    block_tail = (r > 0) & ~raw_tail
+    if np.any(tail_words < 0) or np.any(block_tail & (tail_words < per)):
+        return None
+    first = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=first[1:])
+    out = np.empty(int(first[-1]), dt)
+    # blocks: chunk c contributes full[c] blocks, plus one when its tail is a padded block
+    nblocks = full + block_tail
+    total = int(nblocks.sum())
+    if total:
+        owner = np.repeat(np.arange(len(counts)), nblocks)
+        j = np.arange(total) - np.repeat(np.cumsum(nblocks) - nblocks, nblocks)
+        if per:
+            raw = gather_ranges(data, starts[owner] + j * per * B, np.full(total, per * B))
+            vals = unpack_blocks(raw.view(dt).reshape(total, per), T, W)
+        else:
+            vals = np.zeros((total, BLOCK_VALUES), dt)
+        take = np.where(j < full[owner], BLOCK_VALUES, r[owner])
+        keep = np.arange(BLOCK_VALUES)[None, :] < take[:, None]
+        if not raw_tail.any():  # the kept values, in block order, are exactly the output
+            return vals[keep]
+        dest = first[owner] + j * BLOCK_VALUES
+        out[(dest[:, None] + np.arange(BLOCK_VALUES)[None, :])[keep]] = vals[keep]
+    if raw_tail.any():
+        c = np.flatnonzero(raw_tail)
+        tail = gather_ranges(data, starts[c] + need_full[c] * B, r[c] * B).view(dt)
+        dest = np.repeat(first[c] + full[c] * BLOCK_VALUES, r[c]) + (
+            np.arange(int(r[c].sum())) - np.repeat(np.cumsum(r[c]) - r[c], r[c]))
+        out[dest] = tail
+    return out
+
+
+BLOCK_VALUES = 1024
+
+
 def decode_inline_set(cs, counts, T: int) -> np.ndarray:
     """Inline bit-packed chunks of a :class:`~.chunks.ChunkSet` (one 1024-value block each)."""
     check_width(T)

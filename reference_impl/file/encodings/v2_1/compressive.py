@@ -42,10 +42,26 @@ def kind(node) -> str:
     return k
 
 
+def needs_bytes(node) -> bool:
+    """Whether a block tree reads a buffer (2.3 ``Range``/``Constant`` sequences need none)."""
+    k = kind(node)
+    if k in ("range", "constant"):
+        return False
+    if k == "delta":
+        return needs_bytes(node.delta.deltas)
+    if k == "dictionary":
+        return needs_bytes(node.dictionary.indices) or needs_bytes(node.dictionary.items)
+    if k == "rle":
+        return needs_bytes(node.rle.values) or needs_bytes(node.rle.run_lengths)
+    return True
+
+
 def mini_block_buffers(node) -> int:
     k = kind(node)
     if k == "rle":
         return 2
+    if k == "variable" and variable.generic_offsets(node.variable):
+        return 1 + needs_bytes(node.variable.offsets)  # 2.3: (offsets bytes,) value bytes
     if k == "fixed_size_list":
         return fixed_size_list.num_buffers(node)
     return 1
@@ -61,7 +77,7 @@ def decode_mini_block(node, chunks: ChunkSet, counts: np.ndarray):
         T = int(node.inline_bitpacking.uncompressed_bits_per_value)
         arr = bitpacking.decode_inline_set(chunks, counts, T)
         return Fixed(arr.view(np.uint8), T)
-    if k == "variable":
+    if k == "variable" and not variable.generic_offsets(node.variable):
         return variable.decode_chunk_set(chunks, counts, variable.offset_bits(node.variable))
     if k == "fsst":
         inner = decode_mini_block(node.fsst.values, chunks, counts)
@@ -70,8 +86,16 @@ def decode_mini_block(node, chunks: ChunkSet, counts: np.ndarray):
         return fsst.decode(node.fsst.symbol_table, inner)
     lists = [list(x) for x in zip(*[chunks.buffers(b) for b in range(chunks.n_buffers)], strict=False)]
     cl = counts.tolist()
+    if k == "variable":  # 2.3 generic offsets: per chunk (offsets bytes if any, value bytes)
+        # the 2.3 sequence encodings, imported late because they use this module
+        from ..v2_3 import sequence
+
+        return variable.decode_chunks_generic(node.variable, lists, cl, sequence.decode_tree)
     if k == "rle":
-        return rle.decode_chunks([(c[0], c[1]) for c in lists], cl, rle.widths(node.rle))
+        pairs = [(c[0], c[1]) for c in lists]
+        if kind(node.rle.run_lengths) != "flat":  # 2.3: bit-packed run lengths
+            return rle.decode_chunks_tree(node.rle, pairs, cl, decode_block)
+        return rle.decode_chunks(pairs, cl, rle.widths(node.rle))
     if k == "byte_stream_split":
         v = node.byte_stream_split.values
         if kind(v) != "flat":
@@ -87,6 +111,50 @@ def decode_mini_block(node, chunks: ChunkSet, counts: np.ndarray):
         _, bits = packed_struct.row_bits(node.packed_struct)
         return flat.decode_chunk_set(chunks, counts, bits)
     raise FormatError(f"{k} is not a mini-block encoding", rule=RULE)
+
+
+def only_in_2_3(msg) -> tuple[str, str] | None:
+    """``(what, rule id)`` of the first 2.3-only construct in the tree under ``msg`` (any
+    message), or ``None``.
+
+    Only 2.3 pages hold them (14.0.2 refuses generic variable offsets in 2.1/2.2; the others
+    were never seen outside 2.3): non-flat variable offsets (ENC-003), u16/u32 or bit-packed
+    RLE run lengths (ENC-012), ``Range``/``Delta`` and dictionaries of fixed-size lists
+    (ENC-001) -- the ids the 2.1/2.2 decoders gave these before 2.3 was read."""
+    name = msg.DESCRIPTOR.name
+    if name in ("Range", "Delta"):
+        return name, RULE
+    if name == "Variable" and variable.generic_offsets(msg):
+        return "non-flat variable offsets", variable.RULE
+    if name == "Rle" and (msg.run_lengths.WhichOneof("compression") != "flat"
+                          or msg.run_lengths.flat.bits_per_value in (16, 32)):
+        return "wide or bit-packed RLE run lengths", rle.RULE
+    if name == "MiniBlockLayout" and msg.HasField("dictionary") and _holds(msg.dictionary, "FixedSizeList"):
+        return "a dictionary of fixed-size lists", RULE
+    for fd, val in msg.ListFields():
+        if fd.message_type is None:
+            continue
+        for v in ([val] if hasattr(val, "DESCRIPTOR") else val):
+            found = only_in_2_3(v)
+            if found:
+                return found
+    return None
+
+
+def _holds(msg, name: str) -> bool:
+    if msg.DESCRIPTOR.name == name:
+        return True
+    return any(_holds(v, name) for fd, val in msg.ListFields() if fd.message_type is not None
+               for v in ([val] if hasattr(val, "DESCRIPTOR") else val))
+
+
+def check_version(layout, version: str, *, path=None) -> None:
+    """Refuse 2.3-only compression in a 2.1/2.2 page layout (see :func:`only_in_2_3`)."""
+    if version in ("2.1", "2.2"):
+        found = only_in_2_3(layout)
+        if found:
+            raise FormatError(f"{found[0]} requires Lance file version 2.3, the file is {version}",
+                              rule=found[1], path=path)
 
 
 def decode_block(node, buf, n: int):
@@ -112,6 +180,8 @@ def decode_block(node, buf, n: int):
     if k == "general":
         raw = general.decompress(int(node.general.compression.scheme), buf)
         return decode_block(node.general.values, raw, n)
+    if k == "fixed_size_list":
+        return fixed_size_list.decode_block(node, buf, n)
     if k == "constant":
         v = bytes(node.constant.value)
         if not v:
@@ -167,6 +237,14 @@ def levels_chunk_set(node, data: np.ndarray, starts: np.ndarray, sizes: np.ndarr
     elif k == "out_of_line_bitpacking":
         o = node.out_of_line_bitpacking
         grouped = int(o.uncompressed_bits_per_value) == 16 and kind(o.values) == "flat"
+    if grouped and k == "out_of_line_bitpacking" and len(counts) >= GROUPED_MIN_CHUNKS:
+        # every chunk at once, whatever its count (None: a chunk the per-chunk path refuses)
+        o = node.out_of_line_bitpacking
+        got = bitpacking.decode_out_of_line_chunks(data, starts, sizes, counts, 16,
+                                                   int(o.values.flat.bits_per_value))
+        if got is not None:
+            return got
+        grouped = False
     if not grouped or len(counts) < GROUPED_MIN_CHUNKS:
         parts = [levels(node, data[s:s + z], n)
                  for s, z, n in zip(starts.tolist(), sizes.tolist(), counts.tolist(), strict=True)]

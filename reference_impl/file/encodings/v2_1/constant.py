@@ -55,11 +55,23 @@ def scalar(buf):
     return out
 
 
+def inline_scalar(v: bytes, value_kind: str, value_bits: int) -> Fixed:
+    """The one-element value stream of an inline constant (fixed-width types only)."""
+    if value_kind != "fixed":
+        raise FormatError("inline constant for a variable-width type", rule=RULE)
+    if value_bits == 1:
+        return Fixed(np.array([bool(v[0]) if v else False]), 1)
+    if len(v) != value_bits // 8:
+        raise FormatError(f"inline constant of {len(v)} bytes for a {value_bits}-bit type", rule=RULE)
+    return Fixed(np.frombuffer(v, np.uint8), value_bits)
+
+
 def decode(layout, buffers: list, version: str, rows: int, value_kind: str, value_bits: int):
     """-> ``(rep, def, value or None, is_constant)``; ``value`` is a one-element value stream.
 
     ``value_kind`` is "fixed" or "var" (from the Arrow type), ``value_bits`` the fixed width.
     """
+    compressive.check_version(layout, version)
     inline = layout.HasField("inline_value")
     nbuf = len(buffers)
     value = None
@@ -67,15 +79,7 @@ def decode(layout, buffers: list, version: str, rows: int, value_kind: str, valu
     if inline:
         if version == "2.1":
             raise FormatError("Lance 2.1 only accepts the all-null constant layout", rule=RULE)
-        v = bytes(layout.inline_value)
-        if value_kind != "fixed":
-            raise FormatError("inline constant for a variable-width type", rule=RULE)
-        if value_bits == 1:
-            value = Fixed(np.array([bool(v[0]) if v else False]), 1)
-        else:
-            if len(v) != value_bits // 8:
-                raise FormatError(f"inline constant of {len(v)} bytes for a {value_bits}-bit type", rule=RULE)
-            value = Fixed(np.frombuffer(v, np.uint8), value_bits)
+        value = inline_scalar(bytes(layout.inline_value), value_kind, value_bits)
     elif nbuf in (1, 3):
         if version == "2.1":
             raise FormatError("Lance 2.1 only accepts the all-null constant layout", rule=RULE)

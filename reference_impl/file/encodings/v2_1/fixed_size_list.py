@@ -1,5 +1,8 @@
 """``FixedSizeList{items_per_value, has_validity, values}`` (FILE-ENCODINGS §4.10, §3.3).
 
+Block (2.3 dictionaries of fixed-size lists, seen inside ``General``): ``n`` rows in the
+full-zip value layout below, back to back (:func:`decode_block`).
+
 Mini-block: the chunk's value buffers are one item-validity bitmap per nested FSL layer with
 ``has_validity`` (outermost first, each ``rows * cumulative_dim`` bits, LSB first), then the
 flat items. Full-zip (per value): each value is ``ceil(dim/8)`` validity bytes per such layer
@@ -70,6 +73,18 @@ def decode_chunks(node, bufs: list, counts: list) -> Fsl:
     items = flat.decode_chunks(item_bufs, item_counts, bits)
     validity = [np.concatenate(p) for p in val_parts]
     return Fsl(dim, items, validity, dims, [i for i, f in enumerate(flags) if f])
+
+
+def decode_block(node, buf, n: int) -> Fsl:
+    """``n`` rows laid out as full-zip values (validity bytes, then items), back to back."""
+    dims, flags, bits = layers(node)
+    if bits == 0 or bits % 8:
+        raise FormatError("a fixed-size list block must hold whole-byte flat items", rule=RULE)
+    cum = np.cumprod(dims)
+    width = sum((int(cum[i]) + 7) // 8 for i, f in enumerate(flags) if f) + int(cum[-1]) * bits // 8
+    if len(buf) < n * width:
+        raise FormatError(f"fixed-size list block of {len(buf)} bytes for {n} rows of {width}", rule=RULE)
+    return decode_pv(node, Fixed(np.frombuffer(buf, np.uint8, n * width), 8 * width))
 
 
 def decode_pv(node, raw: Fixed) -> Fsl:

@@ -147,13 +147,50 @@ def decode(table: bytes, comp: Var) -> Var:
         hi = int(data.max())
         if hi >= nsym:
             raise FormatError(f"FSST code {hi} outside the {nsym}-symbol table", rule=RULE)
-        out, cum = _expand(data, lens8, sym)
-        return Var(cum[offs].astype(np.int64), out)
+        return _expand_values(data, offs, lens8, sym)
     escape, literal = _escape_masks(data, offs)
     bad = ~literal & ~escape & (data >= nsym)
     if bad.any():
         raise FormatError(f"FSST code {int(data[bad][0])} outside the {nsym}-symbol table", rule=RULE)
     ids = data.astype(np.uint16)
     ids[literal] += 256
-    out, cum = _expand(ids, lens8, sym)
-    return Var(cum[offs].astype(np.int64), out)
+    return _expand_values(ids, offs, lens8, sym)
+
+
+#: a page with more tokens than this is expanded in pieces of about this many, on threads
+PIECE_TOKENS = 1 << 21
+
+
+def _expand_values(ids: np.ndarray, offs: np.ndarray, lens8: np.ndarray, sym: np.ndarray,
+                   piece: int | None = None) -> Var:
+    """The decoded values whose tokens ``ids`` are cut at ``offs`` (starting at 0).
+
+    Tokens decode independently of their neighbours, so a large page is cut at value
+    boundaries into pieces of about ``piece`` tokens, each expanded by :func:`_expand` on the
+    decode threads (:mod:`reference_impl.file.parallel`), and the pieces are joined: the same
+    bytes and offsets as one expansion of the whole page."""
+    from reference_impl.file.parallel import map_ordered
+
+    piece = PIECE_TOKENS if piece is None else max(1, int(piece))
+    m = len(ids)
+    if m <= piece:
+        out, cum = _expand(ids, lens8, sym)
+        return Var(cum[offs].astype(np.int64), out)
+    cuts = np.searchsorted(offs, np.arange(piece, m, piece), side="left")
+    cuts = np.unique(np.concatenate([[0], cuts, [len(offs) - 1]]))
+    spans = list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
+
+    def one(span):
+        a, b = span
+        lo, hi = int(offs[a]), int(offs[b])
+        out, cum = _expand(ids[lo:hi], lens8, sym)
+        return out, cum[offs[a:b + 1] - lo]
+
+    parts = map_ordered(one, spans)
+    value_offs = np.zeros(len(offs), np.int64)
+    base = 0
+    for (a, b), (out, cum) in zip(spans, parts, strict=True):
+        value_offs[a:b + 1] = cum + base
+        base += len(out)
+    data = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint8)
+    return Var(value_offs, data)

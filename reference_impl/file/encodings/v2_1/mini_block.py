@@ -32,6 +32,8 @@ from . import compressive, dictionary
 from .chunks import ChunkSet
 
 RULE = "ENC-041"
+#: most values a chunk can hold (the 4-bit log2 count of a chunk word gives at most 2**15)
+MAX_CHUNK_VALUES = 1 << 15
 
 
 def _pad8(x: int) -> int:
@@ -60,6 +62,8 @@ def chunk_table(layout, meta, version: str):
         last = n_items - before
         if last < 0:
             raise FormatError(f"chunks hold more than num_items={n_items} values", rule=RULE)
+        if last > MAX_CHUNK_VALUES:  # a hostile num_items: no chunk holds that many values
+            raise FormatError(f"num_items={n_items} leaves {last} values for the last chunk", rule=RULE)
         counts[-1] = last
     elif n_items:
         raise FormatError(f"num_items={n_items} but no chunks", rule=RULE)
@@ -71,6 +75,7 @@ def chunk_table(layout, meta, version: str):
 
 def decode(layout, buffers: list, version: str, rows: int):
     """Decode a mini-block page -> ``(rep, def, values)`` (levels may be None)."""
+    compressive.check_version(layout, version)
     nb = int(layout.num_buffers)
     has_rep = layout.HasField("rep_compression")
     has_def = layout.HasField("def_compression")

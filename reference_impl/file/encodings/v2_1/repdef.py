@@ -72,6 +72,12 @@ def unravel(layers, rep, dfn, n_slots: int, rows: int):
     if rep is not None and len(rep) != n_slots or dfn is not None and len(dfn) != n_slots:
         raise FormatError(f"rep/def levels ({None if rep is None else len(rep)}, "
                           f"{None if dfn is None else len(dfn)}) disagree with {n_slots} slots", rule=RULE)
+    if rep is None and dfn is None and not mr:
+        # no levels and no lists: every slot is one valid row of every layer (the general
+        # walk below gives the same, with a few passes over the slots)
+        if n_slots != rows:
+            raise FormatError(f"levels describe {n_slots} rows, the page has {rows}", rule=RULE)
+        return [Layer(False, None, None, n_slots) for _ in layers], np.ones(n_slots, bool)
     d = np.zeros(n_slots, np.int32) if dfn is None else dfn.astype(np.int32)
     if n_slots and d.max(initial=0) > md:
         raise FormatError(f"def level {int(d.max())} exceeds the maximum {md}", rule=RULE)

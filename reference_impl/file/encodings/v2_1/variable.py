@@ -7,7 +7,12 @@
   that pylance 14.0.2 still reads: ``u8 bits | uN n | uN data_start | (n+1) uN offsets | bytes``
   with N = bits (a 9-byte header for 32-bit offsets); it is accepted only when it is
   self-consistent (its count is the page's and its data starts right after the offsets);
-* per value (full-zip): no own buffer, the value bytes come from the zipped stream.
+* per value (full-zip): no own buffer, the value bytes come from the zipped stream;
+* 2.3 only (pylance 14.0.2 refuses it in 2.1/2.2 as "generic variable offsets"): the offsets
+  are a sequence tree decoding to ``n + 1`` offsets into the value bytes -- ``Delta{bits, base,
+  deltas}`` whose deltas (out-of-line bit-packed, in the chunk's first buffer) are the value
+  lengths, or ``Range{bits, start, step}`` for values of one length (no offsets buffer); the
+  value bytes are the chunk's last buffer (:func:`decode_chunks_generic`).
 
 Offsets must be monotonic and stay inside the buffer.
 """
@@ -25,6 +30,30 @@ from .values import Var
 
 RULE = "ENC-003"
 DTYPES = {32: np.dtype("<u4"), 64: np.dtype("<u8")}
+
+
+def generic_offsets(node) -> bool:
+    """Whether a ``Variable`` node's offsets are not flat (the 2.3 form)."""
+    return node.offsets.WhichOneof("compression") != "flat"
+
+
+def decode_chunks_generic(node, bufs: list, counts: list, decode_tree) -> Var:
+    """2.3 mini-block chunks whose offsets are a sequence tree: each chunk holds the tree's
+    bytes (when it needs any) and then the value bytes; the tree decodes to ``n + 1`` offsets
+    into the value bytes. ``decode_tree(node, buf, n)`` is :func:`..v2_3.sequence.decode_tree`
+    (passed in to keep the imports one-way)."""
+    off = node.offsets
+    lens_parts, data_parts = [], []
+    for parts, c in zip(bufs, counts, strict=True):
+        vb = parts[-1]
+        offs = decode_tree(off, parts[0] if len(parts) == 2 else None, c + 1).astype(np.int64)
+        _check(offs, 0, len(vb), "variable chunk")
+        lens_parts.append(np.diff(offs))
+        data_parts.append(np.frombuffer(vb, np.uint8, int(offs[-1] - offs[0]), int(offs[0])))
+    lens = np.concatenate(lens_parts) if lens_parts else np.zeros(0, np.int64)
+    out = np.zeros(len(lens) + 1, np.int64)
+    np.cumsum(lens, out=out[1:])
+    return Var(out, np.concatenate(data_parts) if data_parts else np.zeros(0, np.uint8))
 
 
 def offset_bits(node) -> int:
