@@ -13,6 +13,10 @@ contents (rows, versions, tags), not the same bytes (uuids and timestamps differ
 ``expected/files.json``, the reference reader's rows against ``expected/``, the validator on
 the table, and a regeneration into a temporary folder compared logically with ``expected/``.
 Exit 0 when every case verifies, 1 otherwise.
+
+``fixtures from-case FILE OUT`` turns a case file of ``lance-conformance fuzz`` into a golden
+fixture ``OUT/<case id>/`` written by the reference writer, with the model's rows as the
+expected rows; ``lance-conformance run --impl X --suite read --fixtures OUT`` then reads it.
 """
 
 from __future__ import annotations
@@ -36,6 +40,10 @@ def register(subparsers) -> None:
     v.add_argument("--no-regenerate", action="store_true", help="skip the regeneration check")
     v.add_argument("--case", action="append", default=None, help="only this case id (repeatable)")
     v.set_defaults(func=_verify)
+    fc = sub.add_parser("from-case", help="a golden fixture from a fuzz case file")
+    fc.add_argument("file", help="case file saved by lance-conformance fuzz --save-failures")
+    fc.add_argument("out", help="folder to write <case id>/ into")
+    fc.set_defaults(func=_from_case)
     # --- generate-large (conformance/cli/fixtures_large.py, Spark engineer) ---
     from .fixtures_large import add_generate_large
 
@@ -54,6 +62,21 @@ def register(subparsers) -> None:
         return 2
 
     p.set_defaults(func=_no_action)
+
+
+def _from_case(args) -> int:
+    from conformance.harness import fuzz
+
+    try:
+        doc = fuzz.load_case(Path(args.file))
+        cdir, warnings = fuzz.fixture_from_case(doc, Path(args.out))
+    except ValueError as exc:
+        print(f"fixtures from-case: {exc}", file=sys.stderr)
+        return 2 if "case file" in str(exc) else 1
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"generated {cdir}")
+    return 0
 
 
 def _generate(args) -> int:

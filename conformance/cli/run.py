@@ -3,6 +3,7 @@
     lance-conformance run --impl NAME|module:Class|cmd:"..." [--suite read|write|all]
                           [--fixtures DIR] [--skip-file F] [--junit F] [--html F] [--json]
     lance-conformance run --matrix [--html F] [--json]
+    lance-conformance run --case FILE [--impl NAME] [--json]
 
 ``--impl`` names an adapter (:mod:`conformance.harness.adapter`): ``reference``,
 ``pylance``, ``known-bad:<bug>``, ``module:Class``, an entry point of the group
@@ -10,6 +11,10 @@
 ``conformance/harness/PROTOCOL.md``. Each case prints PASS, FAIL (with the rule ids that
 caught it), UNSUPPORTED, ERROR or SKIP. ``--matrix`` runs the reference and pylance adapters
 as producers and as consumers of every writer scenario instead.
+
+``--case FILE`` replays a case file saved by ``lance-conformance fuzz --save-failures``
+(against the implementation it was found with, unless ``--impl`` names another) in the role
+it was found in, and says PASS or FAIL with the rule ids or row differences.
 
 Exit code: 0 when no case FAILs or ERRORs (and, for ``--matrix``, every cell passes), 1
 otherwise, 2 for a usage error (an adapter that cannot be loaded).
@@ -33,6 +38,8 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     p.add_argument("--matrix", action="store_true",
                    help="producer x consumer matrix of the reference and pylance adapters")
+    p.add_argument("--case", default=None, metavar="FILE",
+                   help="replay a case file saved by lance-conformance fuzz")
     p.add_argument("--no-pylance-check", action="store_true",
                    help="do not read written datasets back with pylance")
     p.set_defaults(func=_run)
@@ -52,12 +59,48 @@ def _matrix(args) -> int:
     return 0 if m.ok else 1
 
 
+def _replay(args) -> int:
+    from conformance.harness import fuzz
+    from conformance.harness.adapter import Unsupported, load_adapter
+
+    try:
+        doc = fuzz.load_case(Path(args.case))
+    except ValueError as exc:
+        print(f"run: {exc}", file=sys.stderr)
+        return 2
+    spec = args.impl or doc["impl"]
+    try:
+        adapter = load_adapter(spec)
+    except Exception as exc:  # noqa: BLE001 - a bad --impl is a usage error
+        print(f"run: cannot load adapter {spec!r}: {exc}", file=sys.stderr)
+        return 2
+    with adapter:
+        try:
+            finding = fuzz.replay_case(doc, adapter)
+            outcome = "PASS" if finding is None else "FAIL"
+        except Unsupported as exc:
+            finding, outcome = None, f"UNSUPPORTED ({exc})"
+    if args.json:
+        print(json.dumps({"case": doc["id"], "impl": spec, "role": doc["role"],
+                          "outcome": outcome.split(" ")[0],
+                          "failure": finding.as_dict() if finding else None}, indent=1))
+    else:
+        print(f"{outcome} {doc['id']} ({spec}, {doc['role']})")
+        if finding is not None:
+            print(f"  {finding.summary()}")
+            for m in finding.messages[1:6]:
+                print(f"  {m}")
+    return 1 if finding is not None else 0
+
+
 def _run(args) -> int:
     from conformance.harness import matrix, runner
     from conformance.harness.adapter import load_adapter
 
     if args.matrix:
         return _matrix(args)
+    if args.case:
+        return _replay(args)
     if not args.impl:
         print("run: --impl is required (or --matrix)", file=sys.stderr)
         return 2

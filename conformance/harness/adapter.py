@@ -14,7 +14,10 @@ An adapter whose ``Capabilities.features`` include ``"blobs"`` also implements
 (``None`` for a null blob), which the golden cases with blob columns check.
 
 ``Capabilities.ops`` lists the write operations the adapter supports; an operation
-outside it is judged UNSUPPORTED, never FAIL. An adapter may also raise
+outside it is judged UNSUPPORTED, never FAIL. ``Capabilities.types`` (column kinds of
+:data:`conformance.strategies.schemas.KINDS`) and ``Capabilities.storage_versions`` (data
+storage versions such as ``"2.1"``) narrow what ``lance-conformance fuzz`` generates; None
+(the default) means every one. An adapter may also raise
 :class:`Unsupported` from ``read``/``apply`` for a feature it does not have (for example a
 data type), which the runner records the same way.
 
@@ -52,19 +55,29 @@ class Capabilities:
     ops: tuple[str, ...] = ()
     row_ids: bool = False  # read can return ``_rowid`` (stable row ids)
     features: tuple[str, ...] = field(default_factory=tuple)  # free-form, e.g. "legacy"
+    types: tuple[str, ...] | None = None  # column kinds handled (None: all)
+    storage_versions: tuple[str, ...] | None = None  # data storage versions (None: all)
 
     def supports(self, op: str) -> bool:
         return self.write and op in self.ops
 
     def as_dict(self) -> dict:
-        return {"read": self.read, "write": self.write, "ops": list(self.ops),
-                "row_ids": self.row_ids, "features": list(self.features)}
+        out = {"read": self.read, "write": self.write, "ops": list(self.ops),
+               "row_ids": self.row_ids, "features": list(self.features)}
+        if self.types is not None:
+            out["types"] = list(self.types)
+        if self.storage_versions is not None:
+            out["storage_versions"] = list(self.storage_versions)
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> Capabilities:
         return cls(read=bool(d.get("read", False)), write=bool(d.get("write", False)),
                    ops=tuple(d.get("ops", ())), row_ids=bool(d.get("row_ids", False)),
-                   features=tuple(d.get("features", ())))
+                   features=tuple(d.get("features", ())),
+                   types=tuple(d["types"]) if d.get("types") is not None else None,
+                   storage_versions=(tuple(d["storage_versions"])
+                                     if d.get("storage_versions") is not None else None))
 
 
 class Adapter:

@@ -8,6 +8,14 @@
 case id (``lance::read.deletion-arrow``, ``lance::write.stale-append``...): PASS passes,
 FAIL and ERROR fail with the rule ids and message, UNSUPPORTED and skip-file entries skip
 with their reason. Without ``--lance-impl`` the plugin adds nothing.
+
+    pytest --lance-impl=IMPL -m fuzz [--lance-fuzz-role=both] [--lance-fuzz-examples=N]
+           [--lance-fuzz-seed=S] [--lance-fuzz-save=DIR]
+
+adds, when the ``-m`` expression names ``fuzz``, one item per role (``lance::fuzz.writer``,
+``lance::fuzz.reader``), marked ``fuzz``: ``lance-conformance fuzz`` run inside pytest. A
+failure shows the shrunk script and the rule ids (and is saved as a case file with
+``--lance-fuzz-save``).
 """
 
 from __future__ import annotations
@@ -27,6 +35,10 @@ def pytest_addoption(parser) -> None:
     g.addoption("--lance-suite", default="all", choices=("read", "write", "all"))
     g.addoption("--lance-skip-file", default=None, help="skip-file of case ids with reasons")
     g.addoption("--lance-fixtures", default=None, help="golden fixtures folder")
+    g.addoption("--lance-fuzz-role", default="both", choices=("writer", "reader", "both"))
+    g.addoption("--lance-fuzz-examples", type=int, default=50, help="fuzz examples per role")
+    g.addoption("--lance-fuzz-seed", type=int, default=0)
+    g.addoption("--lance-fuzz-save", default=None, help="save fuzz failures as case files here")
 
 
 class LanceCaseFailed(Exception):
@@ -56,9 +68,45 @@ class LanceCaseItem(pytest.Item):
         return self.path, None, f"lance::{self.case_id}"
 
 
+class LanceFuzzItem(pytest.Item):
+    """``lance-conformance fuzz`` in one role, as a pytest item."""
+
+    def __init__(self, *, role: str, examples: int, seed: int, save: str | None, **kw) -> None:
+        super().__init__(**kw)
+        self.role, self.examples, self.seed, self.save = role, examples, seed, save
+        self.add_marker(pytest.mark.fuzz)
+
+    def runtest(self) -> None:
+        from . import fuzz
+        from .adapter import Unsupported
+
+        try:
+            result = fuzz.fuzz(_State.adapter, role=self.role, examples=self.examples,
+                               seed=self.seed, impl=_State.spec)
+        except Unsupported as exc:
+            pytest.skip(f"UNSUPPORTED: {exc}")
+        if not result.ok:
+            if self.save:
+                fuzz.save_case(result, Path(self.save))
+            raise LanceCaseFailed(result.summary())
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, LanceCaseFailed):
+            return f"fuzz.{self.role}: {excinfo.value}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, f"lance::fuzz.{self.role}"
+
+
+def _wants_fuzz(config) -> bool:
+    return "fuzz" in (config.getoption("markexpr", "") or "").replace("not fuzz", "")
+
+
 class _State:
     adapter = None
     tmp = None
+    spec = None
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselect the items
@@ -72,6 +120,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     if config.getoption("--lance-skip-file"):
         skips = runner.parse_skip_file(Path(config.getoption("--lance-skip-file")).read_text())
     _State.adapter = load_adapter(spec)
+    _State.spec = spec
     _State.tmp = tempfile.TemporaryDirectory(prefix="lance-conformance-pytest-")
     fixtures = config.getoption("--lance-fixtures")
     jobs = runner.plan(_State.adapter, Path(_State.tmp.name), suite=config.getoption("--lance-suite"),
@@ -79,6 +128,14 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     for cid, kind, job in jobs:
         items.append(LanceCaseItem.from_parent(session, name=f"lance::{cid}", case_id=cid, kind=kind,
                                                job=job, skip_reason=runner._skipped(cid, skips)))
+    if _wants_fuzz(config):
+        role = config.getoption("--lance-fuzz-role")
+        for r in (("writer", "reader") if role == "both" else (role,)):
+            items.append(LanceFuzzItem.from_parent(
+                session, name=f"lance::fuzz.{r}", role=r,
+                examples=config.getoption("--lance-fuzz-examples"),
+                seed=config.getoption("--lance-fuzz-seed"),
+                save=config.getoption("--lance-fuzz-save")))
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:

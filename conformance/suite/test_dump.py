@@ -12,7 +12,7 @@ import pytest
 
 from conformance.cli import main
 from conformance.cli.dump import encode_array
-from conformance.suite._arrow_gen import same_table
+from conformance.strategies.arrow import same_table
 
 
 def _table():

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.suite._arrow_gen import PRIMITIVES, arrow_tables, column, same_table
+from conformance.strategies.arrow import PRIMITIVES, arrow_tables, column, same_table
 from reference_impl.errors import FormatError
 from reference_impl.file.encodings.v2_0.column import strip_field_ids
 from reference_impl.file.legacy import open_legacy

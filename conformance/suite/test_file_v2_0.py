@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.suite._arrow_gen import arrow_tables, column, same_table
+from conformance.strategies.arrow import arrow_tables, column, same_table
 from reference_impl.errors import FormatError
 from reference_impl.file.encodings.v2_0 import PageContext, decode_page
 from reference_impl.file.encodings.v2_0.column import read_columns, read_file_v2_0

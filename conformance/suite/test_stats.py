@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance.suite._arrow_gen import arrow_tables
+from conformance.strategies.arrow import arrow_tables
 from reference_impl.file.legacy import open_legacy
 from reference_impl.proto import file_pb2
 from reference_impl.table.stats import check_page_bounds, read_page_stats

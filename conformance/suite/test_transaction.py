@@ -116,3 +116,38 @@ def test_garbage_transaction_is_a_format_error(garbage):
 def test_missing_transaction_file():
     with pytest.raises(NotFound):
         read_transaction_file(MemoryStore("txn-missing"), "1-x.txn")
+
+
+def test_txn_003_compares_the_copies_as_messages():
+    """Map entries (field metadata) may be serialized in either order (pylance 4.x to 9.x):
+    equal messages with other bytes conform; a different message is TXN-003."""
+    from types import SimpleNamespace
+
+    from conformance.rules.transaction import inline_equal
+    from reference_impl.proto import file_pb2, transaction_pb2
+
+    a, b = ("ARROW:extension:name", b"lance.json"), ("ARROW:extension:metadata", b"")
+    head = file_pb2.Field(name="j").SerializeToString()
+    ea = file_pb2.Field(metadata=dict([a])).SerializeToString()
+    eb = file_pb2.Field(metadata=dict([b])).SerializeToString()
+    one, two = head + ea + eb, head + eb + ea
+    assert one != two and file_pb2.Field.FromString(one) == file_pb2.Field.FromString(two)
+    t1 = transaction_pb2.Transaction(read_version=0, uuid="u")
+    t1.overwrite.schema.add().CopyFrom(file_pb2.Field.FromString(one))
+    raw1 = t1.SerializeToString()
+    canonical = file_pb2.Field.FromString(one).SerializeToString()
+    assert canonical in (one, two) and canonical in raw1
+    # the same transaction with the map entries of its field in the other order
+    raw2 = raw1.replace(canonical, two if canonical == one else one)
+    assert raw2 != raw1
+    t2 = transaction_pb2.Transaction.FromString(raw2)
+
+    def ctx(file_raw, file_txn, inline_raw, inline_txn):
+        return SimpleNamespace(cache={"txn": ("_transactions/0-u.txn", file_txn, file_raw, None)},
+                               mf=SimpleNamespace(transaction_bytes=inline_raw,
+                                                  transaction=inline_txn))
+
+    assert list(inline_equal(ctx(raw1, t1, raw2, t2))) == []
+    other = transaction_pb2.Transaction(read_version=1, uuid="u")
+    found = list(inline_equal(ctx(raw1, t1, other.SerializeToString(), other)))
+    assert found and "differs" in found[0].message
