@@ -480,12 +480,29 @@ def update(ds, values: dict, where=None, *, commit_message: str | None = None):
 
 
 # -- schema evolution ---------------------------------------------------------------------
+def next_field_id(manifest) -> int:
+    """The id a new field gets: one above every id the schema *and the data files* use.
+
+    A dropped field leaves the schema but its id stays in the data files' ``fields`` (pylance
+    writes no tombstone); giving that id to a new field would make every reader take the old
+    column's pages for it. pylance numbers new fields the same way.
+    """
+    from .table.schema import max_field_id
+
+    top = max_field_id(manifest.fields)
+    for frag in manifest.fragments:
+        for df in frag.files:
+            if len(df.fields):
+                top = max(top, max(df.fields))
+    return top + 1
+
+
 def add_columns(ds, data, *, commit_message: str | None = None):
     """Add columns: ``data`` is a pyarrow Table with one row per visible row (in scan
     order), or a pyarrow Schema whose columns are added all-null. Merge (105)."""
     from .file.writer import write_lance_file
     from .table import operations
-    from .table.schema import arrow_to_fields, max_field_id
+    from .table.schema import arrow_to_fields
     from .write import new_data_file_name
 
     _check_writable(ds)
@@ -500,7 +517,7 @@ def add_columns(ds, data, *, commit_message: str | None = None):
     clash = [n for n in schema.names if n in ds.schema.names]
     if clash:
         raise InvalidInput(f"columns {clash} already exist")
-    new_fields = arrow_to_fields(schema, start_id=max_field_id(ds.manifest.fields) + 1)
+    new_fields = arrow_to_fields(schema, start_id=next_field_id(ds.manifest))
     t = _rows_with_addresses(ds, columns=[]) if data is not None else None
     if data is not None and data.num_rows != t.num_rows:
         raise InvalidInput(f"add_columns data has {data.num_rows} rows, the dataset {t.num_rows}")
