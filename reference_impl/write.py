@@ -122,8 +122,9 @@ def write_fragments(store, table: pa.Table, fields, *, file_version: str,
 
     if max_rows_per_file <= 0:
         raise InvalidInput("max_rows_per_file must be positive")
-    frags = []
-    for start in range(0, table.num_rows, max_rows_per_file):
+    from .file.parallel import map_ordered
+
+    def one_file(start: int) -> table_pb2.DataFragment:
         chunk = table.slice(start, max_rows_per_file)
         name = new_data_file_name()
         sidecars = blob.Sidecars()
@@ -144,8 +145,10 @@ def write_fragments(store, table: pa.Table, fields, *, file_version: str,
         df = table_pb2.DataFile(path=name, fields=wf.fields, column_indices=wf.column_indices,
                                 file_major_version=wf.major, file_minor_version=wf.minor,
                                 file_size_bytes=wf.size)
-        frags.append(table_pb2.DataFragment(id=0, files=[df], physical_rows=wf.num_rows))
-    return frags
+        return table_pb2.DataFragment(id=0, files=[df], physical_rows=wf.num_rows)
+
+    # the files are independent: written on the decode threads, listed in row order
+    return map_ordered(one_file, list(range(0, table.num_rows, max_rows_per_file)))
 
 
 def _resolve_store(uri, storage_options):

@@ -47,15 +47,83 @@ def test_one_thread_setting_runs_in_the_caller(monkeypatch):
     assert parallel.threads() == 1
 
 
-def test_nested_calls_from_a_worker_run_serially(monkeypatch):
+def _occupy_pool(monkeypatch):
+    """Block every thread of the decode pool until the returned event is set."""
+    monkeypatch.setenv(parallel.ENV, "2")
+    release = threading.Event()
+    started = threading.Barrier(3)
+
+    def hold():
+        started.wait()
+        release.wait()
+
+    pool = parallel._get_pool(2)
+    held = [pool.submit(hold) for _ in range(2)]
+    started.wait()  # both pool threads are now inside hold()
+    return release, held
+
+
+def test_caller_runs_what_no_thread_started(monkeypatch):
+    """With every pool thread busy, a call (nested or not) still completes: the caller runs
+    the items itself, so no call ever waits on a queued task."""
+    release, held = _occupy_pool(monkeypatch)
+    try:
+        me = threading.current_thread().name
+
+        def outer(x):
+            inner = parallel.map_ordered(lambda y: (y, threading.current_thread().name), [0, 1, 2])
+            return x, inner
+
+        got = parallel.map_ordered(outer, [1, 2, 3])
+        assert [x for x, _ in got] == [1, 2, 3]
+        assert all(inner == [(0, me), (1, me), (2, me)] for _, inner in got)
+    finally:
+        release.set()
+        for f in held:
+            f.result()
+
+
+def test_an_error_ends_the_call_before_later_items_start(monkeypatch):
+    release, held = _occupy_pool(monkeypatch)
+    ran = []
+    try:
+        def work(x):
+            ran.append(x)
+            if x == 2:
+                raise FormatError("bad page 2", rule="FILE-013")
+            return x
+
+        with pytest.raises(FormatError, match="bad page 2"):
+            parallel.map_ordered(work, list(range(6)))
+    finally:
+        release.set()
+        for f in held:
+            f.result()
+    parallel._get_pool(2).submit(lambda: None).result()  # queued items have been looked at
+    assert ran == [0, 1, 2]
+
+
+def test_nested_calls_keep_order_on_threads(monkeypatch):
     monkeypatch.setenv(parallel.ENV, "2")
 
     def outer(x):
-        inner = parallel.map_ordered(lambda _: threading.current_thread().name, [0, 1, 2])
-        assert len(set(inner)) == 1  # the worker's own thread, no waiting on the pool
-        return x
+        return sum(parallel.map_ordered(lambda y: y * x, list(range(20))))
 
-    assert parallel.map_ordered(outer, [1, 2, 3, 4]) == [1, 2, 3, 4]
+    assert parallel.map_ordered(outer, list(range(30))) == [190 * x for x in range(30)]
+
+
+def test_a_worker_of_another_pool_runs_serially(monkeypatch):
+    monkeypatch.setenv(parallel.ENV, "2")
+    names = []
+
+    def body():
+        parallel.mark_worker_thread()
+        names.extend(parallel.map_ordered(lambda _: threading.current_thread().name, [0, 1, 2]))
+
+    t = threading.Thread(target=body, name="engine-item")
+    t.start()
+    t.join()
+    assert names == ["engine-item"] * 3
 
 
 @pytest.mark.parametrize("version", ["2.1", "2.2"])

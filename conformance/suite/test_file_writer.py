@@ -422,7 +422,10 @@ def test_many_pages_and_streamed_batches(pylance, tmp_path, version):
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_wide_values_long_lists_and_level_page_splits(pylance, tmp_path, version):
+def test_wide_values_long_lists_and_level_page_splits(pylance, tmp_path, version, monkeypatch):
+    from reference_impl.file.encode.v2_1 import column as column_encoder
+
+    monkeypatch.setattr(column_encoder, "MAX_LEVELS_PER_PAGE", 4096)  # several level pages
     rng = np.random.default_rng(5)
     table = pa.table(
         {

@@ -10,8 +10,13 @@ The readable path is unchanged: :func:`map_ordered` returns exactly
 ``[fn(x) for x in items]`` (the first exception raised in item order propagates); only the
 order of evaluation differs. ``LANCE_CONFORMANCE_DECODE_THREADS=1`` turns it off.
 
-A call made from one of the pool's own threads runs serially, so nested use can never wait
-on itself.
+Nested use (fragments, then the fields of a file, then the pages of a field) shares one pool
+and can never wait on itself: every item is queued on the pool, and the calling thread then
+claims and runs, in item order, each item no thread has started yet ("caller runs"). It
+only ever waits for items another thread is already running, so no call waits on a queued
+task, whatever the nesting depth. A thread declared a worker of *another* pool
+(:func:`mark_worker_thread`: the validation engine's item threads, Spark tasks) runs its
+items serially, since its own pool already spreads the work over the CPUs.
 """
 
 from __future__ import annotations
@@ -49,8 +54,9 @@ def threads() -> int:
 
 
 def mark_worker_thread() -> None:
-    """Declare the calling thread a worker: its own page decodes then run serially (use as a
-    thread-pool initializer when the pool already spreads the work over the CPUs)."""
+    """Declare the calling thread a worker of another pool: its own page decodes then run
+    serially (use as a thread-pool initializer when that pool already spreads the work over
+    the CPUs)."""
     _local.worker = True
 
 
@@ -61,10 +67,44 @@ def _get_pool(n: int) -> ThreadPoolExecutor:
         if _pool is None or _pool_pid != os.getpid() or _pool._max_workers != n:
             if _pool is not None and _pool_pid == os.getpid():
                 _pool.shutdown(wait=False)  # its running decodes finish; new work goes to the new pool
-            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="lance-decode",
-                                       initializer=mark_worker_thread)
+            _pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="lance-decode")
             _pool_pid = os.getpid()
         return _pool
+
+
+class _Task:
+    """One item of a :func:`map_ordered` call: run at most once, by whichever thread claims
+    it first (a pool thread or the caller); ``skipped`` when the call ended before it ran."""
+
+    __slots__ = ("fn", "item", "claimed", "skipped", "done", "value", "error", "lock")
+
+    def __init__(self, fn, item) -> None:
+        self.fn, self.item = fn, item
+        self.claimed = self.skipped = False
+        self.done = threading.Event()
+        self.value = self.error = None
+        self.lock = threading.Lock()
+
+    def claim(self) -> bool:
+        with self.lock:
+            if self.claimed:
+                return False
+            self.claimed = True
+            return True
+
+    def skip(self) -> None:
+        if self.claim():
+            self.skipped = True
+
+    def run_if_unclaimed(self) -> None:
+        if not self.claim():
+            return
+        try:
+            self.value = self.fn(self.item)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller, in item order
+            self.error = exc
+        finally:
+            self.done.set()
 
 
 def map_ordered(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
@@ -72,12 +112,25 @@ def map_ordered(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     n = threads()
     if n < 2 or len(items) < 2 or getattr(_local, "worker", False):
         return [fn(x) for x in items]
-    futures = [_get_pool(n).submit(fn, x) for x in items]
-    try:
-        return [f.result() for f in futures]
-    finally:
-        for f in futures:
-            f.cancel()
+    tasks = [_Task(fn, x) for x in items]
+    pool = _get_pool(n)
+    for t in tasks[1:]:  # the caller starts on the first item at once
+        pool.submit(t.run_if_unclaimed)
+    for i, t in enumerate(tasks):
+        t.run_if_unclaimed()  # the caller runs what no thread has started yet
+        if t.done.is_set() and t.error is not None:
+            for rest in tasks[i + 1:]:
+                rest.skip()  # an error ends the call: items nobody started never run
+            break
+    out = []
+    for t in tasks:
+        if t.skipped:
+            break  # only after an error, which was raised below in item order already
+        t.done.wait()  # claimed by a thread that is running it: it finishes
+        if t.error is not None:
+            raise t.error
+        out.append(t.value)
+    return out
 
 
 __all__ = ["ENV", "map_ordered", "mark_worker_thread", "threads"]

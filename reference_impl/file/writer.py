@@ -50,6 +50,7 @@ from .encode.blob import (
 )
 from .encode.hints import check_schema_hints
 from .encode.page import EncodedPage, pack_any
+from .parallel import map_ordered
 
 MAGIC = b"LANC"
 FOOTER_FORMAT = "<QQQIIHH"
@@ -170,7 +171,7 @@ class LanceFileWriter:
         )
         self.max_page_bytes = max_page_bytes
         self.max_rows_per_page = max_rows_per_page
-        self._out = bytearray()
+        self._out = _Output()
         self._num_rows = 0
         self._finished = False
         self._encoders, self._column_field_ids = self._make_encoders()
@@ -235,6 +236,7 @@ class LanceFileWriter:
             )
         if batch.num_rows == 0:
             return
+        due = []
         for i, f in enumerate(self.schema):
             arr = batch.column(i)
             if arr.type != f.type:
@@ -246,13 +248,26 @@ class LanceFileWriter:
                 self._pending_bytes[i] > self.max_page_bytes
                 or self._pending_rows[i] >= self.max_rows_per_page
             ):
-                self._flush_field(i)
+                due.append(i)
+        self._flush_fields(due)
         self._num_rows += batch.num_rows
 
     def _flush_field(self, i: int) -> None:
         """Encode field ``i``'s pending rows into pages and append their buffers."""
+        self._flush_fields([i])
+
+    def _flush_fields(self, indices: list[int]) -> None:
+        """Encode the pending rows of fields ``indices`` (independent of each other, so on the
+        decode threads of :mod:`.parallel`), then append their pages in ``indices`` order:
+        the file's bytes do not depend on the threads."""
+        for pages in map_ordered(self._encode_pending, indices):
+            for column, page in pages:
+                self._add_page(column, page)
+
+    def _encode_pending(self, i: int) -> list:
+        """``(column, page)`` of field ``i``'s pending rows; touches only field ``i``'s state."""
         if self._pending_rows[i] == 0:
-            return
+            return []
         enc = self._encoders[i]
         arr = (
             pa.concat_arrays(self._pending[i]) if len(self._pending[i]) > 1 else self._pending[i][0]
@@ -263,14 +278,16 @@ class LanceFileWriter:
         rows_per_page = max(
             1, min(self.max_rows_per_page, int(self.max_page_bytes // bytes_per_row))
         )
+        pages = []
         for start in range(0, len(arr), rows_per_page):
             part = arr.slice(start, rows_per_page)
             for col_offset, page in enc.encode(part, first_row + start):
-                self._add_page(enc.first_column + col_offset, page)
+                pages.append((enc.first_column + col_offset, page))
         self._field_rows[i] += len(arr)
         self._pending[i] = []
         self._pending_rows[i] = 0
         self._pending_bytes[i] = 0
+        return pages
 
     def _pad(self) -> None:
         rem = len(self._out) % ALIGNMENT
@@ -284,7 +301,7 @@ class LanceFileWriter:
         for buf in page.buffers:
             self._pad()
             pb.buffer_offsets.append(len(self._out))
-            pb.buffer_sizes.append(len(buf))
+            pb.buffer_sizes.append(memoryview(buf).nbytes)
             self._out += buf
         pb.encoding.direct.encoding = page.encoding
         self._pages[column].append(pb)
@@ -296,8 +313,7 @@ class LanceFileWriter:
         # blob v2 columns first, as pylance: their inline bytes open the file
         blob_first = sorted(range(len(self._encoders)),
                             key=lambda i: not isinstance(self._encoders[i], BlobV2Encoder))
-        for i in blob_first:
-            self._flush_field(i)
+        self._flush_fields(blob_first)
         for enc in self._encoders:
             for col_offset, page in enc.finish(self._num_rows):
                 self._add_page(enc.first_column + col_offset, page)
@@ -347,12 +363,16 @@ class LanceFileWriter:
             self.minor,
         )
         self._out += MAGIC
-        data = bytes(self._out)
-        self._out = bytearray()
-        self.store.put(self.key, data)
+        size = len(self._out)
+        put_pieces = getattr(self.store, "put_pieces", None)
+        if put_pieces is not None:
+            put_pieces(self.key, self._out.pieces())
+        else:  # a duck-typed store with put only
+            self.store.put(self.key, b"".join(self._out.pieces()))
+        self._out = _Output()
         return WrittenFile(
             key=self.key,
-            size=len(data),
+            size=size,
             num_rows=self._num_rows,
             major=DATA_FILE_VERSIONS[self.version][0],
             minor=DATA_FILE_VERSIONS[self.version][1],
@@ -360,6 +380,35 @@ class LanceFileWriter:
             fields=list(self._column_field_ids),
             column_indices=list(range(len(self._column_field_ids))),
         )
+
+
+class _Output:
+    """The bytes of the file being written, kept as a list of pieces and joined once at the
+    end (appending to one ``bytearray`` copies every buffer again as it grows). Supports the
+    two things the writer and the blob encoders do with it: ``len(out)`` (the next buffer's
+    position) and ``out += piece`` (a bytes-like object, kept by reference)."""
+
+    __slots__ = ("_pieces", "_size")
+
+    def __init__(self) -> None:
+        self._pieces: list = []
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __bool__(self) -> bool:
+        return self._size > 0
+
+    def __iadd__(self, piece) -> _Output:
+        n = memoryview(piece).nbytes
+        if n:
+            self._pieces.append(piece)
+            self._size += n
+        return self
+
+    def pieces(self) -> list:
+        return list(self._pieces)
 
 
 def write_lance_file(

@@ -103,6 +103,12 @@ class ObjectStore(abc.ABC):
     def put(self, key: str, data: bytes) -> None:
         """Write (or overwrite) an object; no partial object is ever visible under ``key``."""
 
+    def put_pieces(self, key: str, pieces: list) -> None:
+        """Write an object made of ``pieces`` (bytes-like, in order), like :meth:`put` of their
+        concatenation. Data files use it: a store that can write the pieces without joining
+        them first (the local file system) overrides it."""
+        self.put(key, b"".join(pieces))
+
     @abc.abstractmethod
     def put_if_not_exists(self, key: str, data: bytes) -> None:
         """Atomically create ``key``; raise AlreadyExists if it exists. The commit point."""

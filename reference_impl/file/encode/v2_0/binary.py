@@ -26,8 +26,8 @@ def binary_node(arr: pa.Array, buffers: list[bytes]) -> pb.ArrayEncoding:
         ends = np.where(valid, ends, ends + np.uint64(adjustment))
     node = pb.ArrayEncoding()
     node.binary.indices.nullable.no_nulls.values.CopyFrom(
-        flat_node(64, buffers, ends.astype("<u8").tobytes())
+        flat_node(64, buffers, np.ascontiguousarray(ends, "<u8"))
     )
-    node.binary.bytes.CopyFrom(flat_node(8, buffers, data.tobytes()))
+    node.binary.bytes.CopyFrom(flat_node(8, buffers, np.ascontiguousarray(data)))
     node.binary.null_adjustment = adjustment
     return node

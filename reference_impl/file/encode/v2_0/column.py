@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import pyarrow as pa
 
 from ....errors import UnsupportedFeature
@@ -60,7 +61,7 @@ def values_node(arr: pa.Array, buffers: list[bytes]) -> pb.ArrayEncoding:
         valid_mask(arr),
         len(arr),
         buffers,
-        lambda b: flat_node(fixed_bits(t), b, fixed_values(arr).tobytes()),
+        lambda b: flat_node(fixed_bits(t), b, np.ascontiguousarray(fixed_values(arr))),
     )
 
 

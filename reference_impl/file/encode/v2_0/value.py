@@ -11,12 +11,14 @@ from __future__ import annotations
 from ....proto import encodings_v2_0_pb2 as pb
 
 
-def flat_node(bits_per_value: int, buffers: list[bytes], data: bytes) -> pb.ArrayEncoding:
-    """A Flat node over a new page buffer holding ``data``; appends the buffer."""
+def flat_node(bits_per_value: int, buffers: list, data) -> pb.ArrayEncoding:
+    """A Flat node over a new page buffer holding ``data`` (bytes or a contiguous array, kept
+    as a byte view without a copy: the file writer copies it once into the file); appends
+    the buffer."""
     node = pb.ArrayEncoding()
     node.flat.bits_per_value = bits_per_value
     node.flat.buffer.SetInParent()
     node.flat.buffer.buffer_index = len(buffers)
     node.flat.buffer.buffer_type = pb.Buffer.page
-    buffers.append(bytes(data))
+    buffers.append(data if isinstance(data, bytes) else memoryview(data).cast("B"))
     return node

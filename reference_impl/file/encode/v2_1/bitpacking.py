@@ -63,11 +63,14 @@ def fastlanes_pack(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
 
 def bit_widths(blocks: np.ndarray) -> np.ndarray:
     """Bits needed for the largest value of every block (rows of ``blocks``)."""
-    ors = np.bitwise_or.reduce(blocks, axis=1).astype(np.uint64)
+    ors = np.bitwise_or.reduce(blocks, axis=1).astype(np.uint64) if blocks.shape[1] else \
+        np.zeros(blocks.shape[0], np.uint64)
     widths = np.zeros(len(ors), np.int64)
-    for bit in range(64):  # highest set bit, vectorised over blocks
-        widths[(ors >> np.uint64(bit)) != 0] = bit + 1
-    return widths
+    for shift in (32, 16, 8, 4, 2, 1):  # binary search for the highest set bit, over blocks
+        high = (ors >> np.uint64(shift)) != 0
+        widths[high] += shift
+        ors[high] >>= np.uint64(shift)
+    return widths + (ors != 0)  # ors is now 1 where the value was not 0
 
 
 def inline_bitpacking_encoding(T: int) -> pb.CompressiveEncoding:
@@ -152,6 +155,40 @@ def out_of_line_bitpacking_encoding(T: int, W: int) -> pb.CompressiveEncoding:
     enc.out_of_line_bitpacking.uncompressed_bits_per_value = T
     enc.out_of_line_bitpacking.values.flat.bits_per_value = W
     return enc
+
+
+def out_of_line_pack_many(values: np.ndarray, bounds, T: int, W: int) -> list[bytes]:
+    """``[out_of_line_pack(values[a:b], T, W) for a, b in bounds]`` with one
+    :func:`fastlanes_pack` call for the blocks of every range (the rep/def levels of all
+    chunks of a page), so the same bytes."""
+    dt = np.dtype(UINT[T]).newbyteorder("<")
+    values = values.astype(dt, copy=False)
+    bounds = np.asarray(bounds, np.int64).reshape(-1, 2)
+    a, n = bounds[:, 0], bounds[:, 1] - bounds[:, 0]
+    full, r = np.divmod(n, BLOCK)
+    padded = (r > 0) & (W * (BLOCK - r) < (T - W) * r)
+    nblocks = full + padded
+    total = int(nblocks.sum())
+    packed = b""
+    if total:
+        owner = np.repeat(np.arange(len(n)), nblocks)
+        j = np.arange(total) - np.repeat(np.cumsum(nblocks) - nblocks, nblocks)
+        take = np.where(j < full[owner], BLOCK, r[owner])
+        keep = np.arange(BLOCK)[None, :] < take[:, None]
+        src = (a[owner] + j * BLOCK)[:, None] + np.arange(BLOCK)[None, :]
+        blocks = np.zeros((total, BLOCK), dt)
+        blocks[keep] = values[src[keep]]
+        packed = fastlanes_pack(blocks, T, W).astype(dt).tobytes()
+    size = W * (BLOCK // T) * (T // 8)  # bytes of one packed block
+    first = np.concatenate([[0], np.cumsum(nblocks)]).tolist()
+    out = []
+    for c in range(len(n)):
+        piece = packed[first[c] * size:first[c + 1] * size]
+        if r[c] and not padded[c]:
+            lo = int(a[c] + full[c] * BLOCK)
+            piece += values[lo:lo + int(r[c])].tobytes()
+        out.append(piece)
+    return out
 
 
 def out_of_line_pack(values: np.ndarray, T: int, W: int) -> bytes:

@@ -38,10 +38,11 @@ from .repdef import Shredded, row_starts, shred, slice_levels
 from .rle import RleValues, run_count
 from .variable import VariableValues
 
-# Pages carrying levels are cut at row boundaries to at most this many level slots, so
-# raw u16 levels of a chunk stay well inside a 32 KiB mini-block chunk (pylance cuts at
-# 65,535 levels; any cut at row boundaries decodes).
-MAX_LEVELS_PER_PAGE = 4096
+# Pages carrying levels are cut at row boundaries to at most this many level slots (pylance
+# cuts at 65,535 levels; any cut at row boundaries decodes). The chunks inside a page are
+# planned separately (mini_block.plan_chunks: byte budget and level count per chunk), so a
+# page this large still has small chunks; smaller pages only cost per-page overhead.
+MAX_LEVELS_PER_PAGE = 1 << 16
 
 # With lance-encoding:structural-encoding=miniblock, values up to this size stay in
 # mini-block chunks (two of them fit a chunk's byte budget); wider ones still go full-zip.

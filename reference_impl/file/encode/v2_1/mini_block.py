@@ -34,7 +34,7 @@ import numpy as np
 
 from ....errors import UnsupportedFeature
 from ....proto import encodings_v2_1_pb2 as pb
-from .bitpacking import out_of_line_bitpacking_encoding, out_of_line_pack
+from .bitpacking import out_of_line_bitpacking_encoding, out_of_line_pack_many
 from .repdef import Shredded, row_starts
 
 PAD = 0xFE
@@ -107,6 +107,14 @@ def encode_mini_block(
     row_end_levels = None
     if starts is not None:
         row_end_levels = np.append(starts[1:], total_levels) - 1  # last level of each row
+    # the level range of every chunk, and its rep/def levels packed for all chunks at once
+    level_bounds, start, level_start = [], 0, 0
+    for count in counts:
+        lend = level_end_of(start + count)
+        level_bounds.append((level_start, lend))
+        start, level_start = start + count, lend
+    reps = out_of_line_pack_many(sh.rep, level_bounds, 16, rep_w) if sh.rep is not None else None
+    defs = out_of_line_pack_many(sh.deff, level_bounds, 16, def_w) if sh.deff is not None else None
     start = 0
     level_start = 0
     for i, count in enumerate(counts):
@@ -114,10 +122,8 @@ def encode_mini_block(
         bufs = values.chunk(start, count)
         size_fmt = "<I" if large else "<H"
         head = struct.pack("<H", (lend - level_start) if has_levels else 0)
-        rep = out_of_line_pack(sh.rep[level_start:lend], 16, rep_w) if sh.rep is not None else None
-        deff = (
-            out_of_line_pack(sh.deff[level_start:lend], 16, def_w) if sh.deff is not None else None
-        )
+        rep = reps[i] if reps is not None else None
+        deff = defs[i] if defs is not None else None
         if rep is not None:
             head += struct.pack("<H", len(rep))
         if deff is not None:

@@ -33,9 +33,10 @@ def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.
     if adj == 0:
         raise ctx.error("binary null_adjustment is 0", RULE_OFFSETS)
     is_null = ends_raw >= np.uint64(adj)
-    ends = np.where(is_null, ends_raw - np.uint64(adj), ends_raw)
+    any_null = bool(is_null.any())
+    ends = np.where(is_null, ends_raw - np.uint64(adj), ends_raw) if any_null else ends_raw
     total = int(ends[-1]) if num_rows else 0
-    if num_rows and np.any(np.diff(ends.astype(np.int64)) < 0):
+    if num_rows > 1 and bool((ends[1:] < ends[:-1]).any()):
         raise ctx.error("binary end offsets decrease", RULE_OFFSETS)
     if total > adj - 1:
         raise ctx.error(
@@ -45,12 +46,14 @@ def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.
     large = data_type in LARGE
     if not large and total >= 2**31:
         raise ctx.error("binary data exceeds 2 GiB for a 32-bit offset type", RULE_OFFSETS)
-    offsets = np.concatenate([np.zeros(1, np.uint64), ends]).astype(np.int64 if large else np.int32)
-    validity = bitmap_from_bools(~is_null) if is_null.any() else None
+    offsets = np.empty(num_rows + 1, np.int64 if large else np.int32)
+    offsets[0] = 0
+    offsets[1:] = ends  # ends are bounded by total above, so the cast is exact
+    validity = bitmap_from_bools(~is_null) if any_null else None
     arr = pa.Array.from_buffers(
-        data_type, num_rows, [validity, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)]
+        data_type, num_rows, [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
-    if pa.types.is_string(data_type) or pa.types.is_large_string(data_type):
+    if (pa.types.is_string(data_type) or pa.types.is_large_string(data_type)) and not _ascii(data):
         try:
             arr.validate(full=True)  # utf8 must be valid UTF-8
         except pa.ArrowInvalid as exc:
@@ -58,7 +61,14 @@ def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.
     return arr
 
 
-def _bytes(node, ctx: PageContext, total: int) -> bytes:
+def _ascii(data) -> bool:
+    """True when every byte is below 0x80: such bytes are valid UTF-8 whatever the offsets
+    (which are checked above), so the full validation can be skipped."""
+    view = np.frombuffer(data, np.uint8)
+    return not len(view) or int(view.max()) < 0x80
+
+
+def _bytes(node, ctx: PageContext, total: int) -> memoryview:
     case = node.WhichOneof("array_encoding")
     if case == "nullable" and node.nullable.WhichOneof("nullability") == "no_nulls":
         return _bytes(node.nullable.no_nulls.values, ctx, total)
@@ -68,4 +78,4 @@ def _bytes(node, ctx: PageContext, total: int) -> bytes:
 
     buf = flat_bytes(node.flat, ctx, total)
     need(buf, total, ctx, "binary bytes")
-    return bytes(buf[:total])
+    return buf[:total]

@@ -315,7 +315,10 @@ def _blob_page(page: Page, data_type: pa.DataType) -> pa.Array:
     desc = np.ascontiguousarray(mat).view("<u8").reshape(page.length, 2)
     # (position, 0) with position != 0 is a null (the position holds its def level); (0, 0) is empty
     is_null = (desc[:, 1] == 0) & (desc[:, 0] != 0)
-    pieces = [page.ctx.read_range(int(pos), int(size)) for pos, size in desc[desc[:, 1] > 0]]
+    try:
+        pieces = [page.ctx.read_range(int(pos), int(size)) for pos, size in desc[desc[:, 1] > 0]]
+    except FormatError as exc:  # a descriptor naming bytes outside the file
+        raise page.ctx.error(f"blob descriptor range: {exc.message}", RULE_BUFFER) from None
     offsets = np.concatenate([[0], np.cumsum(desc[:, 1].astype(np.int64))])
     validity = (
         pa.py_buffer(np.packbits(~is_null, bitorder="little").tobytes()) if is_null.any() else None

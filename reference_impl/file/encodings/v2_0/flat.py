@@ -45,7 +45,8 @@ def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.
         raise ctx.error(f"flat {node.bits_per_value}-bit values cannot be {data_type}", RULE_NODE)
     buf = flat_bytes(node, ctx, num_rows)
     nbytes = (num_rows * bits + 7) // 8
-    return pa.Array.from_buffers(data_type, num_rows, [None, pa.py_buffer(bytes(buf[:nbytes]))])
+    # zero-copy: the Arrow buffer views the page bytes (which it keeps alive)
+    return pa.Array.from_buffers(data_type, num_rows, [None, pa.py_buffer(buf[:nbytes])])
 
 
 def validity_bitmap(node, ctx: PageContext, num_rows: int) -> pa.Buffer:
@@ -53,7 +54,7 @@ def validity_bitmap(node, ctx: PageContext, num_rows: int) -> pa.Buffer:
     if node.bits_per_value != 1:
         raise ctx.error(f"validity must be flat 1-bit, found {node.bits_per_value}", RULE_NODE)
     buf = flat_bytes(node, ctx, num_rows)
-    return pa.py_buffer(bytes(buf[: (num_rows + 7) // 8]))
+    return pa.py_buffer(buf[: (num_rows + 7) // 8])
 
 
 def unsigned(node, ctx: PageContext, num_rows: int) -> np.ndarray:

@@ -47,7 +47,7 @@ def unsigned_values(node, ctx: PageContext, num_rows: int) -> np.ndarray:
             raise ctx.error(f"offsets/indices must not be nullable ({which})", RULE_NODE)
         return unsigned_values(inner.no_nulls.values, ctx, num_rows)
     if case == "flat":
-        return flat_node.unsigned(node.flat, ctx, num_rows).astype(np.uint64)
+        return flat_node.unsigned(node.flat, ctx, num_rows).astype(np.uint64, copy=False)
     if case in ("bitpacked", "bitpacked_for_non_neg"):
         from . import bitpacked
 

@@ -23,24 +23,8 @@ from reference_impl.errors import FormatError
 
 from ._common import RULE_NODE, RULE_OFFSETS
 from ._common import decode as decode_node
-from .column import Column, _blob_page, container_columns, decode_field
+from .column import Column, _blob_page, container_columns, count_columns, decode_field
 from .list import decode_list_page
-
-
-def count_columns(field: pa.Field, columns, index: int) -> int:
-    """Number of 2.0 columns ``field`` takes when it starts at ``columns[index]``."""
-    t = field.type
-    if pa.types.is_struct(t):
-        if index < len(columns) and any(p.length and p.encoding.WhichOneof("array_encoding") != "struct"
-                                        for p in columns[index].pages):
-            return 1  # packed struct
-        n = 1
-        for child in t:
-            n += count_columns(child, columns, index + n)
-        return n
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return 1 + count_columns(t.value_field, columns, index + 1)
-    return 1
 
 
 def _is_leaf(t: pa.DataType) -> bool:

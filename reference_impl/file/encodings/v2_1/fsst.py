@@ -158,7 +158,7 @@ def decode(table: bytes, comp: Var) -> Var:
 
 
 #: a page with more tokens than this is expanded in pieces of about this many, on threads
-PIECE_TOKENS = 1 << 21
+PIECE_TOKENS = 1 << 22
 
 
 def _expand_values(ids: np.ndarray, offs: np.ndarray, lens8: np.ndarray, sym: np.ndarray,
