@@ -42,6 +42,13 @@ does nothing more. Every call, faulted or not, is appended to :attr:`FaultyStore
 as ``(step, op, key)``; :attr:`FaultyStore.txn_puts` keeps the bytes of each ``.txn``
 written, so a caller can recover the transaction a refused commit tried.
 
+A :class:`FaultPlan` may also carry a ``hook``: a callable run as ``hook(step, op, key)``
+before every write call (before any fault), outside the plan's lock, and an
+``after_hook`` run the same way once the call has returned or raised. The stress driver
+uses them to hold each writer at a barrier just before its commit point (so that racing
+writers are forced to publish the same version instead of relying on the scheduler) and
+just after it (so that nobody reads the version back while others still write it).
+
 :func:`commit_point_passed` says, from the log, whether a faulted commit got as far as
 its commit point -- which decides whether the dataset must now show one version more.
 """
@@ -50,7 +57,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from reference_impl.errors import StoreError
@@ -131,6 +138,8 @@ class FaultPlan:
     counts: dict[str, int] = field(default_factory=dict)
     fired: list[tuple[Fault, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    hook: Callable[[str, str, str], None] | None = field(default=None, repr=False)
+    after_hook: Callable[[str, str, str], None] | None = field(default=None, repr=False)
 
     def before(self, step: str, op: str, key: str) -> Fault | None:
         """Count the call, log it, and return the fault to apply, if any."""
@@ -187,9 +196,15 @@ class FaultyStore(ObjectStore):
 
     def _call(self, op: str, key: str, fn, *args):
         step = classify(op, key)
+        if self.plan.hook is not None:
+            self.plan.hook(step, op, self._prefix + key)
         fault = self.plan.before(step, op, self._prefix + key)
         _apply_before(fault, step, key)
-        result = fn(*args)
+        try:
+            result = fn(*args)
+        finally:
+            if self.plan.after_hook is not None:
+                self.plan.after_hook(step, op, self._prefix + key)
         if step == "txn_put":
             with self.plan.lock:
                 self.plan.txn_puts.append(bytes(args[1]))

@@ -31,6 +31,22 @@ of the store, which it removes afterwards:
     ranges of a pseudo-random object (start, middle, end, one byte) must return exactly
     those bytes, and a range past the end must be refused, not cut short.
 
+On an S3 store, a second client that shares no code with boto3 -- the MinIO Python SDK
+(:mod:`conformance.second_client`) -- then reads back what boto3 wrote, as a reader in
+another language would:
+
+``second-client-listing``
+    objects written by boto3 are all listed, with their sizes, through ``ListObjectsV2``
+    pages of a few keys each (the listing must really take several pages);
+``second-client-ranged-reads``
+    the same ranges as ``ranged-reads``, and the whole object, byte for byte; an offset
+    past the end is refused;
+``second-client-metadata``
+    size and ETag from ``HeadObject`` agree with boto3's ``HeadObject``, with the listing
+    and (single-part uploads) with the MD5 of the bytes written.
+
+On other stores these are one ``second-client`` entry marked skipped ("not an S3 store").
+
 The verdict is ``SAFE`` when every check passes, ``UNSAFE`` otherwise (with one reason
 per failed check), ``UNREACHABLE`` when the store cannot be used at all.
 """
@@ -71,6 +87,7 @@ class CheckResult:
     name: str
     passed: bool
     detail: str
+    skipped: bool = False  # not applicable to this store; counts as passed
 
 
 @dataclass
@@ -87,7 +104,7 @@ class StoreReport:
 
     @property
     def reasons(self) -> list[str]:
-        return [f"{c.name}: {c.detail}" for c in self.checks if not c.passed]
+        return [f"{c.name}: {c.detail}" for c in self.checks if not c.passed and not c.skipped]
 
     @property
     def exit_code(self) -> int:
@@ -103,7 +120,8 @@ class StoreReport:
         lines = [f"store: {self.uri}",
                  f"clients: {self.clients}, rounds: {self.rounds}, {self.seconds:.1f} s"]
         for c in self.checks:
-            lines.append(f"  [{'pass' if c.passed else 'FAIL'}] {c.name}: {c.detail}")
+            mark = "skip" if c.skipped else "pass" if c.passed else "FAIL"
+            lines.append(f"  [{mark}] {c.name}: {c.detail}")
         if self.leftover_keys:
             lines.append(f"  warning: {self.leftover_keys} temporary key(s) could not be removed")
         lines.append(f"verdict: {self.verdict}")
@@ -253,6 +271,155 @@ def _check_ranged_reads(store: ObjectStore) -> CheckResult:
     return CheckResult(name, True, "7 ranges matched byte for byte, 2 out-of-bounds ranges refused")
 
 
+# -- the second client -----------------------------------------------------------------
+
+SECOND_CLIENT_CHECKS = ("second-client-listing", "second-client-ranged-reads",
+                        "second-client-metadata")
+LISTING_OBJECTS = 12  # written by boto3, listed by the second client ...
+LISTING_PAGE = 4      # ... in pages of this many keys (so at least 3 pages)
+
+
+def _guarded(name: str, fn: Callable[[], CheckResult]) -> CheckResult:
+    """Run one second-client check; any error of the other client's stack is a failure."""
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - S3Error, urllib3 errors, ...: all findings
+        return CheckResult(name, False, f"{type(exc).__name__}: {exc}"[:500])
+
+
+def _check_second_client_listing(store, sc) -> CheckResult:
+    import math
+
+    from . import second_client
+
+    name = "second-client-listing"
+    written = {f"second-client/list/{i:03d}": 7 * i + 1 for i in range(LISTING_OBJECTS)}
+    for key, size in written.items():
+        store.put(key, bytes([len(key) % 251]) * size)
+    full = f"{store.prefix}/second-client/list/"
+    before = sc.log.count("GET", "list-type=2")
+    listed = {o.key: o.size for o in second_client.list_prefix(sc, store.bucket, full,
+                                                                 page_size=LISTING_PAGE)}
+    pages = sc.log.count("GET", "list-type=2") - before
+    expected = {f"{store.prefix}/{k}": v for k, v in written.items()}
+    problems = []
+    if listed != expected:
+        missing = sorted(set(expected) - set(listed))
+        extra = sorted(set(listed) - set(expected))
+        sizes = sorted(k for k in expected if k in listed and listed[k] != expected[k])
+        problems.append(f"missing {missing[:3]}, unexpected {extra[:3]}, wrong sizes {sizes[:3]}")
+    need = math.ceil(LISTING_OBJECTS / LISTING_PAGE)
+    if pages < need:
+        problems.append(f"the listing took {pages} request(s), expected at least {need} pages "
+                        f"of {LISTING_PAGE} keys (pagination was not exercised)")
+    if problems:
+        return CheckResult(name, False, "; ".join(problems))
+    return CheckResult(name, True, f"{LISTING_OBJECTS} objects written by boto3 listed with sizes "
+                       f"by the MinIO SDK in {pages} pages of at most {LISTING_PAGE} keys")
+
+
+def _check_second_client_ranges(store, sc, data: bytes) -> CheckResult:
+    from . import second_client
+
+    name = "second-client-ranged-reads"
+    key = f"{store.prefix}/second-client/ranges"
+    size = len(data)
+    bad = []
+    ranges = [(0, 1), (0, 16), (size - 16, 16), (size - 1, 1), (65_536, 70_000), (12_345, 1)]
+    for start, length in ranges:
+        try:
+            got = second_client.get_bytes(sc, store.bucket, key, start, length)
+        except Exception as exc:  # noqa: BLE001 - the SDK's S3Error and transport errors
+            bad.append(f"bytes {start}+{length} could not be read: {type(exc).__name__}: "
+                       f"{str(exc)[:120]}")
+            continue
+        if got != data[start:start + length]:
+            bad.append(f"bytes {start}+{length} differ ({len(got)} bytes returned)")
+    whole = second_client.get_bytes(sc, store.bucket, key)
+    if whole != data:
+        bad.append(f"the whole object differs ({len(whole)} of {size} bytes)")
+    try:
+        got = second_client.get_bytes(sc, store.bucket, key, size + 5, 1)
+    except Exception as exc:  # noqa: BLE001 - the SDK's S3Error (InvalidRange, 416)
+        if "InvalidRange" not in str(exc) and "416" not in str(exc):
+            bad.append(f"an offset past the end failed oddly: {type(exc).__name__}: {exc}"[:300])
+    else:
+        bad.append(f"an offset past the end returned {len(got)} bytes instead of an error")
+    if bad:
+        return CheckResult(name, False, "; ".join(bad))
+    return CheckResult(name, True, f"{len(ranges)} ranges and the whole object written by boto3 "
+                       "read back byte for byte by the MinIO SDK; an offset past the end refused")
+
+
+def _check_second_client_metadata(store, sc, data: bytes) -> CheckResult:
+    import hashlib
+
+    from reference_impl.io.s3 import make_s3_client
+
+    from . import second_client
+
+    name = "second-client-metadata"
+    boto = make_s3_client(store.storage_options, pool_size=2)
+    keys = {f"{store.prefix}/second-client/ranges": data}
+    for i in (0, LISTING_OBJECTS - 1):
+        k = f"second-client/list/{i:03d}"
+        keys[f"{store.prefix}/{k}"] = bytes([len(k) % 251]) * (7 * i + 1)
+    listed = {o.key: o for o in second_client.list_prefix(
+        sc, store.bucket, f"{store.prefix}/second-client/")}
+    bad = []
+    for key, body in keys.items():
+        st = sc.client.stat_object(store.bucket, key)
+        head = boto.head_object(Bucket=store.bucket, Key=key)
+        etag = (st.etag or "").strip('"')
+        boto_etag = str(head.get("ETag", "")).strip('"')
+        md5 = hashlib.md5(body, usedforsecurity=False).hexdigest()
+        if int(st.size) != len(body) or int(head["ContentLength"]) != len(body):
+            bad.append(f"{key}: size {st.size} (MinIO SDK), {head['ContentLength']} (boto3), "
+                       f"{len(body)} written")
+        if etag != boto_etag:
+            bad.append(f"{key}: ETag {etag!r} (MinIO SDK) but {boto_etag!r} (boto3)")
+        elif etag != md5:
+            bad.append(f"{key}: ETag {etag!r} is not the MD5 {md5} of a single-part upload")
+        if key not in listed or listed[key].etag != etag or listed[key].size != len(body):
+            bad.append(f"{key}: the listing shows {listed.get(key)}")
+    if bad:
+        return CheckResult(name, False, "; ".join(bad[:4]))
+    return CheckResult(name, True, f"size and ETag of {len(keys)} objects agree between the MinIO "
+                       "SDK, boto3, the listing and the MD5 of the bytes written")
+
+
+def second_client_checks(store: ObjectStore) -> list[CheckResult]:
+    """The second client's read-back checks (see the module docstring) on ``store``."""
+    from reference_impl.io.s3 import S3Store
+
+    from . import second_client
+
+    if not isinstance(store, S3Store):
+        return [CheckResult("second-client", True, "not an S3 store: no second S3 client to "
+                            "compare with", skipped=True)]
+    reason = second_client.available()
+    if reason is not None:
+        return [CheckResult(n, False, reason) for n in SECOND_CLIENT_CHECKS]
+    try:
+        sc = second_client.minio_client(store.storage_options)
+    except LanceError as exc:
+        return [CheckResult(n, False, f"the MinIO SDK cannot use these storage options: {exc}")
+                for n in SECOND_CLIENT_CHECKS]
+    import numpy as np
+
+    data = np.random.default_rng(20240602).integers(0, 256, 200_003, dtype=np.uint8).tobytes()
+    try:
+        store.put("second-client/ranges", data)
+    except LanceError as exc:
+        return [CheckResult(n, False, f"boto3 could not write the test object: {exc}")
+                for n in SECOND_CLIENT_CHECKS]
+    return [
+        _guarded(SECOND_CLIENT_CHECKS[0], lambda: _check_second_client_listing(store, sc)),
+        _guarded(SECOND_CLIENT_CHECKS[1], lambda: _check_second_client_ranges(store, sc, data)),
+        _guarded(SECOND_CLIENT_CHECKS[2], lambda: _check_second_client_metadata(store, sc, data)),
+    ]
+
+
 # -- driver ----------------------------------------------------------------------------
 
 def _cleanup(store: ObjectStore) -> int:
@@ -339,6 +506,7 @@ def check_store(
                 report.checks.append(step())
             except (StoreError, NotFound, FormatError, AlreadyExists) as exc:
                 report.checks.append(CheckResult(name, False, f"{type(exc).__name__}: {exc}"))
+        report.checks.extend(second_client_checks(store))
         if not all(c.passed for c in report.checks):
             report.verdict = UNSAFE
     finally:

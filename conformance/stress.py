@@ -27,6 +27,29 @@ A retryable ``CommitConflict`` is redone on the newest version (``commits_retrie
 non-retryable one, or ``max_redos`` retryable ones in a row, is ``commits_rejected``.
 pylance writers only append (``lance.write_dataset(..., mode="append")``).
 
+Lockstep (``lockstep=True``, ``--lockstep``)
+--------------------------------------------
+Left to the scheduler, writers often commit one after another and never race at all (on
+a busy machine 4 writers x 4 commits may serialise completely). In lockstep our writers
+go in rounds, one round per commit, through two barriers (:class:`Lockstep`):
+
+1. *read*: every writer has finished its previous round; then each opens the newest
+   version, which is therefore the same version ``N`` for all of them;
+2. *publish*: held by a hook in the writer's store just before its first
+   create-if-absent of a manifest in the round (the commit point), so no writer
+   publishes before all have read ``N``, and all of them then publish ``N + 1`` at once;
+3. *settle*: held just after that create-if-absent returned (or was refused), so no
+   writer reads anything back (a writer reopens the version it made) while another one
+   may still be writing the same key -- on a store that lets the key be overwritten,
+   such a read could see the size of one writer's manifest and the bytes of another's.
+
+On a safe store exactly one wins each round and the others retry (at least
+``writers - 1`` retries a round); on a store that ignores conditional writes all of them
+are told "committed" and ``writers - 1`` commits a round are lost, on every run. A writer
+whose operation never reaches a commit point (a tag, a no-op compaction, an error) passes
+the publish barrier when its operation ends, so the rounds never stall. pylance writers
+cannot be held inside pylance's commit and run free.
+
 What is checked afterwards
 --------------------------
 ``lost_commits``: an acknowledged commit is lost when the manifest of the version it was
@@ -45,6 +68,7 @@ The report (:class:`StressReport`) has ``commits_succeeded``, ``commits_retried`
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import random
 import threading
@@ -125,14 +149,80 @@ def _open_latest(uri, opts):
     return open_dataset(uri, storage_options=opts)
 
 
-def _recorded(ds):
+class Lockstep:
+    """The two barriers of lockstep rounds (see the module docstring), for ``parties``
+    writers. ``barrier_factory(parties)`` makes a barrier: ``threading.Barrier`` for
+    threads, a manager's ``Barrier`` for processes. ``timeout_s`` only guards against a
+    hang when a writer dies; it decides no outcome."""
+
+    def __init__(self, parties: int, *, timeout_s: float = 600.0, barrier_factory=None) -> None:
+        make = barrier_factory or threading.Barrier
+        self.read = make(parties)
+        self.publish = make(parties)
+        self.settle = make(parties)
+        self.timeout_s = timeout_s
+
+    def writer(self) -> LockstepWriter:
+        return LockstepWriter(self.read, self.publish, self.settle, self.timeout_s)
+
+
+class LockstepWriter:
+    """One writer's side of :class:`Lockstep` (picklable when its barriers are)."""
+
+    def __init__(self, read, publish, settle, timeout_s: float) -> None:
+        self.read = read
+        self.publish = publish
+        self.settle = settle
+        self.timeout_s = timeout_s
+        self.published = True
+        self.settled = True
+
+    def begin_round(self) -> None:
+        """Wait until every writer has finished its previous round."""
+        self.read.wait(self.timeout_s)
+        self.published = self.settled = False
+
+    def before_write(self, step: str, _op: str, _key: str) -> None:
+        """Store hook: hold the round's first manifest create-if-absent at the barrier."""
+        if step == "manifest_put" and not self.published:
+            self.published = True
+            self.publish.wait(self.timeout_s)
+
+    def after_write(self, step: str, _op: str, _key: str) -> None:
+        """Store hook: after that create-if-absent, wait until every writer's is done."""
+        if step == "manifest_put" and self.published and not self.settled:
+            self.settled = True
+            self.settle.wait(self.timeout_s)
+
+    def end_round(self) -> None:
+        """Pass the barriers this round's operation never reached (no commit point)."""
+        if not self.published:
+            self.published = True
+            self.publish.wait(self.timeout_s)
+        if not self.settled:
+            self.settled = True
+            self.settle.wait(self.timeout_s)
+
+    def abort(self) -> None:
+        """Break every barrier, so the other writers stop instead of waiting forever."""
+        for b in (self.read, self.publish, self.settle):
+            try:
+                b.abort()
+            except Exception:  # noqa: BLE001 - a manager that is already gone
+                pass
+
+
+def _recorded(ds, gate: LockstepWriter | None = None):
     """``ds`` with its store wrapped in a fault-free :class:`FaultyStore`, to see the
-    ``.txn`` bytes and the manifest create-if-absent calls of the next commit."""
+    ``.txn`` bytes and the manifest create-if-absent calls of the next commit (and, in
+    lockstep, to hold the commit point at the publish barrier)."""
     from reference_impl.dataset import Dataset
 
-    from .faults import FaultyStore
+    from .faults import FaultPlan, FaultyStore
 
-    rec = FaultyStore(ds.store)
+    plan = FaultPlan() if gate is None else FaultPlan(hook=gate.before_write,
+                                                      after_hook=gate.after_write)
+    rec = FaultyStore(ds.store, plan)
     return Dataset(ds.uri, rec, ds.root_store, ds.branch, ds.manifest_file, ds.storage_options), rec
 
 
@@ -158,7 +248,8 @@ def _rows(writer: str, uids: np.ndarray, schema: pa.Schema | None = None) -> pa.
 
 
 def _one_commit(op: str, name: str, uri, opts, rng, live: list[int], counter: list[int],
-                rows_per_commit: int, seq: int) -> tuple[Ack | None, int]:
+                rows_per_commit: int, seq: int,
+                gate: LockstepWriter | None = None) -> tuple[Ack | None, int]:
     """Do one operation on the newest version; the Ack (None for a no-op) and the number
     of extra manifest puts (lost races retried inside the commit loop)."""
     from reference_impl import dataset_ops
@@ -168,7 +259,7 @@ def _one_commit(op: str, name: str, uri, opts, rng, live: list[int], counter: li
         op = "append"
     if op == "append":
         uids = np.arange(counter[0], counter[0] + rows_per_commit, dtype=np.int64)
-        ds, rec = _recorded(ds)
+        ds, rec = _recorded(ds, gate)
         from reference_impl.write import write_dataset
 
         res = write_dataset(_rows(name, uids, ds.schema), rec, mode="append")
@@ -180,7 +271,7 @@ def _one_commit(op: str, name: str, uri, opts, rng, live: list[int], counter: li
         tag = f"{name}-{seq}"
         dataset_ops.create_tag(ds, tag)
         return None, 0
-    ds, rec = _recorded(ds)
+    ds, rec = _recorded(ds, gate)
     removed: list[int] = []
     if op == "delete":
         uid = live[int(rng.integers(len(live)))]
@@ -209,36 +300,67 @@ def _extra_puts(rec) -> int:
 
 
 def our_writer(name: str, index: int, uri: str, opts: dict | None, commits: int, ops: tuple[str, ...],
-               rows_per_commit: int, seed: int, max_redos: int = 10) -> WriterResult:
-    """One of our writers: ``commits`` operations, each redone on retryable conflicts."""
-    rng = np.random.default_rng(seed)
+               rows_per_commit: int, seed: int, max_redos: int = 10,
+               gate: LockstepWriter | None = None) -> WriterResult:
+    """One of our writers: ``commits`` operations, each redone on retryable conflicts;
+    with ``gate``, one lockstep round per operation."""
     result = WriterResult(name)
+    try:
+        _our_commits(result, index, uri, opts, commits, ops, rows_per_commit, seed, max_redos, gate)
+    except threading.BrokenBarrierError:
+        result.errors.append(f"{name}: lockstep stopped (another writer failed or hung)")
+    except BaseException:
+        if gate is not None:
+            gate.abort()
+        raise
+    return result
+
+
+def _our_commits(result: WriterResult, index: int, uri: str, opts: dict | None, commits: int,
+                 ops: tuple[str, ...], rows_per_commit: int, seed: int, max_redos: int,
+                 gate: LockstepWriter | None) -> None:
+    name = result.writer
+    rng = np.random.default_rng(seed)
     live: list[int] = []
     counter = [index * UID_STRIDE]
     for seq in range(commits):
         op = ops[int(rng.integers(len(ops)))]
-        for redo in range(max_redos + 1):
-            try:
-                ack, extra = _one_commit(op, name, uri, opts, rng, live, counter, rows_per_commit, seq)
-            except CommitConflict as exc:
-                if exc.retryable and redo < max_redos:
-                    result.retried += 1
-                    time.sleep(float(rng.uniform(0, 0.01 * (redo + 1))))
-                    continue
-                result.rejected += 1
-                break
-            except LanceError as exc:  # AlreadyExists after too many lost races, and friends
-                result.rejected += 1
-                result.errors.append(f"{name} {op}: {type(exc).__name__}: {exc}")
-                break
-            result.retried += extra
-            if ack is not None:
-                result.acks.append(ack)
-                live.extend(ack.added)
-                for uid in ack.removed:
-                    live.remove(uid)
+        if gate is not None:
+            gate.begin_round()
+        try:
+            _commit_with_redos(result, op, name, uri, opts, rng, live, counter, rows_per_commit,
+                               seq, max_redos, gate)
+        finally:
+            if gate is not None:
+                gate.end_round()
+
+
+def _commit_with_redos(result: WriterResult, op: str, name: str, uri, opts, rng, live: list[int],
+                       counter: list[int], rows_per_commit: int, seq: int, max_redos: int,
+                       gate: LockstepWriter | None) -> None:
+    """One operation of a writer, redone on the newest version after retryable conflicts."""
+    for redo in range(max_redos + 1):
+        try:
+            ack, extra = _one_commit(op, name, uri, opts, rng, live, counter, rows_per_commit,
+                                     seq, gate)
+        except CommitConflict as exc:
+            if exc.retryable and redo < max_redos:
+                result.retried += 1
+                time.sleep(float(rng.uniform(0, 0.01 * (redo + 1))))
+                continue
+            result.rejected += 1
             break
-    return result
+        except LanceError as exc:  # AlreadyExists after too many lost races, and friends
+            result.rejected += 1
+            result.errors.append(f"{name} {op}: {type(exc).__name__}: {exc}")
+            break
+        result.retried += extra
+        if ack is not None:
+            result.acks.append(ack)
+            live.extend(ack.added)
+            for uid in ack.removed:
+                live.remove(uid)
+        break
 
 
 def pylance_writer(name: str, index: int, uri: str, opts: dict | None, commits: int,
@@ -291,8 +413,10 @@ def _ensure_dataset(uri, opts) -> None:
 def run_stress(uri: str, *, storage_options: dict | None = None, writers: int = 8, commits: int = 25,
                ops=DEFAULT_OPS, include_pylance: bool = False, pylance_writers: int | None = None,
                rows_per_commit: int = 4, seed: int | None = None, processes: bool = False,
-               validate_versions: int = 3) -> StressReport:
-    """Run the writers against ``uri`` and check what they left; see the module docstring."""
+               validate_versions: int = 3, lockstep: bool = False) -> StressReport:
+    """Run the writers against ``uri`` and check what they left; see the module docstring.
+
+    ``lockstep`` forces every round of our writers to race for the same version."""
     ops = tuple(ops)
     unknown = [o for o in ops if o not in OPS]
     if unknown or not ops:
@@ -303,12 +427,30 @@ def run_stress(uri: str, *, storage_options: dict | None = None, writers: int = 
     started = time.monotonic()
     _ensure_dataset(uri, opts)
     n_pl = (pylance_writers if pylance_writers is not None else max(1, writers // 2)) if include_pylance else 0
-    jobs = [(our_writer, (f"w{i}", i + 1, uri, opts, commits, ops, rows_per_commit, seed + i))
-            for i in range(writers)]
-    jobs += [(pylance_writer, (f"p{i}", 1000 + i, uri, opts, commits, rows_per_commit, seed + 500 + i))
-             for i in range(n_pl)]
+    ctx = multiprocessing.get_context("spawn")
+    with contextlib.ExitStack() as stack:
+        gates: list[LockstepWriter | None] = [None] * writers
+        if lockstep and writers > 1:
+            factory = None
+            if processes:
+                factory = stack.enter_context(ctx.Manager()).Barrier
+            steps = Lockstep(writers, barrier_factory=factory)
+            gates = [steps.writer() for _ in range(writers)]
+        jobs = [(our_writer, (f"w{i}", i + 1, uri, opts, commits, ops, rows_per_commit, seed + i,
+                              10, gates[i]))
+                for i in range(writers)]
+        jobs += [(pylance_writer, (f"p{i}", 1000 + i, uri, opts, commits, rows_per_commit,
+                                   seed + 500 + i))
+                 for i in range(n_pl)]
+        results = _run_jobs(jobs, processes, ctx)
+    report = check_outcome(uri, opts, results, validate_versions=validate_versions)
+    report.elapsed_s = time.monotonic() - started
+    return report
+
+
+def _run_jobs(jobs, processes: bool, ctx) -> list[WriterResult]:
+    """Run every writer at once (threads released together, or a process each)."""
     if processes:
-        ctx = multiprocessing.get_context("spawn")
         with ProcessPoolExecutor(max_workers=len(jobs), mp_context=ctx) as pool:
             futures = [pool.submit(fn, *args) for fn, args in jobs]
             results = [f.result() for f in futures]
@@ -322,14 +464,13 @@ def run_stress(uri: str, *, storage_options: dict | None = None, writers: int = 
         with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
             futures = [pool.submit(go, fn, args) for fn, args in jobs]
             results = [f.result() for f in futures]
-    report = check_outcome(uri, opts, results, validate_versions=validate_versions)
-    report.elapsed_s = time.monotonic() - started
-    return report
+    return results
 
 
 def check_outcome(uri: str, opts: dict, results: list[WriterResult], *,
                   validate_versions: int = 3) -> StressReport:
     """Compare what the writers were told with what the dataset holds."""
+    from reference_impl.io.uri import open_store
     from reference_impl.table.commit import load_transaction
     from reference_impl.table.versions import list_versions
 
@@ -338,8 +479,13 @@ def check_outcome(uri: str, opts: dict, results: list[WriterResult], *,
     violations: list[str] = []
     lost: list[str] = []
     acks = [a for r in results for a in r.acks]
-    ds = _open_latest(uri, opts)
-    store = ds.store
+    try:
+        ds = _open_latest(uri, opts)
+        store = ds.store
+    except LanceError as exc:  # a torn manifest (a store that interleaves racing PUTs)
+        ds = None
+        store = open_store(uri, opts)
+        violations.append(f"the latest version cannot be opened: {type(exc).__name__}: {exc}")
     entries = list_versions(store)
     numbers = [e.version for e in entries]
     final = numbers[-1] if numbers else 0
@@ -361,7 +507,18 @@ def check_outcome(uri: str, opts: dict, results: list[WriterResult], *,
                         f"version holds transaction {getattr(txn, 'uuid', None)}")
 
     # 2. every writer's live rows: exactly what it acknowledged
-    t = ds.to_table(columns=["writer", "uid"])
+    t = None
+    if ds is not None:
+        try:
+            t = ds.to_table(columns=["writer", "uid"])
+        except LanceError as exc:
+            violations.append(f"the latest version cannot be read: {type(exc).__name__}: {exc}")
+    if t is None:  # nothing more to compare rows against; what is known is reported
+        return StressReport(
+            commits_succeeded=len(acks), commits_retried=sum(r.retried for r in results),
+            commits_rejected=sum(r.rejected for r in results), lost_commits=len(lost_ids),
+            final_version=final, invariant_violations=violations, elapsed_s=0.0, lost=lost,
+            writer_errors=[e for r in results for e in r.errors])
     uids = t["uid"].to_numpy()
     counts = Counter(uids.tolist())
     dup = [u for u, c in counts.items() if c > 1]

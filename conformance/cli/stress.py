@@ -52,6 +52,9 @@ def register(subparsers) -> None:
     parser.add_argument("--pylance-writers", type=int, default=None, help="number of pylance writers")
     parser.add_argument("--rows", type=int, default=4, help="rows per append (default 4)")
     parser.add_argument("--processes", action="store_true", help="writers are processes, not threads")
+    parser.add_argument("--lockstep", action="store_true",
+                        help="force the race: in each round every writer reads the same version "
+                        "and all publish the next one at once (barriers, not timing)")
     parser.add_argument("--seed", type=int, default=None, help="random seed of the writers")
     parser.add_argument("-o", "--option", dest="options", metavar="KEY=VALUE", action="append",
                         type=_key_value, default=[],
@@ -77,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         report = run_stress(args.uri, storage_options=dict(args.options), writers=args.writers,
                             commits=args.commits, ops=args.ops, include_pylance=args.include_pylance,
                             pylance_writers=args.pylance_writers, rows_per_commit=args.rows,
-                            seed=args.seed, processes=args.processes)
+                            seed=args.seed, processes=args.processes, lockstep=args.lockstep)
     except (InvalidInput, StoreError) as exc:
         print(f"stress: {exc}", file=sys.stderr)
         return 2

@@ -14,15 +14,18 @@ class                             conditional writes (``If-None-Match: *``)
 writes=True)``
 ``SeaweedFSServer()``             enforced and atomic
 ``S3rverServer()``                ignored (npm package, installed separately)
+``MinioEndpoint(url, ...)``       a MinIO server run by somebody else, given by its
+                                  endpoint (``minio_from_env()``); not started here
 ================================  ====================================================
 """
 
 from ._process import LocalServer, ServerUnavailable, free_port
+from .minio_endpoint import MinioEndpoint, minio_from_env
 from .motoserver import MotoServer
 from .s3rver import S3rverServer, find_s3rver, install_s3rver
 from .seaweedfs import SeaweedFSServer
 
 __all__ = [
-    "LocalServer", "MotoServer", "S3rverServer", "SeaweedFSServer", "ServerUnavailable",
-    "find_s3rver", "free_port", "install_s3rver",
+    "LocalServer", "MinioEndpoint", "MotoServer", "S3rverServer", "SeaweedFSServer",
+    "ServerUnavailable", "find_s3rver", "free_port", "install_s3rver", "minio_from_env",
 ]

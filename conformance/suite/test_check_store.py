@@ -10,12 +10,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
 from conformance.cli import main as cli_main
 from conformance.servers import free_port
-from conformance.store_check import CHECK_PREFIX, SAFE, UNREACHABLE, UNSAFE, check_store
+from conformance.store_check import (
+    CHECK_PREFIX,
+    LISTING_OBJECTS,
+    LISTING_PAGE,
+    SAFE,
+    SECOND_CLIENT_CHECKS,
+    UNREACHABLE,
+    UNSAFE,
+    check_store,
+)
+from conformance.suite.servers import fresh_bucket_name
 from reference_impl.io.memory import MemoryStore
 
 
@@ -33,7 +44,11 @@ def test_local_store_is_safe_and_cleaned_up(tmp_path):
     assert report.verdict == SAFE, report.render()
     assert report.exit_code == 0 and report.reasons == []
     assert [c.name for c in report.checks] == [
-        "reachable", "refuses-existing", "atomic-create", "list-after-write", "ranged-reads"]
+        "reachable", "refuses-existing", "atomic-create", "list-after-write", "ranged-reads",
+        "second-client"]
+    second = report.checks[-1]
+    assert second.skipped and "not an S3 store" in second.detail
+    assert "[skip] second-client" in report.render()
     assert sorted(p.name for p in root.iterdir()) == ["keep.txt"]  # no leftovers
 
 
@@ -47,8 +62,174 @@ def test_seaweedfs_is_safe(s3_bucket_seaweedfs):
     bucket = s3_bucket_seaweedfs
     report = check_store(f"{bucket.uri}/ds", bucket.storage_options, clients=4, rounds=2)
     assert report.verdict == SAFE, report.render()
+    _assert_second_client_passed(report)
     assert report.leftover_keys == 0
     assert list(bucket.store().list(CHECK_PREFIX)) == []
+
+
+# -- the second client (the MinIO SDK reads back what boto3 wrote) -----------------------
+
+def _assert_second_client_passed(report) -> None:
+    seen = {c.name: c for c in report.checks if c.name.startswith("second-client")}
+    assert sorted(seen) == sorted(SECOND_CLIENT_CHECKS), report.render()
+    for c in seen.values():
+        assert c.passed and not c.skipped, report.render()
+    assert "MinIO SDK" in seen["second-client-listing"].detail
+    # more keys than one page: the listing really was paginated
+    pages = int(re.search(r"in (\d+) pages", seen["second-client-listing"].detail).group(1))
+    assert pages >= -(-LISTING_OBJECTS // LISTING_PAGE) >= 2
+
+
+@pytest.mark.s3
+@pytest.mark.parametrize("server", ["moto", "seaweedfs"])
+def test_cli_reports_the_second_client(server, request, capsys):
+    """``check-store`` on moto and SeaweedFS: the second client's read-back is reported as
+    checks of its own, in text and in JSON. (moto's verdict itself is not asserted: its
+    create-if-absent is checked without a lock, see ENVIRONMENT.md.)"""
+    from conformance.suite.servers import _new_bucket
+
+    bucket = _new_bucket(request, server)
+    args = ["check-store", f"{bucket.uri}/ds", "--clients", "2", "--rounds", "1"]
+    for key, value in bucket.storage_options.items():
+        args += ["-o", f"{key}={value}"]
+    cli_main(args)
+    text = capsys.readouterr().out
+    for name in SECOND_CLIENT_CHECKS:
+        assert f"[pass] {name}: " in text, text
+    cli_main([*args, "--json"])
+    out = json.loads(capsys.readouterr().out)
+    checks = {c["name"]: c for c in out["checks"]}
+    assert all(checks[n]["passed"] and not checks[n]["skipped"] for n in SECOND_CLIENT_CHECKS)
+    if server == "seaweedfs":
+        assert out["verdict"] == SAFE and out["exit_code"] == 0
+
+
+@pytest.mark.s3
+def test_cli_endpoint_flag(s3_bucket_seaweedfs, capsys):
+    """``--endpoint URL`` stands for ``-o aws_endpoint=URL -o allow_http=true``."""
+    bucket = s3_bucket_seaweedfs
+    opts = bucket.storage_options
+    args = ["check-store", bucket.uri, "--endpoint", opts["aws_endpoint"], "--clients", "2",
+            "--rounds", "1", "-o", f"aws_access_key_id={opts['aws_access_key_id']}",
+            "-o", f"aws_secret_access_key={opts['aws_secret_access_key']}"]
+    assert cli_main(args) == 0
+    assert "[pass] second-client-metadata" in capsys.readouterr().out
+
+
+class _TruncatingS3Store:
+    """Wraps an S3 store so that what boto3 writes under ``second-client/`` loses its last
+    byte: what the second client reads back then differs from what the check wrote."""
+
+    @staticmethod
+    def wrap(store):
+        from reference_impl.io.s3 import S3Store
+
+        class Truncating(S3Store):
+            def put(self, key, data):
+                if key.startswith("second-client/") and len(data) > 1:
+                    data = bytes(data)[:-1]
+                super().put(key, data)
+
+            def child(self, prefix):
+                return Truncating(self.bucket, self._key(prefix), self.storage_options,
+                                  _client=self._client)
+
+        return Truncating(store.bucket, store.prefix, store.storage_options, _client=store._client)
+
+
+@pytest.mark.s3
+def test_second_client_catches_a_wrong_read_back(s3_bucket):
+    store = _TruncatingS3Store.wrap(s3_bucket.store("ds"))
+    report = check_store(store, clients=2, rounds=1)
+    assert report.verdict == UNSAFE
+    assert _failed(report) >= {"second-client-listing", "second-client-ranged-reads",
+                               "second-client-metadata"}
+    detail = {c.name: c.detail for c in report.checks}
+    assert "wrong sizes" in detail["second-client-listing"]
+    assert "the whole object differs" in detail["second-client-ranged-reads"]
+
+
+@pytest.mark.s3
+def test_second_client_catches_a_listing_without_pages(s3_bucket, monkeypatch):
+    """A lister that ignores the page size (one page for everything) fails the listing check."""
+    from conformance import second_client
+
+    real = second_client.list_prefix
+
+    def one_page(sc, bucket, prefix, *, page_size=1000):
+        return real(sc, bucket, prefix, page_size=1000)
+
+    monkeypatch.setattr(second_client, "list_prefix", one_page)
+    report = check_store(f"{s3_bucket.uri}/ds", s3_bucket.storage_options, clients=2, rounds=1)
+    assert "second-client-listing" in _failed(report)
+    assert "pagination was not exercised" in next(
+        c.detail for c in report.checks if c.name == "second-client-listing")
+
+
+def test_second_client_refuses_plain_http_without_allow_http():
+    from conformance.second_client import minio_client
+    from reference_impl.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        minio_client({"aws_endpoint": "http://127.0.0.1:1"})
+    sc = minio_client({"aws_endpoint": "http://127.0.0.1:1", "allow_http": "true",
+                       "aws_access_key_id": "a", "aws_secret_access_key": "b"})
+    assert sc.endpoint == "http://127.0.0.1:1"
+
+
+# -- a MinIO server given by endpoint (none can be installed here) ---------------------------
+
+@pytest.fixture(scope="module")
+def minio_endpoint():
+    """The MinIO server of ``$LANCE_CONFORMANCE_MINIO_ENDPOINT``; skipped with the reason
+    when none is given (no registry here ships a MinIO server), unavailable (a failure
+    under CI) when one is given but does not answer."""
+    from conformance.servers import ServerUnavailable, minio_from_env
+    from conformance.servers.minio_endpoint import NOT_GIVEN
+    from conformance.suite.parts import unavailable
+
+    try:
+        server = minio_from_env()
+    except ServerUnavailable as exc:
+        unavailable("MinIO", str(exc))
+    if server is None:
+        pytest.skip(NOT_GIVEN)
+    try:
+        server.start()
+    except ServerUnavailable as exc:
+        unavailable("MinIO", str(exc))
+    return server
+
+
+@pytest.mark.s3
+def test_minio_endpoint_is_safe_and_reads_back(minio_endpoint, capsys):
+    bucket = minio_endpoint.create_bucket(fresh_bucket_name("minio"))
+    report = check_store(f"s3://{bucket}/ds", minio_endpoint.storage_options(), clients=4, rounds=2)
+    assert report.verdict == SAFE, report.render()
+    _assert_second_client_passed(report)
+    args = ["check-store", f"s3://{bucket}", "--endpoint", minio_endpoint.endpoint,
+            "-o", f"aws_access_key_id={minio_endpoint.access_key}",
+            "-o", f"aws_secret_access_key={minio_endpoint.secret_key}",
+            "-o", f"aws_region={minio_endpoint.region}", "--clients", "2", "--rounds", "1"]
+    assert cli_main(args) == 0
+    assert "[pass] second-client-listing" in capsys.readouterr().out
+
+
+def test_minio_endpoint_from_env(monkeypatch):
+    from conformance.servers import ServerUnavailable, minio_from_env
+    from conformance.servers.minio_endpoint import ENV_ACCESS_KEY, ENV_ENDPOINT
+
+    monkeypatch.delenv(ENV_ENDPOINT, raising=False)
+    assert minio_from_env() is None
+    monkeypatch.setenv(ENV_ENDPOINT, "http://127.0.0.1:9000/")
+    monkeypatch.setenv(ENV_ACCESS_KEY, "me")
+    server = minio_from_env()
+    assert server.endpoint == "http://127.0.0.1:9000"
+    assert server.storage_options()["aws_access_key_id"] == "me"
+    assert server.storage_options()["allow_http"] == "true"
+    monkeypatch.setenv(ENV_ENDPOINT, "127.0.0.1:9000")
+    with pytest.raises(ServerUnavailable):
+        minio_from_env()
 
 
 # -- negative controls on real servers ---------------------------------------------------

@@ -139,29 +139,30 @@ def test_stop_before_manifest_leaves_an_orphan_txn_but_no_version(tmp_path):
 
 
 def test_delay_at_manifest_put_makes_the_writer_rebase(tmp_path):
-    """A writer slowed down at its commit point loses the race to another one and lands
-    on top of it: both commits are in the history, nothing is lost."""
+    """A writer held at its commit point loses the race to another one and lands on top
+    of it: both commits are in the history, nothing is lost. The hold is an event, not a
+    sleep: the slow writer goes on only once the fast one has committed."""
     uri = str(tmp_path / "ds")
     write_dataset(_rows("first"), uri, mode="create")
     entered = threading.Event()
+    fast_committed = threading.Event()
 
-    class Signal(FaultyStore):
-        def put_if_not_exists(self, key, data):
-            if key.endswith(".manifest") and not entered.is_set():
-                entered.set()
-                import time
-                time.sleep(0.3)
-            super().put_if_not_exists(key, data)
+    def hold(step, _op, _key):
+        if step == "manifest_put" and not entered.is_set():
+            entered.set()
+            assert fast_committed.wait(60), "the fast writer never committed"
 
-    plan = FaultPlan([])
-    slow = Signal(open_store(uri), plan)
+    plan = FaultPlan([], hook=hold)
+    slow = FaultyStore(open_store(uri), plan)
     done: dict = {}
     th = threading.Thread(target=lambda: done.setdefault(
         "r", write_dataset(_rows("slow"), slow, mode="append")))
     th.start()
-    assert entered.wait(10)
-    write_dataset(_rows("fast"), uri, mode="append")
-    th.join(30)
+    assert entered.wait(60)
+    assert write_dataset(_rows("fast"), uri, mode="append").version == 2
+    fast_committed.set()
+    th.join(60)
+    assert not th.is_alive()
     assert done["r"].version == 3
     assert _tags(uri) == {"first": 3, "slow": 3, "fast": 3}
     assert sum(1 for s, _o, _k in plan.log if s == "manifest_put") == 2

@@ -183,6 +183,11 @@ def race(store, key: str, writers: int) -> tuple[list[int], list[BaseException]]
     return winners, errors
 
 
+# moto is left out: its create-if-absent checks and writes without a lock (ENVIRONMENT.md),
+# so whether two writers win a round is up to the scheduler, and a test must not be.
+# The unsafe side is forced deterministically in test_check_store and test_stress.
+@pytest.mark.parametrize("any_store", ["local", "memory", pytest.param("seaweedfs", marks=pytest.mark.s3)],
+                         indirect=True)
 def test_put_if_not_exists_race_has_one_winner(any_store):
     writers = 6
     for round_no in range(2):
@@ -251,11 +256,13 @@ def test_s3_unreachable_endpoint_is_a_fast_store_error():
     options = {"aws_endpoint": f"http://127.0.0.1:{port}", "aws_access_key_id": "a",
                "aws_secret_access_key": "b", "allow_http": "true"}
     store = S3Store("bucket", "ds", options)
+    # "fast" is a property of the configuration (short connect timeout, few retries), not a
+    # wall-clock measurement that a loaded machine could break
+    config = store._client.meta.config
+    assert config.connect_timeout <= 3 and config.retries["total_max_attempts"] <= 3
     for op in (lambda: store.get("x"), lambda: store.put_if_not_exists("x", b"1")):
-        started = time.monotonic()
         with pytest.raises(StoreError):
             op()
-        assert time.monotonic() - started < 10
 
 
 def test_s3_http_endpoint_needs_allow_http(moto_server):
@@ -386,6 +393,7 @@ class _HostileHandler:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            release = threading.Event()  # set at teardown: stalled answers end then
 
             def log_message(self, *args):  # keep test output clean
                 pass
@@ -407,8 +415,8 @@ class _HostileHandler:
                 self.end_headers()
 
             def do_GET(self):
-                if mode == "stall":
-                    time.sleep(8)
+                if mode == "stall":  # never answers until the test is over
+                    Handler.release.wait(120)
                     return
                 if mode == "huge-length":
                     self.send_response(200)
@@ -448,13 +456,15 @@ class _HostileHandler:
 def hostile_endpoint(request):
     from http.server import ThreadingHTTPServer
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _HostileHandler.make(request.param))
+    handler = _HostileHandler.make(request.param)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     options = {"aws_endpoint": f"http://127.0.0.1:{server.server_address[1]}", "allow_http": "true",
                "aws_access_key_id": "a", "aws_secret_access_key": "b", "timeout": "1"}
     yield S3Store("bucket", "ds", options)
+    handler.release.set()
     server.shutdown()
     server.server_close()
 
@@ -467,10 +477,8 @@ def test_hostile_content_length_is_bounded(hostile_endpoint):
 
 @pytest.mark.parametrize("hostile_endpoint", ["short-body"], indirect=True)
 def test_hostile_short_body_is_store_error(hostile_endpoint):
-    started = time.monotonic()
-    with pytest.raises(StoreError):
+    with pytest.raises(StoreError):  # a hang would be ended by the test timeout: a failure
         hostile_endpoint.get("x")
-    assert time.monotonic() - started < 10
 
 
 @pytest.mark.parametrize("hostile_endpoint", ["ignore-range"], indirect=True)
@@ -481,10 +489,10 @@ def test_hostile_server_ignoring_range_is_store_error(hostile_endpoint):
 
 @pytest.mark.parametrize("hostile_endpoint", ["stall"], indirect=True)
 def test_hostile_stalled_server_times_out(hostile_endpoint):
-    started = time.monotonic()
-    with pytest.raises(StoreError):
+    """The server never answers (until teardown), so only the client's read timeout can end
+    the call: a StoreError proves it fired, without measuring any time."""
+    with pytest.raises(StoreError, match="(?i)timed? ?out|timeout"):
         hostile_endpoint.get("x")
-    assert time.monotonic() - started < 8
 
 
 @pytest.mark.parametrize("hostile_endpoint", ["garbage"], indirect=True)

@@ -97,6 +97,63 @@ def test_copy_between_buckets(request, pylance):
     _assert_same(before, _pylance_snapshot(pylance, dst, b.storage_options))
 
 
+# -- copies made by a second, independent S3 client (the MinIO SDK) ------------------------
+
+@pytest.fixture(scope="module")
+def local_history(tmp_path_factory):
+    """The five-version dataset on local disk, and what our reader reads at each version."""
+    uri = _history(str(tmp_path_factory.mktemp("history") / "ds"))
+    before = _snapshot(uri)
+    assert len(before) == 5
+    return uri, before
+
+
+def _bucket(request, kind: str):
+    """A fresh bucket on ``kind``: a server the suite starts, or the MinIO server given by
+    ``$LANCE_CONFORMANCE_MINIO_ENDPOINT`` (skipped with the reason when none is given)."""
+    from conformance.suite.servers import _new_bucket, fresh_bucket_name
+
+    if kind != "minio":
+        return _new_bucket(request, kind)
+    from conformance.servers import ServerUnavailable, minio_from_env
+    from conformance.servers.minio_endpoint import NOT_GIVEN
+    from conformance.suite.parts import unavailable
+    from conformance.suite.servers import S3Bucket
+
+    try:
+        server = minio_from_env()
+        if server is None:
+            pytest.skip(NOT_GIVEN)
+        server.start()
+    except ServerUnavailable as exc:
+        unavailable("MinIO", str(exc))
+    name = server.create_bucket(fresh_bucket_name("minio"))
+    return S3Bucket(server, name, server.storage_options())
+
+
+@pytest.mark.parametrize(("src_kind", "dst_kind"), [
+    ("moto", "moto"),            # between buckets of one server: server-side CopyObject
+    ("moto", "seaweedfs"),       # between stores: downloaded and uploaded
+    ("seaweedfs", "moto"),
+    ("moto", "minio"),           # a MinIO server, when one is given by endpoint
+    ("minio", "seaweedfs"),
+])
+def test_copy_with_the_second_client(src_kind, dst_kind, request, pylance, local_history):
+    """A dataset written by boto3 (our writer), copied object by object by the MinIO SDK to
+    another bucket or server, reads identically at every version in both readers."""
+    from conformance.second_client import copy_prefix
+
+    local, before = local_history
+    a, b = _bucket(request, src_kind), _bucket(request, dst_kind)
+    src = f"{a.uri}/ds"
+    written = _copy_tree(open_store(local), open_store(src, a.storage_options))  # boto3
+    dst = f"{b.uri}/copied/by-minio/ds"
+    n = copy_prefix(src, a.storage_options, dst, b.storage_options, page_size=4)
+    assert n == written > 5
+    _assert_same(before, _snapshot(dst, b.storage_options))
+    _assert_same(before, _pylance_snapshot(pylance, dst, b.storage_options))
+
+
 def test_shallow_clone_on_another_store(tmp_path, s3_bucket, pylance):
     """The source on local disk, the clone on S3: the clone's base path names the local
     root, and both readers follow it."""
