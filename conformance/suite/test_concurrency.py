@@ -186,8 +186,9 @@ def test_a_broken_writer_is_found_and_shrunk_to_a_minimal_interleaving(tmp_path)
         runs.append([])
         return str(tmp_path / f"ds{next(counter)}"), {}
 
-    profile = settings(max_examples=100, stateful_step_count=6, deadline=None, database=None,
-                       report_multiple_bugs=False)
+    # derandomize: the search must find and shrink the lie on every run, not on most runs
+    profile = settings(max_examples=100, stateful_step_count=4, deadline=None, database=None,
+                       report_multiple_bugs=False, derandomize=True)
     with pytest.raises((AssertionError, Flaky)):
         _run(machine(location, writers=2, runner=lying_runner, validate=False), profile)
     last = runs[-1]
