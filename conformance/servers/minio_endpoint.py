@@ -8,7 +8,8 @@ SDK is on PyPI), so the suite cannot start one. When a user or a CI with MinIO s
     LANCE_CONFORMANCE_MINIO_SECRET_KEY=...   (default minioadmin)
     LANCE_CONFORMANCE_MINIO_REGION=...       (default us-east-1)
 
-the MinIO tests run against that server; otherwise they are skipped with that reason.
+the endpoint tests run against that server; otherwise they run against the suite's own
+SeaweedFS, given to them by its URL in the same way (so CI skips nothing).
 :class:`MinioEndpoint` offers the same interface as the servers the suite starts itself
 (``endpoint``, ``storage_options()``, ``client()``, ``create_bucket()``); ``start()`` only
 checks that the server answers, and ``stop()`` leaves it running.

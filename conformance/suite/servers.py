@@ -215,3 +215,27 @@ def any_store(request: pytest.FixtureRequest, tmp_path) -> ObjectStore:
 def s3_bucket_seaweedfs(request: pytest.FixtureRequest) -> S3Bucket:
     """A fresh bucket on SeaweedFS (the server whose conditional writes are atomic)."""
     return _new_bucket(request, "seaweedfs")
+
+
+def given_endpoint(request: pytest.FixtureRequest):
+    """An S3 server *given by its endpoint URL*, as a user passes ``--endpoint``: the MinIO
+    server of ``$LANCE_CONFORMANCE_MINIO_ENDPOINT`` when one is set, otherwise the suite's
+    own SeaweedFS addressed the same way (no registry here ships a MinIO server, and CI
+    skips nothing). A given server that does not answer is unavailable (a CI failure)."""
+    from conformance.servers import ServerUnavailable, minio_from_env
+    from conformance.servers.minio_endpoint import MinioEndpoint
+    from conformance.suite.parts import unavailable
+
+    try:
+        server = minio_from_env()
+    except ServerUnavailable as exc:
+        unavailable("MinIO", str(exc))
+    if server is None:
+        seaweed = request.getfixturevalue("seaweedfs_server")
+        opts = seaweed.storage_options()
+        server = MinioEndpoint(seaweed.endpoint, opts["aws_access_key_id"],
+                               opts["aws_secret_access_key"], opts.get("aws_region", "us-east-1"))
+    try:
+        return server.start()
+    except ServerUnavailable as exc:
+        unavailable("S3 endpoint", str(exc))

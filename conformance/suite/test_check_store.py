@@ -180,25 +180,12 @@ def test_second_client_refuses_plain_http_without_allow_http():
 # -- a MinIO server given by endpoint (none can be installed here) ---------------------------
 
 @pytest.fixture(scope="module")
-def minio_endpoint():
-    """The MinIO server of ``$LANCE_CONFORMANCE_MINIO_ENDPOINT``; skipped with the reason
-    when none is given (no registry here ships a MinIO server), unavailable (a failure
-    under CI) when one is given but does not answer."""
-    from conformance.servers import ServerUnavailable, minio_from_env
-    from conformance.servers.minio_endpoint import NOT_GIVEN
-    from conformance.suite.parts import unavailable
+def minio_endpoint(request):
+    """An S3 server given by endpoint: ``$LANCE_CONFORMANCE_MINIO_ENDPOINT`` (a MinIO server)
+    when set, else the suite's SeaweedFS given by its URL (see ``given_endpoint``)."""
+    from conformance.suite.servers import given_endpoint
 
-    try:
-        server = minio_from_env()
-    except ServerUnavailable as exc:
-        unavailable("MinIO", str(exc))
-    if server is None:
-        pytest.skip(NOT_GIVEN)
-    try:
-        server.start()
-    except ServerUnavailable as exc:
-        unavailable("MinIO", str(exc))
-    return server
+    return given_endpoint(request)
 
 
 @pytest.mark.s3

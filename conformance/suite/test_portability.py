@@ -115,18 +115,9 @@ def _bucket(request, kind: str):
 
     if kind != "minio":
         return _new_bucket(request, kind)
-    from conformance.servers import ServerUnavailable, minio_from_env
-    from conformance.servers.minio_endpoint import NOT_GIVEN
-    from conformance.suite.parts import unavailable
-    from conformance.suite.servers import S3Bucket
+    from conformance.suite.servers import S3Bucket, given_endpoint
 
-    try:
-        server = minio_from_env()
-        if server is None:
-            pytest.skip(NOT_GIVEN)
-        server.start()
-    except ServerUnavailable as exc:
-        unavailable("MinIO", str(exc))
+    server = given_endpoint(request)
     name = server.create_bucket(fresh_bucket_name("minio"))
     return S3Bucket(server, name, server.storage_options())
 
