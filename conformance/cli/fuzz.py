@@ -2,7 +2,7 @@
 
     lance-conformance fuzz --impl NAME|module:Class|cmd:"..." [--role writer|reader|both]
                            [--examples N | --time S] [--seed S] [--save-failures DIR]
-                           [--max-ops N] [--include-kinds dictionary] [--skip-ops OPS]
+                           [--max-ops N] [--include-kinds KINDS] [--skip-ops OPS]
                            [--shrink-time S] [--progress] [--json]
 
 Generated operation scripts (:mod:`conformance.strategies.scripts`), only with what the
@@ -38,7 +38,7 @@ def register(subparsers) -> None:
     p.add_argument("--max-ops", type=int, default=5, help="operations after the create (default 5)")
     p.add_argument("--include-kinds", default="",
                    help="column kinds left out by default because of known kit issues "
-                   "(comma-separated: dictionary)")
+                   "(comma-separated; none at present)")
     p.add_argument("--skip-ops", default="",
                    help="operations never to generate (comma-separated), e.g. to get past a "
                    "known failure")

@@ -231,11 +231,23 @@ def normalize(table: pa.Table, *, keep_row_id: bool = False) -> pa.Table:
     column), one chunk, without ``_rowid`` unless asked."""
     if not keep_row_id and ROW_ID in table.column_names:
         table = table.drop_columns([ROW_ID])
+    for i, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f, _without_null_items(table.column(i)))
     keys = [n for n in table.column_names if _sortable(table.schema.field(n).type)]
     keys.sort(key=lambda n: (n != "id", n != ROW_ID))
     if keys and table.num_rows:
         table = table.sort_by([(k, "ascending") for k in keys])
     return table.combine_chunks()
+
+
+def _without_null_items(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Dictionary chunks whose dictionary holds a null (pylance's 2.0 null item) re-encoded
+    with null indices instead: Arrow cannot unify dictionaries holding nulls."""
+    t = col.type
+    return pa.chunked_array(
+        [c.cast(t.value_type).dictionary_encode().cast(t) if c.dictionary.null_count else c
+         for c in col.chunks], t)
 
 
 def _row_id_last(t: pa.Table) -> pa.Table:

@@ -163,6 +163,13 @@ def test_difference_nan_and_dictionaries():
     assert sc.difference(a, b) is None
     c = a.set_column(1, "f", pa.array([float("nan"), 2.0]))
     assert sc.difference(a, c) == "column 'f': values differ"
+    # chunks whose dictionaries hold a null item (pylance reading 2.0 files) compare too
+    t = pa.dictionary(pa.int32(), pa.string())
+    null_items = pa.chunked_array(
+        [pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), pa.array(["x", None])),
+         pa.DictionaryArray.from_arrays(pa.array([0], pa.int32()), pa.array([None], pa.string()))], t)
+    d = pa.table({"id": [1, 2, 3], "d": null_items})
+    assert sc.difference(d, pa.table({"id": [1, 2, 3], "d": pa.array(["x", None, None]).dictionary_encode()})) is None
 
 
 def test_blob_bytes_are_compared_through_take_blobs(tmp_path):

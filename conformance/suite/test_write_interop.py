@@ -389,3 +389,123 @@ def test_a_column_added_after_a_drop_gets_a_fresh_field_id(pylance, tmp_path, st
     assert ri.open_dataset(root).to_table().equals(want)
     assert pylance.dataset(root).to_table().equals(want)
     assert not local.validate(root, versions="all", deep=True).violations
+
+
+# ----------------------------------------------------------------------------- Arrow dictionaries
+
+
+def _dict_column(values, index_type, value_type):
+    if pa.types.is_binary(value_type) or pa.types.is_large_binary(value_type):
+        values = [None if v is None else v.encode() for v in values]
+    return pa.array(values, value_type).dictionary_encode().cast(
+        pa.dictionary(index_type, value_type))
+
+
+def _reads_alike_everywhere(pylance, our_reader, root, want):
+    """pylance 14.0.2 and our reader both read ``want`` (dictionaries compared by value, the
+    dictionary type kept), pylance's validate() passes and ``validate --deep`` reports no
+    errors."""
+    from conformance.engine import local
+    from conformance.releases.corpus import table_difference
+
+    theirs_ds = pylance.dataset(root)
+    theirs_ds.validate()
+    theirs = theirs_ds.to_table()
+    ours = our_reader(root).to_table()
+    assert theirs.schema == want.schema and ours.schema == want.schema
+    assert table_difference(want, theirs) == ""
+    assert table_difference(want, ours) == ""
+    assert not local.validate(root, versions="all", deep=True).violations
+
+
+DICT_CASES = {
+    "int8-utf8": (pa.int8(), pa.string(), ["a", "bb", None, "a"]),
+    "int16-large-utf8": (pa.int16(), pa.large_string(), ["x", None, "", "x", "yy"]),
+    "int32-binary": (pa.int32(), pa.binary(), ["a", "bb", None, "a"]),
+    "int64-large-binary": (pa.int64(), pa.large_binary(), ["q", "q", None, "r"]),
+    "uint8-utf8": (pa.uint8(), pa.string(), ["a", "b", "a"]),
+    "all-null": (pa.int32(), pa.string(), [None, None, None]),
+}
+
+
+@pytest.mark.parametrize("storage", ["2.0", "2.1", "2.2"])
+def test_arrow_dictionary_columns_read_alike(pylance, our_reader, tmp_path, storage):
+    """Found by ``lance-conformance fuzz``: a ``dictionary<...>`` column written by
+    ``reference_impl.write_dataset`` was refused by our reader (2.0, ENC-051) and by pylance
+    (every version). Key widths 8 to 64 bits, string and binary values, nulls, all-null,
+    null dictionary items, several fragments and an append with another dictionary."""
+    for name, (it, vt, values) in DICT_CASES.items():
+        root = str(tmp_path / name)
+        want = pa.table({"id": pa.array(range(len(values)), pa.int32()),
+                         "d": _dict_column(values, it, vt)})
+        write_dataset(want, root, data_storage_version=storage, max_rows_per_file=2)
+        more = pa.table({"id": pa.array([100, 101, 102], pa.int32()),
+                         "d": _dict_column(["new", None, values[0]], it, vt)})
+        write_dataset(more, root, mode="append", data_storage_version=storage)
+        _reads_alike_everywhere(pylance, our_reader, root, pa.concat_tables([want, more]))
+    root = str(tmp_path / "null-item")
+    items = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, 0, None], pa.int32()),
+                                           pa.array(["a", None, "c"]))
+    want = pa.table({"d": items})
+    write_dataset(want, root, data_storage_version=storage)
+    _reads_alike_everywhere(pylance, our_reader, root, want)
+
+
+def _small_dict_tables():
+    from hypothesis import strategies as st
+
+    keys = st.sampled_from([pa.int8(), pa.int16(), pa.int32(), pa.int64()])
+    values = st.sampled_from([pa.string(), pa.large_string(), pa.binary()])
+    words = st.lists(st.one_of(st.none(), st.sampled_from(["", "a", "bb", "ccc"])),
+                     min_size=1, max_size=12)
+    return st.tuples(keys, values, words, st.sampled_from(["2.0", "2.1", "2.2"]))
+
+
+def test_arrow_dictionaries_read_alike_both_ways(pylance, our_reader, tmp_path_factory):
+    """Small random dictionary columns: written by us, read alike by pylance and by us;
+    written by pylance, read alike by us (its 2.0 null item, its 2.1+ def-level nulls)."""
+    from hypothesis import HealthCheck, given, settings
+
+    from conformance.releases.corpus import table_difference
+
+    @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(case=_small_dict_tables())
+    def check(case):
+        it, vt, words, storage = case
+        want = pa.table({"d": _dict_column(words, it, vt)})
+        tmp = tmp_path_factory.mktemp("dict")
+        ours_root, theirs_root = str(tmp / "ours"), str(tmp / "theirs")
+        write_dataset(want, ours_root, data_storage_version=storage, max_rows_per_file=5)
+        assert table_difference(want, pylance.dataset(ours_root).to_table()) == ""
+        assert table_difference(want, our_reader(ours_root).to_table()) == ""
+        pylance.write_dataset(want, theirs_root, data_storage_version=storage,
+                              max_rows_per_file=5)
+        got = our_reader(theirs_root).to_table()
+        assert got.schema == want.schema
+        assert table_difference(want, got) == ""
+
+    check()
+
+
+@pytest.mark.parametrize("storage", ["2.0", "2.1", "2.2"])
+def test_arrow_dictionaries_in_structs_and_lists_read_alike(pylance, our_reader, tmp_path, storage):
+    """A dictionary field inside a struct, a list and a large list is a dictionary column
+    too (2.0: its own column of dictionary pages; 2.1+: a mini-block dictionary leaf), null
+    items included."""
+    d = pa.DictionaryArray.from_arrays(pa.array([0, 1, None, 0, 2, 1], pa.int16()),
+                                       pa.array(["a", "bb", None]))
+    list_mask = pa.array([False, True, False])
+    want = pa.table({
+        "s": pa.StructArray.from_arrays([d, pa.array(range(6))], ["d", "i"]),
+        "l": pa.ListArray.from_arrays(pa.array([0, 2, 2, 6], pa.int32()), d, mask=list_mask)
+        .take(pa.array([0, 1, 2, 0, 1, 2])),
+        "ll": pa.LargeListArray.from_arrays(pa.array([0, 1, 1, 2, 4, 5, 6], pa.int64()), d),
+    })
+    root = str(tmp_path / "nested")
+    write_dataset(want, root, data_storage_version=storage, max_rows_per_file=4)
+    theirs, ours = pylance.dataset(root).to_table(), our_reader(root).to_table()
+    assert theirs.schema == want.schema and ours.schema == want.schema
+    assert theirs.to_pylist() == want.to_pylist() and ours.to_pylist() == want.to_pylist()
+    from conformance.engine import local
+
+    assert not local.validate(root, versions="all", deep=True).violations

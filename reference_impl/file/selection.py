@@ -36,6 +36,15 @@ strings and binary use Binary; fixed width uses Value (Flat) inside Nullable.
 5. Full-zip values larger than :data:`GENERAL_MIN_VALUE_BYTES`: per-value ZSTD
    (``general``), as pylance does for values over 32 KiB.
 
+Arrow ``dictionary<integer, string|binary>`` fields (top level, in structs and lists) skip
+these tests and always take the dictionary path, in pylance 14.0.2's form: 2.0
+``dictionary{indices nullable{no_nulls{flat <key width>}}, items binary}`` with the field's
+dictionary as items, 0-based indices and a null item for null rows
+(``encode/v2_0/dictionary.py``); 2.1+ mini-block with the field's dictionary (null items
+dropped, their rows null in the def levels) and indices of the key width, compressed like
+any integers of that width (rule 3); an all-null page takes the constant layout
+(``encode/v2_1/dictionary.py``). Other dictionary types are written decoded.
+
 Where this writer is simpler than pylance 14.0.2 (all of these decode with the same
 reader; FILE-ENCODINGS §5.3 lists the minimums it accepts):
 

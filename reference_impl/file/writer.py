@@ -40,7 +40,7 @@ import pyarrow as pa
 from ..errors import InvalidInput
 from ..io.base import ObjectStore
 from ..proto import encodings_v2_0_pb2, file2_pb2, file_pb2
-from .encode.arrow_data import check_writable
+from .encode.arrow_data import check_writable, is_variable_width
 from .encode.blob import (
     BlobPage,
     BlobV2Encoder,
@@ -100,7 +100,10 @@ def schema_fields_for(schema: pa.Schema) -> list[file_pb2.Field]:
 
 
 def _normalise_type(t: pa.DataType) -> pa.DataType:
-    """Arrow dictionary arrays are written decoded, as their value type (documented normalisation)."""
+    """Arrow dictionary arrays other than :func:`keeps_dictionary` ones are written decoded,
+    as their value type (documented normalisation)."""
+    if keeps_dictionary(t):
+        return t
     if pa.types.is_dictionary(t):
         return _normalise_type(t.value_type)
     if pa.types.is_fixed_size_list(t):
@@ -119,8 +122,20 @@ def _normalise_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def keeps_dictionary(t: pa.DataType) -> bool:
+    """An Arrow ``dictionary<integer, string|binary>`` field (top level, in a struct or a
+    list) is written as a dictionary column (2.0 ``dictionary`` pages, 2.1+ mini-block
+    dictionaries), as pylance 14.0.2 writes it; other dictionary types are written decoded."""
+    return (
+        pa.types.is_dictionary(t)
+        and pa.types.is_integer(t.index_type)
+        and is_variable_width(t.value_type)
+    )
+
+
 def normalise_schema(schema: pa.Schema) -> pa.Schema:
-    """The schema actually written: dictionary types replaced by their value types."""
+    """The schema actually written: dictionary types replaced by their value types, except
+    string/binary dictionaries (:func:`keeps_dictionary`)."""
     return pa.schema(
         [f.with_type(_normalise_type(f.type)) for f in schema], metadata=schema.metadata
     )

@@ -96,13 +96,16 @@ def list_offsets(arr: pa.Array) -> np.ndarray:
 def check_writable(t: pa.DataType, path: str = "") -> None:
     """Raise UnsupportedFeature unless ``t`` is made of types this writer encodes:
     booleans, numbers, decimals, temporal types, (large) binary/strings, fixed-size
-    binary, fixed-size lists, (large) lists and structs."""
+    binary, fixed-size lists, (large) lists, structs and dictionaries of these."""
     if pa.types.is_struct(t):
         for i in range(t.num_fields):
             check_writable(t.field(i).type, f"{path}.{t.field(i).name}")
         return
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         check_writable(t.value_type, f"{path}.item")
+        return
+    if pa.types.is_dictionary(t) and pa.types.is_integer(t.index_type):
+        check_writable(t.value_type, path)  # written as a dictionary when the values are bytes
         return
     if (
         is_variable_width(t)

@@ -25,7 +25,7 @@ from ..blob import BlobPage, is_blob_field
 from ..hints import parse_hints
 from ..page import EncodedPage, pack_any
 from .binary import binary_node
-from .dictionary import dictionary_node
+from .dictionary import arrow_dictionary_node, dictionary_node
 from .fixed_size_list import fixed_size_list_node
 from .list import list_offsets_node
 from .nullable import nullable_node
@@ -123,6 +123,8 @@ class _Node:
         elif pa.types.is_struct(t):
             self.kind = "struct"
             self.children = [_Node(t.field(i), ids) for i in range(t.num_fields)]
+        elif pa.types.is_dictionary(t):
+            self.kind = "dictionary"  # Arrow dictionary<I, string|binary> (top level only)
         elif is_blob_field(f):
             self.kind = "blob"  # ColumnEncoding.blob, descriptor pages (encode/blob.py)
         elif is_variable_width(t):
@@ -190,6 +192,8 @@ class FieldEncoder20:
                 tree = binary_node(arr, buffers)
                 if node.hints.compression is not None:
                     _compress_bytes(tree, buffers, node.hints)
+        elif node.kind == "dictionary":
+            tree = arrow_dictionary_node(arr, buffers)
         elif node.kind == "packed":
             tree = packed_struct_node(arr, buffers, node.field.name)
         else:

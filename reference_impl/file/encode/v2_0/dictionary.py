@@ -1,10 +1,12 @@
-"""2.0 "Dictionary" encoding for low-cardinality strings.
+"""2.0 "Dictionary" encoding for low-cardinality strings and Arrow dictionary fields.
 
 ``Dictionary{indices, items, num_dictionary_items}``: ``indices`` is
 ``nullable{no_nulls{flat 8}}`` with u8 codes where **0 means null** and ``k >= 1`` means
 ``items[k-1]``; ``items`` is a :mod:`binary <.binary>` node over the distinct values (its
 two buffers follow the indices buffer). A page whose values are all null gets a single
-item that is itself null, with every code 0 (as pylance 14.0.2 writes it).
+item that is itself null, with every code 0 (as pylance 14.0.2 writes it). A field whose
+Arrow type is ``dictionary<...>`` is written by :func:`arrow_dictionary_node` instead
+(0-based indices of the key width, a null item for null rows).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ....errors import InvalidInput
 from ....proto import encodings_v2_0_pb2 as pb
 from .binary import binary_node
 from .value import flat_node
@@ -29,6 +32,40 @@ def dictionary_node(arr: pa.Array, buffers: list[bytes]) -> pb.ArrayEncoding:
     node = pb.ArrayEncoding()
     node.dictionary.indices.nullable.no_nulls.values.CopyFrom(
         flat_node(8, buffers, codes.astype(np.uint8).tobytes())
+    )
+    node.dictionary.items.CopyFrom(binary_node(items, buffers))
+    node.dictionary.num_dictionary_items = len(items)
+    return node
+
+
+def arrow_dictionary_node(arr: pa.DictionaryArray, buffers: list[bytes]) -> pb.ArrayEncoding:
+    """A page of an Arrow ``dictionary<I, string|binary>`` field, as pylance 14.0.2 writes it.
+
+    ``indices`` keep the Arrow key width (``nullable{no_nulls{flat 8/16/32/64}}``, buffer 0)
+    and are 0-based; ``items`` is a Binary node over the page's whole dictionary (unused
+    entries kept). A null row points at a null item: the dictionary's first null entry if it
+    has one, else a null item appended at the end (so a page with no dictionary entries and
+    only nulls has the single item null)."""
+    items = arr.dictionary
+    bits = arr.type.index_type.bit_width
+    codes = arr.indices.to_numpy(zero_copy_only=False) if arr.null_count == 0 else None
+    if arr.null_count:
+        item_nulls = np.flatnonzero(
+            items.is_null().to_numpy(zero_copy_only=False)) if items.null_count else []
+        if len(item_nulls):
+            null_index = int(item_nulls[0])
+        else:
+            null_index = len(items)
+            items = pa.concat_arrays([items, pa.nulls(1, items.type)])
+        if null_index >= 1 << (bits - pa.types.is_signed_integer(arr.type.index_type)):
+            raise InvalidInput(
+                f"a null row needs dictionary index {null_index}, beyond {arr.type.index_type}"
+            )
+        codes = arr.indices.fill_null(null_index).to_numpy(zero_copy_only=False)
+    unsigned = np.dtype(f"<u{bits // 8}")
+    node = pb.ArrayEncoding()
+    node.dictionary.indices.nullable.no_nulls.values.CopyFrom(
+        flat_node(bits, buffers, np.ascontiguousarray(codes).view(unsigned).tobytes())
     )
     node.dictionary.items.CopyFrom(binary_node(items, buffers))
     node.dictionary.num_dictionary_items = len(items)

@@ -26,7 +26,7 @@ from ..page import EncodedPage, pack_any
 from .bitpacking import InlineBitpackedValues
 from .byte_stream_split import ByteStreamSplitValues
 from .constant import constant_value, encode_all_null, encode_constant
-from .dictionary import build_dictionary
+from .dictionary import arrow_dictionary, build_dictionary, null_items_to_rows
 from .fixed_size_list import FixedSizeListValues
 from .flat import FlatValues
 from .fsst import FsstValues
@@ -140,6 +140,11 @@ def encode_leaf_page(
         return encode_all_null(sh)
     if pa.types.is_struct(values.type):
         return encode_packed_struct_page(sh, version, name)
+    if pa.types.is_dictionary(values.type):  # an Arrow dictionary field: always a dictionary
+        indices, block, enc, n_items = arrow_dictionary(
+            values, version, hints.dict_values_compression
+        )
+        return encode_mini_block(sh, value_encoder(indices, hints), version, (block, enc, n_items))
     if version != "2.1":
         value = constant_value(values) if selection.maybe_constant(values) else None
         if value is not None:
@@ -191,6 +196,7 @@ class FieldEncoder21:
 
     def encode(self, arr: pa.Array, first_row: int) -> list[tuple[int, EncodedPage]]:
         out = []
+        arr = null_items_to_rows(arr)  # Arrow dictionaries: null items become null rows
         for col, path in enumerate(self.paths):
             if self.is_blob[col]:
                 out.append((col, BlobPage(arr, self.version, first_row)))

@@ -6,11 +6,13 @@ block: ``variable{offsets flat 32}`` for strings (§4.7 block form) or ``flat 12
 scheme ``lance-encoding:dict-values-compression`` names; ``none``: no wrapper).
 ``num_dictionary_items`` counts the items. The chunk values are then 0-based i32
 indices into the items, bit-packed like any 32-bit integers; null slots carry index 0
-(their def level marks them null).
+(their def level marks them null). An Arrow ``dictionary<...>`` field's pages use
+:func:`arrow_dictionary`: its own dictionary and indices of its key width.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -43,3 +45,70 @@ def build_dictionary(
         block = compress(block, scheme)
         enc = general_encoding(scheme, enc)
     return indices, block, enc, len(items)
+
+
+def rows_null_through_items(arr: pa.DictionaryArray) -> pa.DictionaryArray:
+    """``arr`` with its null dictionary entries removed and the rows pointing at them made
+    null (indices remapped), so that def levels carry every null as pylance 14.0.2 writes
+    it; the other entries keep their order, unused ones included."""
+    items = arr.dictionary
+    if items.null_count == 0:
+        return arr
+    keep = items.is_valid().to_numpy(zero_copy_only=False)
+    remap = np.cumsum(keep) - 1
+    codes = arr.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    row_valid = arr.is_valid().to_numpy(zero_copy_only=False)
+    if len(codes):
+        row_valid &= keep[codes]
+    new_codes = np.where(row_valid, remap[codes] if len(codes) else codes, 0)
+    indices = pa.array(new_codes, arr.type.index_type, mask=~row_valid)
+    return pa.DictionaryArray.from_arrays(indices, items.filter(pa.array(keep)))
+
+
+def arrow_dictionary(
+    values: pa.DictionaryArray, version: str, items_compression: str | None = None
+) -> tuple[pa.Array, bytes, pb.CompressiveEncoding, int]:
+    """Like :func:`build_dictionary` for a page of an Arrow dictionary field: the items are
+    the field's dictionary as given (unused entries kept, no null entry, see
+    :func:`rows_null_through_items`) and the indices keep the Arrow key type (null slots
+    carry 0), compressed like any integers of that width, as pylance 14.0.2 writes them."""
+    items = values.dictionary
+    block, enc = variable_block(items)
+    if version != "2.1" and items_compression != "none":
+        scheme = ZSTD if items_compression == "zstd" else LZ4
+        block = compress(block, scheme)
+        enc = general_encoding(scheme, enc)
+    return values.indices.fill_null(0), block, enc, len(items)
+
+
+def has_dictionary(t: pa.DataType) -> bool:
+    """Whether ``t`` is, or holds (in a struct or a list), a dictionary type."""
+    if pa.types.is_dictionary(t):
+        return True
+    if pa.types.is_struct(t):
+        return any(has_dictionary(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return has_dictionary(t.value_type)
+    return False
+
+
+def null_items_to_rows(arr: pa.Array) -> pa.Array:
+    """:func:`rows_null_through_items` applied to every dictionary in ``arr`` (top level, in
+    structs and in lists); other arrays are returned as they are."""
+    t = arr.type
+    if not has_dictionary(t):
+        return arr
+    if pa.types.is_dictionary(t):
+        return rows_null_through_items(arr)
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(t):
+        children = [null_items_to_rows(arr.field(i)) for i in range(t.num_fields)]
+        return pa.StructArray.from_arrays(
+            children, fields=[t.field(i) for i in range(t.num_fields)], mask=mask
+        )
+    cls = pa.LargeListArray if pa.types.is_large_list(t) else pa.ListArray
+    offsets = arr.offsets  # rebased so that they index ``arr.values`` from its start
+    first = offsets[0].as_py()
+    values = null_items_to_rows(arr.values.slice(first, offsets[-1].as_py() - first))
+    rebased = pc.subtract(offsets, pa.scalar(first, offsets.type))
+    return cls.from_arrays(rebased, values, type=t, mask=mask)

@@ -7,6 +7,7 @@ Two flavours occur (FILE-ENCODINGS §2.2):
   ``Binary`` node of ``num_dictionary_items`` values. The field type is plain utf8.
 * an Arrow ``dictionary<...>`` input: indices keep the key width and are 0-based; nulls
   point at an extra null item appended to ``items``. The field type is a dictionary type.
+  The decoded page has no null item: its rows are null through the indices' validity.
 """
 
 from __future__ import annotations
@@ -33,6 +34,12 @@ def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.
             raise ctx.error("dictionary index out of range", RULE_OFFSETS)
         item_null = np.asarray(items.is_null().to_numpy(zero_copy_only=False), dtype=bool)
         row_null = item_null[codes.astype(np.int64)] if num_rows else np.zeros(0, bool)
+        if item_null.any():
+            # null items are dropped and their rows made null, so that pages concatenate
+            # (Arrow cannot unify dictionaries holding nulls)
+            remap = np.cumsum(~item_null) - 1
+            codes = np.where(row_null, 0, remap[codes.astype(np.int64)]) if num_rows else codes
+            items = items.filter(pa.array(~item_null))
         index_np = codes.astype(data_type.index_type.to_pandas_dtype())
         validity = bitmap_from_bools(~row_null) if row_null.any() else None
         indices = pa.Array.from_buffers(
