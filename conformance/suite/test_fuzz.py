@@ -194,9 +194,11 @@ def test_inline_data_round_trips():
 
 # -- known-bad writers: caught, shrunk, saved, replayed --------------------------------------
 
-# (seed, max_ops) of a search that reaches each bug quickly
+# (seed, max_ops) of a search that reaches each bug quickly. The search is deterministic for a
+# seed, so these hold on any machine; a change to the generators (a type kind switched on or
+# off) changes the search, and a seed may then need finding again.
 KNOWN_BAD_SEARCH = {"deletion-flag": (5, 5), "read-version": (1, 5), "physical-rows": (5, 5),
-                    "file-version": (1, 5), "overwrite-commit": (1, 3)}
+                    "file-version": (1, 5), "overwrite-commit": (0, 3)}
 
 
 @pytest.mark.fuzz
