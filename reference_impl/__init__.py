@@ -39,6 +39,11 @@ __all__ = [
 
 __version__ = "0.1.0"
 
+# The Dataset's operations (ds.delete(...), ...) are registered by dataset_ops, which builds on
+# the dataset and the writer; importing it here makes them available whatever module of this
+# package is imported first.
+from . import dataset_ops as _dataset_ops  # noqa: E402,F401
+
 
 def open_dataset(uri, version=None, *, branch=None, storage_options=None):
     """Open a Lance dataset at ``uri`` (see :func:`reference_impl.dataset.open_dataset`)."""

@@ -17,6 +17,8 @@ Everything here is metadata; scanning rows is delegated to :mod:`reference_impl.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .errors import InvalidInput, NotFound
 from .io.base import ObjectStore
 from .io.uri import open_store
@@ -24,6 +26,27 @@ from .table import basepath, flags, layout, refs, versions
 from .table import fragment as fragmod
 from .table.manifest import ManifestFile, read_manifest_file
 from .table.transaction import read_transaction_file
+
+#: The operations that commit a new version (``delete``, ``update``, ... ``create_branch``)
+#: and the tag operations, by function name. :mod:`reference_impl.dataset_ops` builds them on
+#: this module and on the writer and registers them here when imported (the package
+#: ``reference_impl`` imports it), so a Dataset offers them as methods, as pylance's does,
+#: without this module importing them.
+OPERATIONS: dict[str, Callable] = {}
+
+
+def register_operations(*fns: Callable) -> None:
+    """Make ``fns`` the Dataset's operations of their names (see :data:`OPERATIONS`)."""
+    for fn in fns:
+        OPERATIONS[fn.__name__] = fn
+
+
+def _op(name: str) -> Callable:
+    try:
+        return OPERATIONS[name]
+    except KeyError:
+        raise RuntimeError(f"dataset operation {name!r} is not registered: "
+                           "import reference_impl.dataset_ops") from None
 
 
 def _parent_store(store: ObjectStore, branch: str) -> ObjectStore | None:
@@ -87,19 +110,13 @@ class _Tags:
 
     def create(self, name: str, version: int | None = None) -> None:
         """Create tag ``name`` at ``version`` (latest when None); create-if-absent."""
-        from . import dataset_ops
-
-        dataset_ops.create_tag(self._ds, name, version)
+        _op("create_tag")(self._ds, name, version)
 
     def update(self, name: str, version: int) -> None:
-        from . import dataset_ops
-
-        dataset_ops.update_tag(self._ds, name, version)
+        _op("update_tag")(self._ds, name, version)
 
     def delete(self, name: str) -> None:
-        from . import dataset_ops
-
-        dataset_ops.delete_tag(self._ds, name)
+        _op("delete_tag")(self._ds, name)
 
 
 class _Branches:
@@ -270,72 +287,46 @@ class Dataset:
 
         return scan.take_blobs(self, blob_column, ids=ids, addresses=addresses, indices=indices)
 
-    # -- operations (each commits a new version; see dataset_ops.py) ------------------
+    # -- operations (each commits a new version; registered by dataset_ops.py) -------
     # The names mirror pylance's. Each returns the dataset at the new version.
     def delete(self, predicate, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.delete(self, predicate, **kw)
+        return _op("delete")(self, predicate, **kw)
 
     def update(self, values: dict, where=None, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.update(self, values, where, **kw)
+        return _op("update")(self, values, where, **kw)
 
     def add_columns(self, data, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.add_columns(self, data, **kw)
+        return _op("add_columns")(self, data, **kw)
 
     def merge(self, table, on: str, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.merge(self, table, on, **kw)
+        return _op("merge")(self, table, on, **kw)
 
     def drop_columns(self, columns: list[str], **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.drop_columns(self, columns, **kw)
+        return _op("drop_columns")(self, columns, **kw)
 
     def alter_columns(self, *alterations, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.alter_columns(self, *alterations, **kw)
+        return _op("alter_columns")(self, *alterations, **kw)
 
     def compact_files(self, target_rows_per_fragment: int = 1024 * 1024, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.compact_files(self, target_rows_per_fragment, **kw)
+        return _op("compact_files")(self, target_rows_per_fragment, **kw)
 
     def restore(self, version: int | None = None, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.restore(self, version, **kw)
+        return _op("restore")(self, version, **kw)
 
     def update_config(self, values: dict, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.update_config(self, values, **kw)
+        return _op("update_config")(self, values, **kw)
 
     def update_metadata(self, values: dict, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.update_metadata(self, values, **kw)
+        return _op("update_metadata")(self, values, **kw)
 
     def update_schema_metadata(self, values: dict, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.update_schema_metadata(self, values, **kw)
+        return _op("update_schema_metadata")(self, values, **kw)
 
     def create_branch(self, name: str, ref=None, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.create_branch(self, name, ref, **kw)
+        return _op("create_branch")(self, name, ref, **kw)
 
     def shallow_clone(self, target: str, ref=None, **kw) -> Dataset:
-        from . import dataset_ops
-
-        return dataset_ops.shallow_clone(self, target, ref, **kw)
+        return _op("shallow_clone")(self, target, ref, **kw)
 
     def __repr__(self) -> str:
         b = f", branch={self.branch!r}" if self.branch else ""

@@ -22,7 +22,9 @@ observed"), as functions taking a :class:`reference_impl.dataset.Dataset`:
 ==========================  =============================================================
 
 Every function takes ``commit_message=`` (stored under ``__lance_commit_message``) and
-returns the dataset opened at the committed version. A predicate is a
+returns the dataset opened at the committed version. This module builds on
+:mod:`reference_impl.dataset` and :mod:`reference_impl.write` and registers its functions as
+the Dataset's methods (``ds.delete(...)``; ``reference_impl.dataset.register_operations``). A predicate is a
 ``pyarrow.compute.Expression`` or a small SQL subset (:func:`parse_predicate`); a
 predicate naming a missing column raises ``InvalidInput`` before anything is written.
 """
@@ -39,9 +41,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from . import scan
+from .dataset import open_dataset, register_operations
 from .errors import AlreadyExists, InvalidInput, NotFound
 from .proto import rowids_pb2, table_pb2
 from .table import blob as blob_mod
+from .write import new_data_file_name, write_fragments
 
 DELETION_ARROW_MAX = 5000  # at most this many deleted rows go to an Arrow file, more to Roaring
 
@@ -233,8 +237,6 @@ def _missing_fields(expr: pc.Expression, schema: pa.Schema) -> list[str]:
 
 # -- helpers ------------------------------------------------------------------------------
 def _reopen(ds, version: int):
-    from .dataset import open_dataset
-
     return open_dataset(ds.uri, version=version, branch=ds.branch, storage_options=ds.storage_options)
 
 
@@ -439,7 +441,6 @@ def update(ds, values: dict, where=None, *, commit_message: str | None = None):
     Under stable row ids a rewritten row keeps its row id and created-at version; its
     last-updated-at version is the committed one (pylance 14.0.2)."""
     from .table import operations
-    from .write import write_fragments
 
     _check_writable(ds)
     names = ds.schema.names
@@ -503,7 +504,6 @@ def add_columns(ds, data, *, commit_message: str | None = None):
     from .file.writer import write_lance_file
     from .table import operations
     from .table.schema import arrow_to_fields
-    from .write import new_data_file_name
 
     _check_writable(ds)
     if isinstance(data, pa.Schema):
@@ -670,7 +670,6 @@ def compact_files(ds, target_rows_per_fragment: int = 1024 * 1024, *, commit_mes
     meanwhile makes the Rewrite a retryable CommitConflict instead of being undone."""
     from .table import operations
     from .table.fragment_reuse import defer_index_remap, reuse_group
-    from .write import write_fragments
 
     _check_writable(ds)
     runs = _compaction_groups(ds, target_rows_per_fragment)
@@ -864,7 +863,6 @@ def shallow_clone(ds, target: str, ref=None, *, storage_options=None, commit_mes
                            commit_message=commit_message)
     prepared = lambda version: _clone_manifest(src.manifest, src.list_indices(), v, src_path, None, src.branch)  # noqa: E731
     commit_at(dst, txn, v, prepared)
-    from .dataset import open_dataset
     return open_dataset(target, version=v, storage_options=storage_options)
 
 
@@ -893,7 +891,6 @@ def _by_tag(ds, name: str):
     from .table import refs
 
     tag = refs.resolve_tag(ds.root_store, name)
-    from .dataset import open_dataset
     return open_dataset(ds.uri if not ds.branch else _local_path(ds.root_store), version=tag.version,
                         branch=tag.branch, storage_options=ds.storage_options)
 
@@ -927,6 +924,11 @@ def create_branch(ds, name: str, ref=None, *, commit_message: str | None = None)
     data = refs.branch_json(parent_version=v, manifest_size=_manifest_size(src.store, v),
                             create_at=int(time.time()), parent_branch=src.branch, identifier=identifier)
     root.put_if_not_exists(layout.branch_key(name), data)
-    from .dataset import open_dataset
     return open_dataset(_local_path(root) if root.uri.startswith("file://") else root.uri,
                         branch=name, storage_options=ds.storage_options)
+
+
+register_operations(delete, update, add_columns, merge, drop_columns, alter_columns,
+                    compact_files, restore, update_config, update_metadata,
+                    update_schema_metadata, create_tag, update_tag, delete_tag,
+                    create_branch, shallow_clone)

@@ -23,6 +23,7 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
+from .dataset import _open, open_dataset
 from .errors import AlreadyExists, InvalidInput
 from .proto import table_pb2
 
@@ -265,8 +266,6 @@ def _new_fields(schema: pa.Schema, file_version: str) -> list:
 def _open_written(uri, store, storage_options, result):
     """The written version, opened as a :class:`reference_impl.dataset.Dataset` (by URI when
     given one, so an ``s3+ddb://`` dataset keeps its URI; else on the store object)."""
-    from .dataset import _open, open_dataset
-
     if isinstance(uri, (str, os.PathLike)):
         return open_dataset(os.fspath(uri), version=result.version, storage_options=storage_options)
     return _open(store.uri, store, None, None, result.version, storage_options)

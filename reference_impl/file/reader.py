@@ -35,9 +35,9 @@ A decoder has the signature::
   ``stop-start`` rows with a 2-tuple is also fine;
 * returns the decoded array and the index of the column after the field's last one.
 
-The 2.1/2.2 family (``"2.1"``) is registered here; ``"2.0"`` is registered by
-``reference_impl.file.encodings.v2_0`` (a fallback adapter over its ``column`` module is used
-when nothing is registered).
+Both families are registered here: ``"2.1"`` (2.1/2.2) with this module's decoder and
+``"2.0"`` with :func:`reference_impl.file.encodings.v2_0.column.decode_column_2_0` (the 2.0
+package never imports this module).
 """
 
 from __future__ import annotations
@@ -52,6 +52,7 @@ from reference_impl.errors import FormatError, UnsupportedFeature
 
 from . import arrow_types, parallel
 from .container import FileContainer, read_container
+from .encodings.v2_0.column import decode_column_2_0
 from .encodings.v2_1 import blob as blob_layout
 from .encodings.v2_1 import constant as constant_layout
 from .encodings.v2_1 import full_zip, mini_block, repdef
@@ -444,20 +445,7 @@ def decode_column_2_1(container: FileContainer, column_index: int, field_: pa.Fi
 
 
 register_decoder("2.1", decode_column_2_1)
-
-
-def _decode_column_2_0_fallback(container: FileContainer, column_index: int, field_: pa.Field, page_range=None):
-    """Adapter over ``encodings.v2_0.column`` when the 2.0 module registers nothing."""
-    from .encodings.v2_0 import column as col20
-
-    def read_range(pos, length):
-        return container.read_buffer(pos, length)
-
-    gbufs = [memoryview(container.read_global_buffer(i)) for i in range(container.num_global_buffers)]
-    cols = [col20.column_from_metadata(m, read_range, path=container.path, file_buffers=gbufs)
-            for m in container.columns]
-    arr, nxt = col20.decode_field(field_, cols, column_index)
-    return arr, nxt
+register_decoder("2.0", decode_column_2_0)
 
 
 # --------------------------------------------------------------------------- public reader
@@ -523,12 +511,6 @@ class LanceFileReader:
 
     def _decoder(self):
         fam = family(self.version)
-        if fam == "2.0" and fam not in DECODERS:
-            try:
-                import reference_impl.file.encodings.v2_0  # noqa: F401  (may register)
-            except ImportError:
-                pass
-            return DECODERS.get("2.0", _decode_column_2_0_fallback)
         return DECODERS[fam]
 
     def _column_starts(self):

@@ -41,6 +41,10 @@ import numpy as np
 
 from reference_impl.errors import FormatError, UnsupportedFeature
 from reference_impl.proto import table_pb2
+from reference_impl.table.fragment_bitmap import encode_fragment_bitmap
+
+#: The name pylance gives the fragment reuse index (a system index).
+FRAG_REUSE_INDEX_NAME = "__lance_frag_reuse"
 
 RULE = "INDEX-020"
 #: Largest external content read, and largest number of row addresses materialised.
@@ -253,8 +257,6 @@ def defer_index_remap(indices, groups, dataset_version: int, *, created_at_ms: i
     ``IndexMetadata`` messages; returns new messages."""
     import time
     import uuid as uuid_mod
-
-    from reference_impl.table.index import FRAG_REUSE_INDEX_NAME, encode_fragment_bitmap
 
     out, details = [], table_pb2.FragmentReuseIndexDetails()
     for im in indices:

@@ -70,14 +70,16 @@ import numpy as np
 
 from reference_impl.errors import FormatError
 from reference_impl.proto import index_details_pb2, index_pb2, table_pb2
+from reference_impl.table.fragment_bitmap import (  # noqa: F401  (part of this module's API)
+    MAX_BITMAP_BYTES,
+    MAX_BITMAP_IDS,
+    RULE_BITMAP,
+    decode_fragment_bitmap,
+    encode_fragment_bitmap,
+)
+from reference_impl.table.fragment_reuse import FRAG_REUSE_INDEX_NAME  # noqa: F401
+from reference_impl.table.fragment_reuse import summarize as summarize_fragment_reuse
 
-#: Largest fragment bitmap (serialized bytes) decoded; a manifest's bitmap of even a million
-#: fragments stays far below this.
-MAX_BITMAP_BYTES = 64 << 20
-#: Largest number of fragment ids materialised from one bitmap.
-MAX_BITMAP_IDS = 1 << 26
-
-RULE_BITMAP = "INDEX-006"
 RULE_DETAILS = "INDEX-009"
 
 #: Lower-cased full message name -> (short kind, message class). Type URLs are matched by the
@@ -105,8 +107,7 @@ for _name in ("btree", "bitmap", "labellist", "ngram", "zonemap", "inverted"):
     KNOWN_DETAILS.setdefault(f"lance.index.pb.{_name}indexdetails",
                              KNOWN_DETAILS[f"lance.table.{_name}indexdetails"])
 
-#: Names pylance gives its system indexes.
-FRAG_REUSE_INDEX_NAME = "__lance_frag_reuse"
+#: Names pylance gives its system indexes (the fragment reuse index names its own).
 MEM_WAL_INDEX_NAME = "__lance_mem_wal"
 
 
@@ -156,41 +157,6 @@ def parse_index_details(any_msg, *, path: str | None = None) -> IndexDetails:
     unknown = collect_unknown_fields(msg, type_name(type_url), {})
     return IndexDetails(type_url=type_url, raw=raw, kind=kind, message=msg,
                         unknown_fields=unknown)
-
-
-def decode_fragment_bitmap(raw: bytes, *, max_ids: int = MAX_BITMAP_IDS,
-                           path: str | None = None) -> np.ndarray:
-    """The fragment ids of a 32-bit Roaring bitmap in the portable format, sorted, as a
-    ``uint32`` array. Empty bytes mean no fragments. Bounded: at most ``MAX_BITMAP_BYTES``
-    bytes and ``max_ids`` ids are decoded; anything else raises ``FormatError``
-    (INDEX-006)."""
-    if not raw:
-        return np.zeros(0, dtype=np.uint32)
-    if len(raw) > MAX_BITMAP_BYTES:
-        raise FormatError(f"fragment bitmap of {len(raw)} bytes exceeds {MAX_BITMAP_BYTES}",
-                          rule=RULE_BITMAP, path=path)
-    from pyroaring import BitMap
-
-    try:
-        bm = BitMap.deserialize(bytes(raw))
-    except Exception as exc:  # noqa: BLE001 - pyroaring raises ValueError on bad bytes
-        raise FormatError(f"fragment bitmap is not a portable 32-bit Roaring bitmap: {exc}",
-                          rule=RULE_BITMAP, path=path) from None
-    n = len(bm)
-    if n > max_ids:
-        raise FormatError(f"fragment bitmap holds {n} ids, above the bound {max_ids}",
-                          rule=RULE_BITMAP, path=path)
-    return np.asarray(bm.to_array(), dtype=np.uint32) if n else np.zeros(0, dtype=np.uint32)
-
-
-def encode_fragment_bitmap(ids) -> bytes:
-    """The portable 32-bit Roaring serialization of ``ids`` (pyroaring, run-optimised as
-    pylance writes after compaction)."""
-    from pyroaring import BitMap
-
-    bm = BitMap(np.asarray(ids, dtype=np.uint32).tolist())
-    bm.run_optimize()
-    return bm.serialize()
 
 
 def uuid_text(raw: bytes) -> str:
@@ -344,9 +310,7 @@ def describe(idx: Index, *, list_limit: int = 64) -> dict:
         elif d.message is None:
             dd["raw_bytes"] = len(d.raw)
         elif d.kind == "fragment_reuse":
-            from reference_impl.table.fragment_reuse import summarize
-
-            dd["content"] = summarize(d.message)
+            dd["content"] = summarize_fragment_reuse(d.message)
         elif d.kind == "mem_wal":
             from reference_impl.table.mem_wal import summarize
 

@@ -28,16 +28,3 @@ from ._common import decode as decode_page
 
 __all__ = ["DECODERS", "PageContext", "decode_page"]
 
-
-def _register_with_reader() -> None:
-    """Plug the 2.0 field decoder into ``reference_impl.file.reader``'s decoder hook."""
-    try:
-        from reference_impl.file import reader
-    except ImportError:  # the shared reader is optional for this package
-        return
-    from .column import decode_column_2_0
-
-    reader.register_decoder("2.0", decode_column_2_0)
-
-
-_register_with_reader()

@@ -2,7 +2,8 @@
 
 * :func:`decode_mini_block` -- per mini-block chunk: value buffers of every chunk plus the
   chunk's visible value count -> one value stream for the page;
-* :func:`decode_block` -- a whole buffer (levels, dictionary, constant-page levels);
+* :func:`decode_block` -- a whole buffer (levels, dictionary, constant-page levels), from
+  :mod:`.block`, which the 2.3 sequences (:mod:`..v2_3.sequence`) decode through too;
 * :func:`decode_per_value` -- the values of a full-zip page, already cut out of the zipped
   stream (:class:`Fixed` for fixed width, :class:`Var` for variable width).
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from reference_impl.errors import FormatError
 
+from ..v2_3 import sequence
 from . import (
     bitpacking,
     byte_stream_split,
@@ -26,6 +28,7 @@ from . import (
     rle,
     variable,
 )
+from .block import decode_block, kind, needs_bytes
 from .chunks import ChunkSet, gather_ranges
 from .values import Fixed, Var
 
@@ -33,27 +36,6 @@ RULE = "ENC-001"
 MB_CAP = 1 << 26
 #: below this many chunks levels are decoded chunk by chunk (grouping does not pay)
 GROUPED_MIN_CHUNKS = 8
-
-
-def kind(node) -> str:
-    k = node.WhichOneof("compression")
-    if k is None:
-        raise FormatError("compressive encoding is empty", rule=RULE)
-    return k
-
-
-def needs_bytes(node) -> bool:
-    """Whether a block tree reads a buffer (2.3 ``Range``/``Constant`` sequences need none)."""
-    k = kind(node)
-    if k in ("range", "constant"):
-        return False
-    if k == "delta":
-        return needs_bytes(node.delta.deltas)
-    if k == "dictionary":
-        return needs_bytes(node.dictionary.indices) or needs_bytes(node.dictionary.items)
-    if k == "rle":
-        return needs_bytes(node.rle.values) or needs_bytes(node.rle.run_lengths)
-    return True
 
 
 def mini_block_buffers(node) -> int:
@@ -87,9 +69,6 @@ def decode_mini_block(node, chunks: ChunkSet, counts: np.ndarray):
     lists = [list(x) for x in zip(*[chunks.buffers(b) for b in range(chunks.n_buffers)], strict=False)]
     cl = counts.tolist()
     if k == "variable":  # 2.3 generic offsets: per chunk (offsets bytes if any, value bytes)
-        # the 2.3 sequence encodings, imported late because they use this module
-        from ..v2_3 import sequence
-
         return variable.decode_chunks_generic(node.variable, lists, cl, sequence.decode_tree)
     if k == "rle":
         pairs = [(c[0], c[1]) for c in lists]
@@ -155,39 +134,6 @@ def check_version(layout, version: str, *, path=None) -> None:
         if found:
             raise FormatError(f"{found[0]} requires Lance file version 2.3, the file is {version}",
                               rule=found[1], path=path)
-
-
-def decode_block(node, buf, n: int):
-    """Decode a whole buffer holding ``n`` values."""
-    k = kind(node)
-    if k == "flat":
-        return flat.decode(buf, n, int(node.flat.bits_per_value))
-    if k == "inline_bitpacking":
-        T = int(node.inline_bitpacking.uncompressed_bits_per_value)
-        if n > 1024:
-            raise FormatError(f"an inline bit-packed block holds at most 1024 values, not {n}", rule=bitpacking.RULE)
-        return Fixed(bitpacking.decode_inline([buf], [n], T).view(np.uint8), T)
-    if k == "out_of_line_bitpacking":
-        o = node.out_of_line_bitpacking
-        if kind(o.values) != "flat":
-            raise FormatError("out-of-line bit-packed values must be flat", rule=bitpacking.RULE)
-        T = int(o.uncompressed_bits_per_value)
-        return Fixed(bitpacking.decode_out_of_line(buf, n, T, int(o.values.flat.bits_per_value)).view(np.uint8), T)
-    if k == "variable":
-        return variable.decode_block(buf, n)
-    if k == "rle":
-        return rle.decode_block(buf, n, rle.widths(node.rle))
-    if k == "general":
-        raw = general.decompress(int(node.general.compression.scheme), buf)
-        return decode_block(node.general.values, raw, n)
-    if k == "fixed_size_list":
-        return fixed_size_list.decode_block(node, buf, n)
-    if k == "constant":
-        v = bytes(node.constant.value)
-        if not v:
-            raise FormatError("constant encoding without a value", rule=RULE)
-        return Fixed(np.tile(np.frombuffer(v, np.uint8), n), 8 * len(v))
-    raise FormatError(f"{k} is not a block encoding", rule=RULE)
 
 
 def decode_per_value(node, raw):

@@ -21,7 +21,7 @@ tables):
   (``u64`` values byte count -- here 0 --, value bytes, run-length bytes).
 * ``Constant {1 value}`` -- the value repeated; an empty ``Constant`` stands for an empty
   sequence (``n == 0``).
-* any other block tree (flat, bit-packed) -- decoded by :func:`..v2_1.compressive.decode_block`.
+* any other block tree (flat, bit-packed) -- decoded by :func:`..v2_1.block.decode_block`.
 
 A tree that needs bytes takes the page's next buffer (:class:`Buffers`); trees without bytes
 (range, constant, a dictionary of two such) take none.
@@ -35,7 +35,7 @@ import numpy as np
 
 from reference_impl.errors import FormatError
 
-from ..v2_1 import compressive
+from ..v2_1 import block
 from ..v2_1.values import Fixed
 
 RULE = "ENC-001"
@@ -62,7 +62,7 @@ class Buffers:
                               rule=RULE)
 
 
-needs_bytes = compressive.needs_bytes
+needs_bytes = block.needs_bytes
 
 
 def _width(bits: int) -> int:
@@ -82,7 +82,7 @@ def decode_tree(node, buf, n: int) -> np.ndarray:
 
 
 def _decode(node, buf, n: int) -> np.ndarray:
-    k = compressive.kind(node)
+    k = block.kind(node)
     if k == "range":
         r = node.range
         _width(int(r.uncompressed_bits_per_value))
@@ -115,7 +115,7 @@ def _decode(node, buf, n: int) -> np.ndarray:
         return np.full(n, _scalar(v), np.uint64)
     if buf is None:
         raise FormatError(f"{k} sequence without a buffer", rule=RULE)
-    return _unsigned(compressive.decode_block(node, buf, n), n)
+    return _unsigned(block.decode_block(node, buf, n), n)
 
 
 def _scalar(v: bytes) -> int:
@@ -156,7 +156,7 @@ def _dictionary(d, buf, n: int) -> np.ndarray:
 
 def _flat_count(node, buf) -> int:
     """How many values of a flat tree fill ``buf`` exactly."""
-    if compressive.kind(node) != "flat" or int(node.flat.bits_per_value) not in WIDTHS:
+    if block.kind(node) != "flat" or int(node.flat.bits_per_value) not in WIDTHS:
         raise FormatError("an RLE child sharing its buffer must be flat 8..64-bit", rule="ENC-012")
     width = int(node.flat.bits_per_value) // 8
     if len(buf) % width:
