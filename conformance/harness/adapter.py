@@ -117,16 +117,30 @@ class Adapter:
         self.close()
 
 
+#: The built-in adapters: each name stands for a ``module:attribute`` spec, resolved when the
+#: adapter is loaded, exactly as a ``module:Class`` given on the command line. The adapter
+#: modules build on this one (the protocol); this module never imports them.
+BUILTIN: dict[str, str] = {
+    "reference": "conformance.harness.reference:ReferenceAdapter",
+    "pylance": "conformance.harness.pylance_adapter:PylanceAdapter",
+}
+#: ``known-bad:NAME`` -- the adapter class ``KNOWN_BAD[NAME]`` of that module (harness self-test).
+KNOWN_BAD = "conformance.harness.known_bad:KNOWN_BAD"
+#: ``cmd:"<command line>"`` -- this class, constructed with the command's argument list.
+SUBPROCESS = "conformance.harness.subprocess_adapter:SubprocessAdapter"
+
+
+def _resolve(target: str):
+    """The object a ``module:attribute`` spec names."""
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def _builtin(name: str) -> Adapter | None:
-    if name == "reference":
-        from .reference import ReferenceAdapter
-        return ReferenceAdapter()
-    if name == "pylance":
-        from .pylance_adapter import PylanceAdapter
-        return PylanceAdapter()
+    if name in BUILTIN:
+        return _resolve(BUILTIN[name])()
     if name.startswith("known-bad:"):
-        from .known_bad import KNOWN_BAD
-        cls = KNOWN_BAD.get(name.split(":", 1)[1])
+        cls = _resolve(KNOWN_BAD).get(name.split(":", 1)[1])
         return cls() if cls else None
     return None
 
@@ -135,18 +149,16 @@ def load_adapter(spec: str) -> Adapter:
     """The adapter named by ``spec`` (see the module docstring). Raises ValueError."""
     spec = spec.strip()
     if spec.startswith("cmd:"):
-        from .subprocess_adapter import SubprocessAdapter
         command = spec[4:].strip()
         if len(command) >= 2 and command[0] == command[-1] and command[0] in "\"'":
             command = command[1:-1]
-        return SubprocessAdapter(shlex.split(command))
+        return _resolve(SUBPROCESS)(shlex.split(command))
     found = _builtin(spec)
     if found is not None:
         return found
     if ":" in spec:
-        module, _, attr = spec.partition(":")
         try:
-            obj = getattr(importlib.import_module(module), attr)
+            obj = _resolve(spec)
         except (ImportError, AttributeError) as exc:
             raise ValueError(f"cannot load adapter {spec!r}: {exc}") from None
         return obj() if isinstance(obj, type) else obj
