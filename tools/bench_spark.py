@@ -108,14 +108,14 @@ def worker(argv: list[str]) -> None:
         report = validate(a.uri, deep=True)
         out["seconds"] = time.monotonic() - t
     else:
-        from conformance.spark_session import get_session
+        from conformance.engine.spark_session import get_session
 
         t = time.monotonic()
         spark = get_session(a.master, app_name="lance-conformance-bench")
         out["session_s"] = time.monotonic() - t
         t = time.monotonic()
         if a.what == "generate":
-            from conformance.large_fixtures import generate
+            from conformance.fixtures.large import generate
 
             generate(a.uri, num_rows=a.rows, fragments=a.fragments, seed=a.seed,
                      engine="spark", spark=spark, mode="overwrite")

@@ -1,7 +1,7 @@
 """Benchmark: metadata validation of a dataset with 10,000 fragments (target: under 2 s).
 
 The dataset is built quickly: pylance 14.0.2 writes four small fragments, then one manifest
-is encoded (``conformance.invalid.encode_manifest``) with N fragments that reference those
+is encoded (``conformance.fixtures.corruption.encode_manifest``) with N fragments that reference those
 four real data files round-robin, with fresh fragment ids. Validation reads the manifest,
 every data file's footer once (cached by path) and runs every metadata rule.
 
@@ -21,7 +21,12 @@ def build(root: Path, n: int) -> str:
     import lance
     import pyarrow as pa
 
-    from conformance.invalid import encode_manifest, latest_manifest, split_manifest, v2_name
+    from conformance.fixtures.corruption import (
+        encode_manifest,
+        latest_manifest,
+        split_manifest,
+        v2_name,
+    )
 
     uri = str(root / "ds")
     for i in range(4):

@@ -1,4 +1,4 @@
-"""Regenerate ``fixtures/golden/`` (the golden cases of :mod:`conformance.golden`).
+"""Regenerate ``fixtures/golden/`` (the golden cases of :mod:`conformance.fixtures.golden`).
 
     python tools/gen_golden_fixtures.py [--producer reference|pylance] [--out DIR] [--case ID]
 

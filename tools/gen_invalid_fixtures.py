@@ -1,8 +1,8 @@
 """Build the negative fixtures: one dataset per rule in ``fixtures/invalid/<RULE-ID>/``.
 
-Each case is the small base dataset of ``conformance.invalid.write_base`` (written with
-pylance 14.0.2, then made byte-reproducible by ``conformance.invalid.normalize``) with one
-corruption of ``conformance.invalid.CORRUPTIONS`` applied, plus a ``case.json`` naming the
+Each case is the small base dataset of ``conformance.fixtures.corruption.write_base`` (written with
+pylance 14.0.2, then made byte-reproducible by ``conformance.fixtures.corruption.normalize``) with one
+corruption of ``conformance.fixtures.invalid.CORRUPTIONS`` applied, plus a ``case.json`` naming the
 rule, its spec clause, what was changed and how to validate it. The base is written once
 and copied for each case, so every case differs from it in exactly one way.
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 def case_doc(rule_id: str) -> dict:
     """The ``case.json`` of one rule's fixture."""
-    from conformance.invalid import ALSO, DEEP, DESCRIPTIONS
+    from conformance.fixtures.invalid import ALSO, DEEP, DESCRIPTIONS
     from conformance.rules import get_rule
 
     r = get_rule(rule_id)
@@ -37,13 +37,13 @@ def case_doc(rule_id: str) -> dict:
             "spec": {"file": r.spec_file, "section": r.section, "clause": r.clause},
             "changed": DESCRIPTIONS[rule_id], "validate": validate,
             "also": ALSO.get(rule_id, []),
-            "base": "conformance.invalid.write_base (pylance 14.0.2, normalized)"}
+            "base": "conformance.fixtures.corruption.write_base (pylance 14.0.2, normalized)"}
 
 
 def build(out: Path, rules: list[str] | None = None) -> list[str]:
     """Write the cases (all, or those of ``rules``) under ``out``; a full build also removes
     case directories whose rule has no corruption any more."""
-    from conformance.invalid import CORRUPTIONS, write_base
+    from conformance.fixtures.invalid import CORRUPTIONS, write_base
 
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """``lance-conformance check-store URI``: qualify an object store for concurrent commits.
 
-Runs :func:`conformance.store_check.check_store` and prints the verdict (SAFE, UNSAFE
+Runs :func:`conformance.concurrency.store_check.check_store` and prints the verdict (SAFE, UNSAFE
 with reasons, or UNREACHABLE). On S3 stores the report includes a second client's (the
 MinIO SDK's) read-back of what boto3 wrote as checks of their own (``second-client-*``).
 ``--endpoint URL`` is short for ``-o aws_endpoint=URL`` (plus ``allow_http=true`` for an
@@ -48,7 +48,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.store_check import UNREACHABLE, check_store
+    from conformance.concurrency.store_check import UNREACHABLE, check_store
 
     if args.clients < 2 or args.rounds < 1:
         print("check-store: --clients must be >= 2 and --rounds >= 1", file=sys.stderr)

@@ -1,7 +1,7 @@
 """``lance-conformance fixtures``: generate and verify the golden fixtures.
 
 ``fixtures generate [--producer reference|pylance] [--out DIR] [--case ID ...]`` writes every
-golden case (:mod:`conformance.golden`) into ``DIR`` (default ``fixtures/golden``); a case that
+golden case (:mod:`conformance.fixtures.golden`) into ``DIR`` (default ``fixtures/golden``); a case that
 only one producer can make keeps its own producer. The same inputs give the same logical
 contents (rows, versions, tags), not the same bytes (uuids and timestamps differ).
 

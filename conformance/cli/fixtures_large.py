@@ -1,7 +1,7 @@
 """``lance-conformance fixtures generate-large URI``: write a large deterministic dataset.
 
 ``generate-large --rows N --fragments F [--seed S] [--engine local|spark] [--master URL]
-[--mode create|overwrite|append] URI`` writes the table of :mod:`conformance.large_fixtures`
+[--mode create|overwrite|append] URI`` writes the table of :mod:`conformance.fixtures.large`
 (row ``i`` depends only on the seed and ``i``) as F fragments, each one data file, then
 commits one transaction. With ``--engine spark`` the data files are written by Spark tasks
 (``mapInArrow``) and the driver commits. The ``fixtures`` command module calls
@@ -29,7 +29,7 @@ def _options(pairs: list[str]) -> dict[str, str]:
 
 def run_generate_large(args) -> int:
     from conformance.engine.spark import SparkEngineError
-    from conformance.large_fixtures import generate
+    from conformance.fixtures.large import generate
     from reference_impl.errors import LanceError
 
     name = "lance-conformance fixtures generate-large"

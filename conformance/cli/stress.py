@@ -1,6 +1,6 @@
 """``lance-conformance stress URI``: many writers commit to one dataset; count what was lost.
 
-Runs :func:`conformance.stress.run_stress` and prints ``commits_succeeded``,
+Runs :func:`conformance.concurrency.stress.run_stress` and prints ``commits_succeeded``,
 ``commits_retried``, ``commits_rejected``, ``lost_commits``, ``final_version``,
 ``invariant_violations`` and ``elapsed_s``. Exit code 0 when nothing was lost and no
 invariant broke, 1 otherwise, 2 on a usage error or an unreachable store.
@@ -23,7 +23,7 @@ def _key_value(text: str) -> tuple[str, str]:
 
 
 def _ops(text: str) -> tuple[str, ...]:
-    from conformance.stress import OPS
+    from conformance.concurrency.stress import OPS
 
     ops = tuple(o.strip() for o in text.split(",") if o.strip())
     bad = [o for o in ops if o not in OPS]
@@ -65,7 +65,7 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from conformance.stress import run_stress
+    from conformance.concurrency.stress import run_stress
 
     if args.writers < 1 or args.commits < 1 or args.rows < 1:
         print("stress: --writers, --commits and --rows must be >= 1", file=sys.stderr)

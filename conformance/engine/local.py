@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 
-from conformance.report import Report, Violation
+from conformance.engine.report import Report, Violation
 from conformance.rules import registry
 from conformance.rules.context import DataFileContext, TableContext, VersionContext
 from reference_impl.errors import FormatError, LanceError, NotFound, StoreError

@@ -8,7 +8,7 @@
    on every table row whose location is a Lance table, and on every root ``<name>.lance``
    directory found by listing (the compatibility mode's V1 tables);
 
-and merges everything into one :class:`~conformance.report.Report`. Findings from a table
+and merges everything into one :class:`~conformance.engine.report.Report`. Findings from a table
 carry ``location["table"]`` (the object id, or ``__manifest``). Declared tables (no
 version yet) are not validated as tables. A root that holds nothing raises
 :class:`~conformance.engine.local.DatasetNotFound` (the CLI's exit 2).
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 
-from conformance.report import Report, Violation
+from conformance.engine.report import Report, Violation
 from conformance.rules import namespace as ns_rules
 from conformance.rules import registry
 from conformance.rules.context import NamespaceContext

@@ -29,7 +29,7 @@ import time
 from collections.abc import Iterable, Iterator
 from urllib.parse import urlparse
 
-from conformance.report import Report, Violation
+from conformance.engine.report import Report, Violation
 from reference_impl.errors import LanceError
 
 from .local import (
@@ -154,7 +154,7 @@ def validate(uri: str, *, master: str | None = None, spark=None, versions="lates
     probed before anything is read). ``refs``: as for the local engine (every branch and
     tag by default; branch data files are Spark tasks like main's). Raises :class:`SparkEngineError` when Spark cannot run the checks and
     :class:`~.local.DatasetNotFound` when the driver finds no dataset."""
-    from conformance.spark_session import (
+    from conformance.engine.spark_session import (
         DEFAULT_CONNECT_TIMEOUT,
         SparkUnavailable,
         check_master,

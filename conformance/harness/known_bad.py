@@ -5,7 +5,7 @@ writer would make it: right after each of its commits, the manifest (and transac
 it has just written is re-encoded with the wrong value, before the next operation runs;
 the stale-commit bug replaces the commit step itself. ``EXPECTED_RULES`` names the
 validator rules (and harness checks) that must catch each one; the self-test
-(``conformance/suite/test_known_bad.py``) asserts these ids and that every writer
+(``conformance/suite/harness/test_known_bad.py``) asserts these ids and that every writer
 scenario not touching the bug still passes.
 
 =====================  ========================================================  ===============
@@ -34,7 +34,7 @@ from .scenarios import commits
 
 
 def _latest(uri: str) -> Path:
-    from conformance.invalid import latest_manifest
+    from conformance.fixtures.corruption import latest_manifest
 
     return latest_manifest(Path(uri))
 
@@ -55,7 +55,7 @@ class ReadVersionAtCommitWriter(_PatchingWriter):
     name = "known-bad:read-version"
 
     def patch(self, uri):
-        from conformance.invalid import edit_transaction_everywhere, split_manifest
+        from conformance.fixtures.corruption import edit_transaction_everywhere, split_manifest
 
         root = Path(uri)
         m, _, txn = split_manifest(_latest(uri).read_bytes())
@@ -72,7 +72,7 @@ class DeletionFlagUnsetWriter(_PatchingWriter):
     name = "known-bad:deletion-flag"
 
     def patch(self, uri):
-        from conformance.invalid import rewrite_manifest
+        from conformance.fixtures.corruption import rewrite_manifest
 
         def edit(m):
             m.reader_feature_flags &= ~1
@@ -85,7 +85,7 @@ class PhysicalRowsAliveWriter(_PatchingWriter):
     name = "known-bad:physical-rows"
 
     def patch(self, uri):
-        from conformance.invalid import manifests, rewrite_manifest, split_manifest
+        from conformance.fixtures.corruption import manifests, rewrite_manifest, split_manifest
 
         # the fragments this commit wrote or changed carry the bug; those it kept from the
         # previous manifest were patched when that one was committed
@@ -109,7 +109,7 @@ class WrongFileVersionWriter(_PatchingWriter):
     name = "known-bad:file-version"
 
     def patch(self, uri):
-        from conformance.invalid import rewrite_manifest
+        from conformance.fixtures.corruption import rewrite_manifest
 
         def edit(m):
             for f in m.fragments:

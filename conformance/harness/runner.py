@@ -3,7 +3,7 @@
 Two suites, each case with a stable id:
 
 * **read** -- ``read.<golden-id>``: the adapter reads every read of a golden case
-  (:mod:`conformance.golden`) and must return the expected rows; a must-reject case
+  (:mod:`conformance.fixtures.golden`) and must return the expected rows; a must-reject case
   (``expected.outcome == "reject"``, ``when == "read"``) must make it raise.
 * **write** -- ``write.<scenario>``: the adapter applies a writer scenario
   (:mod:`conformance.harness.scenarios`) one operation at a time to a fresh URI; then the

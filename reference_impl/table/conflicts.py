@@ -29,7 +29,7 @@ Where the cells come from
 -------------------------
 Every cell among append, delete, update, overwrite, rewrite, merge, restore and
 update_config was **observed** with pylance 14.0.2 on this machine: two commits built at
-``read_version=1`` through ``lance.LanceDataset.commit`` (``conformance/suite/test_conflicts.py``
+``read_version=1`` through ``lance.LanceDataset.commit`` (``conformance/suite/table/test_conflicts.py``
 replays them). In particular:
 
 * Delete/Update against Delete/Update/Rewrite on the **same** fragment is RETRYABLE

@@ -4,7 +4,7 @@ Spec 003's encodings table: packed struct is "Only used on struct types if the f
 metadata attribute "packed" is set to "true"" (>= 2.0). FILE-ENCODINGS.md §1.1, §2.3,
 §5.1 and §5.2 list what pylance 14.0.2 does with the other keys; where the facts sheet is
 silent the behaviour below was observed on pylance 14.0.2 output (recorded in
-``conformance/suite/test_encoding_hints.py``).
+``conformance/suite/file/test_encoding_hints.py``).
 
 Every key, its values and the writer's use of it:
 

@@ -1,0 +1,1 @@
+"""Tests of the lance-conformance commands that print datasets (conformance/cli: dump, inspect)."""

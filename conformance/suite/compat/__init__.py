@@ -1,0 +1,1 @@
+"""Tests of the compatibility matrix (conformance/compat; lance-conformance compat)."""

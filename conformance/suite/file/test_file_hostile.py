@@ -1,0 +1,245 @@
+"""Hostile data files: the reader meets flipped bytes, truncations, offsets past the end and
+absurd lengths and must answer with ``FormatError`` / ``UnsupportedFeature`` (or decode
+something), with bounded memory and no hang.
+
+Default run: ~100 mutants of pylance 2.1/2.2 files, memory measured with ``tracemalloc``
+(peak below 64 MiB per mutant, the files being a few KiB). ``-m slow``: thousands of mutants.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import tracemalloc
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from google.protobuf import any_pb2
+
+from reference_impl.errors import FormatError, UnsupportedFeature
+from reference_impl.file.container import read_container
+from reference_impl.file.reader import LanceFileReader
+from reference_impl.io.memory import MemoryStore
+from reference_impl.proto import file2_pb2
+
+PEAK_LIMIT = 64 << 20
+
+
+def _table(n=300):
+    rng = np.random.default_rng(5)
+    return pa.table({
+        "i": pa.array(rng.integers(0, 1000, n)),
+        "f": pa.array(rng.random(n)),
+        "s": pa.array([None if i % 7 == 0 else f"str{i % 50}-{i}" * 3 for i in range(n)]),
+        "low": pa.array([["north", "south", "east-west"][i % 3] for i in range(n)]),
+        "l": pa.array([None if i % 5 == 0 else list(range(i % 4)) for i in range(n)], pa.list_(pa.int16())),
+        "st": pa.array([None if i % 6 == 0 else {"a": i, "b": bool(i % 2)} for i in range(n)],
+                       pa.struct([("a", pa.int32()), ("b", pa.bool_())])),
+        "fsl": pa.array([[float(i)] * 4 for i in range(n)], pa.list_(pa.float32(), 4)),
+        "big": pa.array(["y" * 260 + str(i) if i % 3 else None for i in range(n)]),
+        "k": pa.array([3] * n, pa.int64()),
+        "nul": pa.nulls(n, pa.int32()),
+    })
+
+
+@pytest.fixture(scope="module")
+def originals(pylance, tmp_path_factory):
+    d = tmp_path_factory.mktemp("hostile")
+    out = {}
+    for v in ("2.1", "2.2"):
+        p = d / f"o{v}.lance"
+        t = _table()
+        with pylance.file.LanceFileWriter(str(p), t.schema, version=v) as w:
+            w.write_batch(t)
+        out[v] = p.read_bytes()
+    # a 2.2 dataset's blob v2 data file: pylance's detached id -1 descriptor fields, a full-zip
+    # variable packed struct page, inline blob bytes ahead of it
+    from conformance.fixtures.invalid_blob import data_file, write_blob_table
+
+    ds = d / "blob"
+    ds.mkdir()
+    out["2.2-blob"] = data_file(write_blob_table(ds)).read_bytes()
+    return out
+
+
+def _tail_offsets(raw: bytes):
+    """File offsets of interesting integers: footer fields, table entries, page buffer fields."""
+    store = MemoryStore()
+    store.put("x.lance", raw)
+    c = read_container(store, "x.lance")
+    pos = [len(raw) - 40 + k for k in (0, 8, 16, 24, 28, 32, 34)]
+    pos += [c.cmo_offset + 16 * i + k for i in range(c.num_columns) for k in (0, 8)]
+    pos += [c.gbo_offset + k for k in (0, 8)]
+    return c, pos
+
+
+def mutate(raw: bytes, rng: random.Random) -> bytes:
+    """One random corruption of ``raw``."""
+    kind = rng.choice(["flip", "flip", "trunc", "int", "int", "proto", "zero"])
+    b = bytearray(raw)
+    if kind == "flip":
+        for _ in range(rng.randint(1, 8)):
+            i = rng.randrange(len(b))
+            b[i] ^= 1 << rng.randrange(8)
+    elif kind == "zero":
+        i = rng.randrange(len(b))
+        b[i:i + rng.randint(1, 64)] = b"\0" * len(b[i:i + 64])[:rng.randint(1, 64)] if False else bytes(len(b[i:i + 16]))
+    elif kind == "trunc":
+        return bytes(b[:rng.randrange(len(b))])
+    elif kind == "int":
+        _c, pos = _tail_offsets(raw)
+        p = rng.choice(pos)
+        width = 8 if p + 8 <= len(b) - 8 else 2
+        val = rng.choice([0, 1, 63, len(raw), len(raw) + 1, 2**31, 2**32 - 1, 2**63, 2**64 - 1])
+        b[p:p + width] = (val % (1 << (8 * width))).to_bytes(width, "little")
+    else:  # proto: rewrite one page's buffer offset/size or length with an absurd value
+        store = MemoryStore()
+        store.put("x.lance", raw)
+        c = read_container(store, "x.lance")
+        ci = rng.randrange(c.num_columns)
+        col = file2_pb2.ColumnMetadata.FromString(c.columns[ci].SerializeToString())
+        if not col.pages:
+            return bytes(b[:-1])
+        pg = col.pages[rng.randrange(len(col.pages))]
+        field = rng.choice(["off", "size", "length", "priority", "enc"])
+        big = rng.choice([1, 2**20, 2**40, 2**63])
+        if field == "off" and len(pg.buffer_offsets):
+            pg.buffer_offsets[rng.randrange(len(pg.buffer_offsets))] += big
+        elif field == "size" and len(pg.buffer_sizes):
+            pg.buffer_sizes[rng.randrange(len(pg.buffer_sizes))] += big
+        elif field == "length":
+            pg.length = (pg.length + big) % 2**64
+        elif field == "priority":
+            pg.priority = big
+        else:
+            a = any_pb2.Any.FromString(pg.encoding.direct.encoding)
+            v = bytearray(a.value)
+            if v:
+                v[rng.randrange(len(v))] ^= 1 << rng.randrange(8)
+            a.value = bytes(v)
+            pg.encoding.direct.encoding = a.SerializeToString()
+        new = col.SerializeToString()
+        start = c.column_meta_start
+        cols = [m.SerializeToString() for m in c.columns]
+        cols[ci] = new
+        out = bytearray(raw[:start])
+        poss = []
+        for m in cols:
+            poss.append((len(out), len(m)))
+            out += m
+        cmo = len(out)
+        for p, s in poss:
+            out += struct.pack("<QQ", p, s)
+        gbo = len(out)
+        for p, s in c.global_buffers:
+            out += struct.pack("<QQ", p, s)
+        out += struct.pack("<QQQIIHH", start, cmo, gbo, len(c.global_buffers), len(cols), *c.version) + b"LANC"
+        return bytes(out)
+    return bytes(b)
+
+
+def read_hostile(data: bytes):
+    """Read everything; return 'ok', 'format' or 'unsupported'. Any other exception escapes."""
+    store = MemoryStore()
+    store.put("h.lance", data)
+    try:
+        r = LanceFileReader(store, "h.lance")
+        r.read_all()
+        if r.num_rows:
+            r.take([0, r.num_rows - 1])
+        return "ok"
+    except UnsupportedFeature:
+        return "unsupported"
+    except FormatError as exc:
+        assert exc.rule and str(exc.rule).startswith(("FILE-", "ENC-", "SCHEMA-", "BLOB-")), exc
+        return "format"
+
+
+def _run(originals, count, seed):
+    rng = random.Random(seed)
+    outcomes = {"ok": 0, "format": 0, "unsupported": 0}
+    for i in range(count):
+        v = rng.choice(sorted(originals))
+        data = mutate(originals[v], rng)
+        tracemalloc.start()
+        try:
+            try:
+                res = read_hostile(data)
+            except Exception as exc:  # noqa: BLE001
+                raise AssertionError(f"mutant {i} (seed {seed}, {v}) raised {type(exc).__name__}: {exc}") from exc
+            _cur, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < PEAK_LIMIT, f"mutant {i} peaked at {peak} bytes"
+        outcomes[res] += 1
+    return outcomes
+
+
+def test_originals_read(originals):
+    for data in originals.values():
+        assert read_hostile(data) == "ok"
+
+
+@pytest.mark.timeout(240)
+def test_hostile_default(originals):
+    outcomes = _run(originals, 100, seed=1234)
+    assert outcomes["format"] > 10  # most mutants are caught
+
+
+@pytest.mark.parametrize("cut", [0, 3, 15, 16, 39, 40, 41])
+def test_truncated_tails(originals, cut):
+    data = originals["2.2"]
+    with pytest.raises(FormatError):
+        store = MemoryStore()
+        store.put("t.lance", data[:cut] if cut < 41 else data[:-cut])
+        LanceFileReader(store, "t.lance").read_all()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.parametrize("seed", range(10))
+def test_hostile_slow(originals, seed):
+    _run(originals, 400, seed=seed)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_hostile_blob_descriptors(pylance, tmp_path, seed):
+    """Random kinds, positions, sizes and ids written over the stored blob v2 descriptors:
+    ``take_blobs`` returns bytes or a typed error for every row, reading nothing it has not
+    bounds-checked (memory stays small even for sizes near 2**64)."""
+    from conformance.fixtures.invalid_blob import (
+        DEDICATED,
+        PACKED,
+        data_file,
+        descriptor_bytes,
+        inline_descriptor,
+        patch_descriptor,
+        write_blob_table,
+    )
+    from reference_impl.dataset import open_dataset
+    from reference_impl.errors import InvalidInput
+
+    root = tmp_path / "ds"
+    root.mkdir()
+    write_blob_table(root)
+    p = data_file(root)
+    rng = random.Random(seed)
+    stored = [inline_descriptor(p), descriptor_bytes(1, 0, len(PACKED[0]), 1),
+              descriptor_bytes(2, 0, len(DEDICATED[1]), 3)]
+    for old in stored:
+        new = descriptor_bytes(rng.choice([0, 1, 2, 3, 9]), rng.choice([0, 64, 2**32, 2**63, 2**64 - 1]),
+                               rng.choice([0, 5, 2**40, 2**64 - 1]), rng.choice([0, 1, 3, 2**32 - 1]))
+        patch_descriptor(p, old, new)
+    ds = open_dataset(str(root))
+    tracemalloc.start()
+    try:
+        for i in range(ds.count_rows()):
+            try:
+                ds.take_blobs("blob", indices=[i])
+            except (FormatError, InvalidInput):
+                pass
+        _cur, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < PEAK_LIMIT

@@ -1,0 +1,1 @@
+"""Tests of the object stores (reference_impl/io)."""

@@ -1,0 +1,1 @@
+"""Tests of namespaces (reference_impl/namespace, conformance/engine/namespace.py, rules/namespace.py)."""

@@ -1,0 +1,1 @@
+"""Tests of the rule catalog (conformance/rules) and its coverage."""
