@@ -1,4 +1,6 @@
-"""Engines that run the rule catalog over datasets: ``local`` (this process)."""
+"""Engines that run the rule catalog over datasets: ``local`` (this process), ``spark``
+(a Spark job; its session in ``spark_session``) and ``namespace`` (a namespace root); each
+returns a :class:`.report.Report`, which ``lance-conformance validate`` prints."""
 
 from .local import (
     DataFileItem,
