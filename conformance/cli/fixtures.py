@@ -80,7 +80,7 @@ def _from_case(args) -> int:
 
 
 def _generate(args) -> int:
-    from conformance import golden
+    from conformance.fixtures import golden
 
     out = Path(args.out) if args.out else golden.DEFAULT_DIR
     unknown = [c for c in (args.case or []) if c not in golden.CASES]
@@ -93,7 +93,7 @@ def _generate(args) -> int:
 
 
 def _verify(args) -> int:
-    from conformance import golden
+    from conformance.fixtures import golden
 
     root = Path(args.dir) if args.dir else golden.DEFAULT_DIR
     if not root.is_dir():

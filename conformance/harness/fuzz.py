@@ -528,7 +528,7 @@ def fixture_from_case(doc: dict, out: Path) -> tuple[Path, list[str]]:
     ``expected/v{N}.arrow`` (the model's rows, ``_rowid`` included with stable row ids),
     ``expected/versions.json``, ``expected/files.json`` and ``case.json``. Returns the folder
     and warnings (versions where the reference reader disagrees with the model)."""
-    from conformance import golden
+    from conformance.fixtures import golden
 
     from .reference import ReferenceAdapter
 

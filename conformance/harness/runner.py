@@ -120,7 +120,7 @@ def _skipped(case_id: str, skips: dict[str, str]) -> str | None:
 # -- read suite ------------------------------------------------------------------------------
 
 def read_case_ids(fixtures: Path) -> list[str]:
-    from conformance import golden
+    from conformance.fixtures import golden
 
     out = []
     for cdir in sorted(p for p in fixtures.iterdir() if (p / "case.json").exists()):
@@ -131,7 +131,7 @@ def read_case_ids(fixtures: Path) -> list[str]:
 
 
 def run_read_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
-    from conformance import golden
+    from conformance.fixtures import golden
 
     doc = golden.load_case(cdir)
     cid = f"read.{doc['id']}"
@@ -323,7 +323,7 @@ def run_write_scenario(adapter: Adapter, sid: str, scenario: dict, work: Path, *
 
 
 def run_commit_reject_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
-    from conformance import golden
+    from conformance.fixtures import golden
 
     doc = golden.load_case(cdir)
     cid = f"write.{doc['id']}"
@@ -354,7 +354,7 @@ def plan(adapter: Adapter, work: Path, *, suite: str = "all", fixtures: Path | N
          scenarios: Iterable[str] | None = None, pylance: bool = True) -> list[tuple]:
     """The cases of ``suite`` as ``(case id, suite, job)``; ``job()`` returns a CaseResult
     and works under ``work``."""
-    from conformance import golden
+    from conformance.fixtures import golden
 
     fixtures = Path(fixtures) if fixtures else golden.DEFAULT_DIR
     jobs = []

@@ -4,7 +4,8 @@ packages named for what they do (``docs/CONTRIBUTING.md`` has the map).
 
 The graph is read statically with :mod:`ast`, from every module of ``reference_impl/``,
 ``conformance/`` and ``tools/``, with the imports at module level and inside functions alike
-(a lazy import back into a module that imports you is still a circle). Relative imports are
+(a lazy import back into a module that imports you is still a circle). Every first-party
+import must name a module of this tree or a name its module binds. Relative imports are
 resolved; ``from pkg import name`` where ``pkg.name`` is a module is an edge to that module,
 otherwise to ``pkg`` (its ``__init__``); ``import a.b.c`` is an edge to ``a.b.c``.
 """
@@ -81,6 +82,72 @@ def import_graph(root: Path = REPO, packages=TOP_LEVEL) -> dict[str, dict[str, i
                 if target and target != name:
                     graph[name].setdefault(target, line)
     return graph
+
+
+def bound_names(path: Path) -> set[str] | None:
+    """The names a module binds at its top level (None when it star-imports: unknowable)."""
+    names: set[str] = set()
+
+    def visit(body):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for alias in node.names:
+                    if alias.name == "*":
+                        raise LookupError
+                    names.add(alias.asname or alias.name.split(".")[0])
+            elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For, ast.While)):
+                for field in ("body", "orelse", "finalbody"):
+                    visit(getattr(node, field, []))
+                for handler in getattr(node, "handlers", []):
+                    visit(handler.body)
+
+    try:
+        visit(ast.parse(path.read_text(encoding="utf-8")).body)
+    except LookupError:
+        return None
+    return names
+
+
+def unresolved_imports(root: Path = REPO, packages=TOP_LEVEL) -> list[str]:
+    """First-party imports that name no module of the tree and no name its module binds (an
+    import that would only work against another copy of the package, or not at all)."""
+    modules = module_files(root, packages)
+    bound = {}
+    out = []
+    for name, (path, is_pkg) in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        package = name if is_pkg else name.rpartition(".")[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] in packages and alias.name not in modules:
+                        out.append(f"{name} (line {node.lineno}): import {alias.name}")
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")
+                    base = base[: len(base) - (node.level - 1)]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                if source.split(".")[0] not in packages:
+                    continue
+                if source not in modules:
+                    out.append(f"{name} (line {node.lineno}): from {source} import ...")
+                    continue
+                if source not in bound:
+                    bound[source] = bound_names(modules[source][0])
+                for alias in node.names:
+                    known = bound[source]
+                    if f"{source}.{alias.name}" in modules or known is None or alias.name in known:
+                        continue
+                    out.append(f"{name} (line {node.lineno}): from {source} import {alias.name}")
+    return out
 
 
 def cycles(graph: dict[str, dict]) -> list[list[str]]:
@@ -173,6 +240,11 @@ def test_no_import_circle(graph):
     assert not found, "import circles:\n" + "\n".join(describe(c, graph) for c in found)
 
 
+def test_every_first_party_import_resolves_in_this_tree():
+    missing = unresolved_imports()
+    assert not missing, "imports of modules or names this tree does not have:\n" + "\n".join(missing)
+
+
 def _layer(module: str) -> int:
     return LAYERS.index(module.split(".")[0])
 
@@ -248,6 +320,19 @@ def test_cycle_finder_finds_planted_circles(tmp_path):
     assert sorted(found) == [["pkg", "pkg.sub", "pkg"], ["pkg.inner.a", "pkg.inner.b", "pkg.inner.a"]]
     assert "pkg.inner.a (line 1) -> pkg.inner.b (line 2) -> pkg.inner.a" in \
         [describe(c, g) for c in found]
+
+
+def test_unresolved_imports_are_reported(tmp_path):
+    _write(tmp_path, {
+        "pkg/__init__.py": "VERSION = 1\n",
+        "pkg/a.py": "from pkg import VERSION, moved_away\nfrom . import b\nimport pkg.gone\n",
+        "pkg/b.py": "def f():\n    from pkg.a import nothing_here\n",
+    })
+    assert unresolved_imports(tmp_path, ("pkg",)) == [
+        "pkg.a (line 1): from pkg import moved_away",
+        "pkg.a (line 3): import pkg.gone",
+        "pkg.b (line 2): from pkg.a import nothing_here",
+    ]
 
 
 def test_cycle_finder_passes_an_acyclic_graph():

@@ -152,7 +152,7 @@ def test_second_client_catches_a_wrong_read_back(s3_bucket):
 @pytest.mark.s3
 def test_second_client_catches_a_listing_without_pages(s3_bucket, monkeypatch):
     """A lister that ignores the page size (one page for everything) fails the listing check."""
-    from conformance import second_client
+    from conformance.concurrency import second_client
 
     real = second_client.list_prefix
 

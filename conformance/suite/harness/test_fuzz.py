@@ -247,7 +247,7 @@ def test_case_becomes_golden_fixture(deletion_case, tmp_path, capsys):
     doc = fuzz.load_case(deletion_case)
     cdir = out / doc["id"]
     case = json.loads((cdir / "case.json").read_text())
-    from conformance import golden
+    from conformance.fixtures import golden
 
     assert golden.check_case_json(case) == []
     assert [r["version"] for r in case["reads"]] == sorted(int(v) for v in doc["expected"]["versions"])

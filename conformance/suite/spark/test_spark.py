@@ -21,8 +21,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from conformance import large_fixtures as lf
 from conformance.engine import validate as local_validate
+from conformance.fixtures import large as lf
 from conformance.suite.parts import unavailable
 
 pytestmark = pytest.mark.spark

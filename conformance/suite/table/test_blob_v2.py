@@ -25,8 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conformance import invalid_blob as ib
 from conformance.engine.local import validate
+from conformance.fixtures import invalid_blob as ib
 from reference_impl.dataset import open_dataset
 from reference_impl.errors import FormatError, InvalidInput
 from reference_impl.file import checks

@@ -13,10 +13,10 @@ import jsonschema
 import pyarrow as pa
 import pytest
 
-from conformance import golden
 from conformance.cli import main
 from conformance.engine import RefNotFound, access, merge, plan, run_data_file_item, validate
 from conformance.engine.report import schema
+from conformance.fixtures import golden
 from conformance.fixtures.corruption import encode_manifest, split_manifest
 from reference_impl.io.uri import open_store
 
