@@ -705,6 +705,11 @@ def _datafile_005(root):
     _edit(root, lambda m: setattr(m.data_format, "version", "2.2"))
 
 
+@corruption("DATAFILE-009", "Manifest.data_format.version set to 0.1 over 2.1 files")
+def _datafile_009(root):
+    _edit(root, lambda m: setattr(m.data_format, "version", "0.1"))
+
+
 @corruption("DATAFILE-006", "a column index beyond the file's columns")
 def _datafile_006(root):
     def edit(m):
