@@ -1,5 +1,8 @@
 """``lance-conformance validate URI``: check a dataset against the rule catalog.
 
+``URI`` may also name one Lance file (an object, not a dataset directory): the file is then
+judged by the data-file rules alone (:mod:`conformance.engine.file`).
+
 Exit codes: 0 conforms, 1 violations (a dataset too broken to open included), 2 usage
 error or unreachable store / missing dataset. Skip file: one rule id per line, ``#``
 starts a comment (``MANIFEST-009  # we write field 21 on purpose``).
@@ -90,8 +93,24 @@ def run(args) -> int:
         print("lance-conformance validate: --master needs --engine spark", file=sys.stderr)
         return 2
     # --- end engine selection ---
+    # --- one Lance file (conformance/engine/file.py) ---
+    from conformance.engine.file import is_lance_file, validate_file
+
+    one_file = not getattr(args, "namespace", False) and is_lance_file(args.uri, opts)
+    if one_file and (versions != "latest" or refs is not None
+                     or getattr(args, "engine", "local") == "spark"):
+        print("lance-conformance validate: URI is one Lance file: --version, --all-versions, "
+              "--ref and --engine spark apply to datasets only", file=sys.stderr)
+        return 2
+    # --- end one Lance file ---
+    if one_file:
+        try:
+            report = validate_file(args.uri, rules=rules, skip=skip, storage_options=opts)
+        except DatasetNotFound as exc:
+            print(f"lance-conformance validate: {exc}", file=sys.stderr)
+            return 2
     # --- namespace (directory namespace, conformance/engine/namespace.py) ---
-    if getattr(args, "namespace", False):
+    elif getattr(args, "namespace", False):
         from conformance.engine.namespace import validate_namespace
 
         try:
@@ -142,7 +161,9 @@ def register(subparsers) -> None:
         "validate", help="check a dataset against the rule catalog",
         description="Validate a Lance dataset. Exit 0: conforms; 1: violations; "
                     "2: usage error or unreachable store.")
-    p.add_argument("uri", metavar="URI", help="dataset URI (path, file://, s3://, memory://)")
+    p.add_argument("uri", metavar="URI",
+                   help="dataset URI (path, file://, s3://, memory://), or one Lance file "
+                        "(FILE.lance: its data-file rules, always deep)")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--version", type=int, default=None, metavar="N",
                    help="check version N of main, or of the branch --ref names (default: "

@@ -194,7 +194,7 @@ def _upgrade_with_newest(out: Path, release: Release, timeout: float) -> None:
 
 @dataclass
 class VersionVerdict:
-    version: int
+    version: int | str  # a table version, or the stem of a standalone file
     outcome: str  # identical | misread | unreadable | writer-unreadable-flagged | ...
     detail: str = ""
 
@@ -418,5 +418,60 @@ def _same_with_nan(a: pa.Array, b: pa.Array) -> bool:
     return pc.filter(a, keep).equals(pc.filter(b, keep))
 
 
+def file_roots(corpus: Path) -> list[Path]:
+    """The scenarios of standalone Lance files (``files/``, no table)."""
+    return sorted(p.parent for p in Path(corpus).glob("*/scenario.json")
+                  if (p.parent / "files").is_dir())
+
+
+def judge_files(folder: Path) -> RootVerdict:
+    """Validate and read each standalone file a release wrote; compare with its reading.
+
+    A file is judged like a version of a table: read as its writer read it (or as the newest
+    release reads it) is ``identical``; read otherwise, it must draw an error finding
+    (``flagged``) or it is ``misread``. An error finding on a file read identically is a
+    false error. A file its writer could not read back must draw an error finding.
+    """
+    from conformance.engine.file import validate_file
+    from reference_impl.file.reader import LanceFileReader
+    from reference_impl.io import open_store
+
+    info = json.loads((folder / "scenario.json").read_text())
+    verdict = RootVerdict(writer=info["writer"], scenario=info["scenario"])
+    newest_rows = folder / "read-by" / Release.parse(NEWEST_READER).slug / "expected"
+    store = open_store(str(folder / "files"))
+    stems = sorted(p.name[:-len(".lance")] for p in (folder / "files").glob("*.lance"))
+    for stem in stems:
+        report = validate_file(str(folder / "files" / f"{stem}.lance"))
+        errors = [{"rule": v.rule, "message": v.message[:300],
+                   "location": {k: str(x) for k, x in v.location.items()}}
+                  for v in report.violations]
+        want_path = folder / "expected" / f"{stem}.arrows"
+        if not want_path.exists():
+            want_path = newest_rows / f"{stem}.arrows"
+        if not want_path.exists():  # no release reads it: the kit must say so
+            outcome = "flagged" if errors else "writer-unreadable-unflagged"
+            verdict.versions.append(VersionVerdict(stem, outcome,
+                                                   info["unreadable_versions"].get(stem, "")))
+            continue
+        got = None
+        try:
+            got = LanceFileReader(store, f"{stem}.lance").read_all()
+            diff = table_difference(_read_stream(want_path), got)
+        except Exception as e:  # noqa: BLE001 - the verdict records what went wrong
+            diff = f"{type(e).__name__}: {e}"[:400]
+        if diff and got is not None and (newest_rows / f"{stem}.arrows").exists() and \
+                not table_difference(_read_stream(newest_rows / f"{stem}.arrows"), got):
+            diff = ""  # read as the newest release reads it
+        if not diff:
+            verdict.versions.append(VersionVerdict(stem, "identical"))
+            verdict.errors.extend(errors)
+        else:
+            verdict.versions.append(VersionVerdict(stem, "flagged" if errors else "misread", diff))
+    return verdict
+
+
 def judge(corpus: Path, *, deep: bool = True) -> list[RootVerdict]:
-    return [judge_scenario(s, deep=deep) for s in scenarios(corpus)]
+    """Every table root and every standalone-file root of a corpus, judged."""
+    return [judge_scenario(s, deep=deep) for s in scenarios(corpus)] + \
+        [judge_files(s) for s in file_roots(corpus)]

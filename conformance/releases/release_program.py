@@ -778,6 +778,69 @@ def run_pylance(out, release):
         scenario_encodings(out, release, storage)
     for storage in dict.fromkeys([storages[0], storages[-1]]):
         scenario_json(out, release, storage)
+    scenario_files(out, release, storages)
+
+
+def scenario_files(out, release, storages):
+    """Standalone Lance files, as a vendor's file writer would make them: ``lance.file``'s
+    ``LanceFileWriter`` at every 2.x version the release writes, read back with its
+    ``LanceFileReader``. Stored under ``files/`` (no table), rows under ``expected/``."""
+    rec = Recorder(out, "files", release)
+    rec.info["files"] = []
+    try:
+        from lance.file import LanceFileReader, LanceFileWriter
+    except ImportError as e:
+        rec.info["steps"].append({"step": "lance.file", "outcome": "missing", "error": _short(e)})
+        rec.save()
+        return
+    os.makedirs(os.path.join(rec.dir, "files"))
+    versions = [s for s in storages if s not in (None, "legacy")]
+    for version in versions:
+        takes_version = _accepts(LanceFileWriter.__init__, "version")
+        if version != "2.0" and not takes_version:
+            continue  # this release's file writer writes 2.0 only
+        kw = {"version": version} if takes_version else {}
+        for name, table in (("basic-types", basic_types_table()), ("large", large_table(400))):
+            stem = f"{name}-{version}"
+            path = os.path.join(rec.dir, "files", stem + ".lance")
+
+            def write_file(path=path, table=table, kw=kw):
+                with LanceFileWriter(path, schema=table.schema, **kw) as w:
+                    w.write_batch(table)
+
+            def read_file(path=path, stem=stem):
+                got = LanceFileReader(path).read_all().to_table()
+                save_table(os.path.join(rec.dir, "expected", stem + ".arrows"), got)
+
+            if not rec.step(f"write {stem}", write_file):
+                if os.path.exists(path):
+                    os.remove(path)
+                continue
+            if rec.step(f"read {stem}", read_file):
+                rec.info["files"].append(stem)
+            else:
+                rec.info["unreadable_versions"][stem] = rec.info["steps"][-1].get("error", "")
+    rec.save()
+
+
+def read_files(folder, out):
+    """The newest release's reading of another release's standalone files."""
+    from lance.file import LanceFileReader
+
+    os.makedirs(os.path.join(out, "expected"), exist_ok=True)
+    unreadable = {}
+    for name in sorted(os.listdir(os.path.join(folder, "files"))):
+        stem = name[:-len(".lance")]
+        try:
+            got = LanceFileReader(os.path.join(folder, "files", name)).read_all().to_table()
+        except BaseException as e:  # noqa: BLE001 - a refusal is a finding, not a crash
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            unreadable[stem] = _short(e)
+            continue
+        save_table(os.path.join(out, "expected", stem + ".arrows"), got)
+    with open(os.path.join(out, "read.json"), "w") as f:
+        json.dump({"unreadable_versions": unreadable}, f, indent=1, sort_keys=True)
 
 
 # -- lancedb ------------------------------------------------------------------------------------
@@ -879,10 +942,13 @@ def main(argv):
         corpus, name = argv[2], argv[3]
         for scenario in sorted(os.listdir(corpus)):
             table = os.path.join(corpus, scenario, "table")
+            out = os.path.join(corpus, scenario, "read-by", name)
             if os.path.isdir(table):
-                out = os.path.join(corpus, scenario, "read-by", name)
                 shutil.rmtree(out, ignore_errors=True)
                 read_root(table, out)
+            elif os.path.isdir(os.path.join(corpus, scenario, "files")):
+                shutil.rmtree(out, ignore_errors=True)
+                read_files(os.path.join(corpus, scenario), out)
         return 0
     out = argv[2] if len(argv) >= 3 and argv[1] == "write" else argv[1]
     os.makedirs(out, exist_ok=True)

@@ -119,18 +119,48 @@ def version_matches_entry(ctx):
 
 @rule("DATAFILE-005", title="data files agree with Manifest.data_format", severity="error",
       spec="004", section="Manifest",
-      clause="This specifies what format is used to store the data files.")
+      clause="Every file in this version of the dataset has the same file_format version.",
+      releases="pylance 0.16.x could record data_format 0.1 over 2.0 files (all of one "
+               "version): that case is DATAFILE-009, a warning; a mixture of file versions "
+               "in one version is refused by every later writer ('a mixture of file "
+               "versions') and stays an error here")
 def version_matches_format(ctx):
     fmt = ctx.manifest.data_format.version if ctx.manifest.HasField("data_format") else ""
     want = DATA_FORMATS.get(fmt)
     if want is None:
         return  # DATAFILE-007
-    for frag, df in data_files(ctx):
-        have = normalize_version(df.file_major_version, df.file_minor_version)
-        if have != want:
+    files = list(data_files(ctx))
+    have = {normalize_version(df.file_major_version, df.file_minor_version) for _f, df in files}
+    if _understated_legacy_format(want, have):
+        return  # DATAFILE-009
+    for frag, df in files:
+        version = normalize_version(df.file_major_version, df.file_minor_version)
+        if version != want:
             yield Finding(f"DataFile version {df.file_major_version}."
                           f"{df.file_minor_version} does not match data_format {fmt!r}",
                           _loc(frag, df))
+
+
+def _understated_legacy_format(want, have: set) -> bool:
+    """True when data_format says legacy (0.1) while every data file is of one 2.x version."""
+    return want == "legacy" and len(have) == 1 and "legacy" not in have
+
+
+@rule("DATAFILE-009", title="data_format is not below the version of the data files",
+      severity="warning", spec="004", section="Manifest",
+      clause="The max format version of the data files.",
+      releases="pylance 0.16.x recorded data_format 0.1 over a table of 2.0 files; readers "
+               "take each file's version from its DataFile entry, and releases from 0.17 "
+               "read such a table and write the files' version at their next commit")
+def format_understated(ctx):
+    fmt = ctx.manifest.data_format.version if ctx.manifest.HasField("data_format") else ""
+    want = DATA_FORMATS.get(fmt)
+    files = list(data_files(ctx))
+    have = {normalize_version(df.file_major_version, df.file_minor_version) for _f, df in files}
+    if want is not None and _understated_legacy_format(want, have):
+        (version,) = have
+        yield Finding(f"data_format says {fmt!r} but all {len(files)} data files are "
+                      f"{version[0]}.{version[1]} files", {"path": ctx.manifest_key})
 
 
 @rule("DATAFILE-006", title="column indices fit the file's column count", severity="error",

@@ -223,11 +223,17 @@ def deletion_arrow_one_batch(ctx) -> Iterator[Finding]:
     "DELETION-009", title="A deletion file deletes at least one row",
     severity="warning", spec="001", section=_SECTION,
     clause="Fragments that have no deleted rows have no deletion file.",
+    releases="pylance before 0.8 does not record num_deleted_rows (it reads 0): the rule "
+             "then counts the offsets the file holds, and fires only on a file that deletes "
+             "no row",
 )
 def deletion_not_empty(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
-        if frag.deletion_file.num_deleted_rows == 0:
-            yield Finding(f"fragment {frag.id} names a deletion file with num_deleted_rows 0",
+        if frag.deletion_file.num_deleted_rows != 0:
+            continue
+        offsets = _load(ctx, frag)["offsets"]
+        if offsets is not None and offsets.size == 0:
+            yield Finding(f"fragment {frag.id} names a deletion file that deletes no row",
                           _where(ctx, frag))
 
 

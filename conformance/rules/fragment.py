@@ -49,14 +49,20 @@ def below_max(ctx):
       clause="The highest fragment ID that has been used so far. This ID is not guaranteed to "
              "be present in the current version",
       pylance="pylance 14.0.2 leaves max_fragment_id out while no fragment was ever written, "
-              "and keeps it after every fragment is deleted; only its absence with fragments "
-              "present is an error", enforces="pylance",
-      releases='pylance releases before max_fragment_id existed (0.10.x and earlier) leave it out with fragments present; every later release reads such manifests and computes the next id from the fragments')
+              "and keeps it after every fragment is deleted", enforces="pylance",
+      releases="spec 001 declares the field without 'optional' (releases that wrote it so "
+               "leave a 0 off the wire: absent with only fragment 0 is max_fragment_id 0, "
+               "no finding); releases before the field existed (0.10.x and earlier) leave it "
+               "out with any fragments, and every later release computes the next id from "
+               "the fragments")
 def max_present(ctx):
     m = ctx.manifest
-    if len(m.fragments) and not m.HasField("max_fragment_id"):
-        yield Finding(f"{len(m.fragments)} fragments but no max_fragment_id",
-                      {"path": ctx.manifest_key})
+    if m.HasField("max_fragment_id") or not len(m.fragments):
+        return
+    if max(int(f.id) for f in m.fragments) == 0:
+        return  # a non-optional 0 is not written: this is max_fragment_id 0
+    yield Finding(f"{len(m.fragments)} fragments but no max_fragment_id",
+                  {"path": ctx.manifest_key})
 
 
 def stats_recorded(manifest) -> bool:

@@ -64,6 +64,7 @@ from .random_access import chunk_runs, load_page_index, read_run
 DECODERS: dict[str, Callable] = {}
 RULE_SCHEMA = "FILE-009"
 RULE_PAGES = "FILE-010"
+RULE_FIELD_IDS = "DATAFILE-008"  # DataFile.fields against the file's own field ids
 
 
 def register_decoder(version_family: str, fn: Callable) -> None:
@@ -544,8 +545,9 @@ class LanceFileReader:
                 out.append(names.index(c))
             else:
                 f = ids.get(int(c))
-                if f is None:
-                    raise KeyError(c)
+                if f is None:  # the manifest names a field the file does not store
+                    raise FormatError(f"field id {int(c)} is not in the file's schema (it has "
+                                      f"{sorted(ids)[:20]})", rule=RULE_FIELD_IDS, path=self.key)
                 while f.parent_id != -1 and f.parent_id in ids:
                     f = ids[f.parent_id]
                 out.append(names.index(f.name))

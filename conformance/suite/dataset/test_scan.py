@@ -259,3 +259,21 @@ def test_scan_refuses_a_data_file_whose_entry_names_another_version(tmp_path, wr
         ri.open_dataset(uri).to_table()
     assert err.value.rule == "DATAFILE-004"
 
+
+
+def test_a_field_id_the_file_does_not_store_is_a_typed_error(tmp_path):
+    """A manifest naming a field id its data file does not hold (a damaged file schema) makes
+    the reader raise DATAFILE-008 with the file, never a bare KeyError."""
+    from reference_impl.errors import FormatError
+    from reference_impl.file.reader import LanceFileReader
+    from reference_impl.file.writer import write_lance_file
+    from reference_impl.io import open_store
+
+    store = open_store(str(tmp_path))
+    write_lance_file(store, "f.lance", pa.table({"x": pa.array([1, 2], pa.int64())}),
+                     version="2.0")
+    reader = LanceFileReader(store, "f.lance")
+    assert reader.read_columns([0]).column(0).to_pylist() == [1, 2]
+    with pytest.raises(FormatError) as err:
+        reader.read_columns([7])
+    assert err.value.rule == "DATAFILE-008" and err.value.path == "f.lance"

@@ -18,9 +18,17 @@ from reference_impl.io.memory import MemoryStore
 def test_map_ordered_keeps_item_order_and_uses_threads(monkeypatch):
     monkeypatch.setenv(parallel.ENV, "2")
     seen = set()
+    a_thread_ran = threading.Event()
 
     def work(x):
-        seen.add(threading.current_thread().name)
+        name = threading.current_thread().name
+        seen.add(name)
+        if name.startswith("lance-decode"):
+            a_thread_ran.set()
+        elif x == 0:
+            # the caller takes item 0 first: hold it until a decode thread has taken another
+            # item, so that a loaded machine cannot let the caller claim every item alone
+            assert a_thread_ran.wait(timeout=120), "no decode thread ever ran an item"
         return x * x
 
     assert parallel.map_ordered(work, list(range(50))) == [x * x for x in range(50)]

@@ -161,6 +161,8 @@ def test_the_corpus_covers_every_operation_the_release_has(release_corpus):
         for required in ("update", "merge", "add_columns", "drop_columns", "tag",
                          "scalar_index"):
             assert "done" in steps.get(required, set()), (name, required, steps.get(required))
+        files = json.loads((folder / "files" / "scenario.json").read_text())["files"]
+        assert {"basic-types-2.0", "large-2.0"} <= set(files), (name, files)
 
 
 def test_a_version_only_the_newest_release_reads_is_judged_by_its_rows(tmp_path):
@@ -182,3 +184,51 @@ def test_a_version_only_the_newest_release_reads_is_judged_by_its_rows(tmp_path)
     with pa.ipc.new_stream(str(newest / "expected" / "v1.arrows"), bad.schema) as w:
         w.write_table(bad)
     assert not corpus.judge_scenario(folder).ok
+
+
+# -- standalone files ---------------------------------------------------------------------------
+
+
+def _program():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("release_program", corpus.PROGRAM)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def files_root(pylance, tmp_path) -> Path:
+    """The ``files`` scenario as pylance 14.0.2 writes it (the program run in-process)."""
+    _program().scenario_files(str(tmp_path), f"pylance=={pylance.__version__}",
+                              ["legacy", "2.0", "2.1", "2.2"])
+    return tmp_path / "files"
+
+
+def test_standalone_files_are_judged_as_their_writer_reads_them(files_root):
+    info = json.loads((files_root / "scenario.json").read_text())
+    assert info["files"] == [f"{n}-{v}" for v in ("2.0", "2.1", "2.2")
+                             for n in ("basic-types", "large")]
+    assert corpus.file_roots(files_root.parent) == [files_root]
+    v = corpus.judge_files(files_root)
+    assert v.ok, v.as_dict()
+    assert [x.outcome for x in v.versions] == ["identical"] * 6
+
+
+def test_a_standalone_file_read_otherwise_must_be_flagged(files_root):
+    """Rows that differ from the writer's reading with no error finding are a misread; a file
+    whose bytes the validator refuses is flagged."""
+    stem = "basic-types-2.1"
+    want = corpus._read_stream(files_root / "expected" / f"{stem}.arrows")
+    other = want.set_column(0, "int", pa.array(range(1, want.num_rows + 1), want.schema[0].type))
+    fresh = files_root / "expected" / "other.tmp"
+    with pa.ipc.new_stream(str(fresh), other.schema) as w:
+        w.write_table(other)
+    fresh.replace(files_root / "expected" / f"{stem}.arrows")  # ``want`` may map the old file
+    path = files_root / "files" / "large-2.0.lance"
+    path.write_bytes(path.read_bytes()[:-2])
+    outcomes = {x.version: x.outcome for x in corpus.judge_files(files_root).versions}
+    assert outcomes[stem] == "misread"
+    assert outcomes["large-2.0"] == "flagged"
+    assert outcomes["large-2.1"] == "identical"

@@ -143,13 +143,24 @@ def test_with_writer_version_wrong_statistics_are_still_errors(pylance, tmp_path
 def test_tail_minor_1_is_fine_and_no_max_fragment_id_a_warning(pylance, tmp_path, storage):
     root = tmp_path / "t"
     pylance.write_dataset(pa.table({"x": pa.array(range(10), pa.int64())}), str(root),
-                          data_storage_version=storage)
+                          data_storage_version=storage, max_rows_per_file=4)
     _edit_manifest(root, lambda m: m.ClearField("max_fragment_id"), tail_minor=1)
     _same_as_pylance(pylance, root)
     report = local.validate(str(root), versions="all", deep=True)
     assert not report.violations, [v.rule for v in report.violations]
     assert "FRAG-003" in {w.rule for w in report.warnings}
     assert "MANIFEST-008" not in {w.rule for w in report.warnings}
+
+
+def test_no_max_fragment_id_with_only_fragment_0_is_max_fragment_id_0(pylance, tmp_path):
+    """Spec 001 declares ``uint32 max_fragment_id = 11`` (not optional): releases of that time
+    leave the value 0 off the wire, so a manifest whose only fragment is 0 carries no field."""
+    root = tmp_path / "t"
+    pylance.write_dataset(pa.table({"x": pa.array(range(10), pa.int64())}), str(root))
+    _edit_manifest(root, lambda m: m.ClearField("max_fragment_id"), tail_minor=1)
+    report = local.validate(str(root), versions="all", deep=True)
+    assert not report.violations and not report.warnings, \
+        [f"{f.rule}: {f.message}" for f in report.violations + report.warnings]
 
 
 def test_a_manifest_tail_no_release_writes_is_an_error(pylance, tmp_path):
@@ -176,3 +187,48 @@ def test_a_dictionary_leaving_the_manifest_file_is_refused(pylance, tmp_path):
         ri.open_dataset(str(root)).to_table()
     assert err.value.rule == "FILE-063"
     assert any(e.startswith("FILE-063") for e in _errors(root))
+
+
+def test_data_format_0_1_over_2_0_files_is_a_warning(pylance, tmp_path):
+    """pylance 0.16.x could record data_format 0.1 over a table whose files are all 2.0;
+    readers take each file's version from its DataFile entry and read it whole."""
+    root = tmp_path / "t"
+    pylance.write_dataset(pa.table({"x": pa.array(range(30), pa.int64())}), str(root),
+                          data_storage_version="2.0", max_rows_per_file=10)
+    _edit_manifest(root, lambda m: setattr(m.data_format, "version", "0.1"))
+    assert pylance.dataset(str(root)).data_storage_version == "0.1"
+    _same_as_pylance(pylance, root)
+    report = local.validate(str(root), versions="all", deep=True)
+    assert not report.violations, [f"{v.rule}: {v.message}" for v in report.violations]
+    found = [w for w in report.warnings if w.rule == "DATAFILE-009"]
+    assert len(found) == 1 and "all 3 data files are 2.0 files" in found[0].message
+
+
+def test_a_mixture_of_file_versions_is_an_error(pylance, tmp_path):
+    """A version whose fragments mix legacy and 2.0 files contradicts 'Every file in this
+    version of the dataset has the same file_format version.' (pylance refuses to commit on
+    such a table). Readers still read each file by its own version."""
+    root, other = tmp_path / "t", tmp_path / "o"
+    schema = pa.schema([pa.field("x", pa.int64())])
+    pylance.write_dataset(pa.table({"x": pa.array(range(10), pa.int64())}, schema=schema),
+                          str(root), data_storage_version="legacy")
+    pylance.write_dataset(pa.table({"x": pa.array(range(10, 15), pa.int64())}, schema=schema),
+                          str(other), data_storage_version="2.0")
+    store = open_store(str(other))
+    v2 = read_manifest_file(store, _latest_manifest_key(other)).manifest
+    for path in glob.glob(f"{other}/data/*.lance"):
+        (root / "data" / path.rsplit("/", 1)[1]).write_bytes(open(path, "rb").read())
+
+    def add_the_2_0_fragment(m):
+        frag = m.fragments.add()
+        frag.CopyFrom(v2.fragments[0])
+        frag.id = 1
+        m.max_fragment_id = 1
+
+    _edit_manifest(root, add_the_2_0_fragment)
+    assert pylance.dataset(str(root)).to_table().column("x").to_pylist() == list(range(15))
+    _same_as_pylance(pylance, root)
+    errors = _errors(root)
+    assert [e for e in errors if e.startswith("DATAFILE-005")], errors
+    assert "DATAFILE-009" not in {w.rule for w in
+                                  local.validate(str(root), versions="all").warnings}

@@ -339,8 +339,18 @@ def test_008_one_batch(few):
 
 
 def test_009_empty_deletion(few):
+    p, _ = _deletion_path(few)
+    p.write_bytes(_arrow_bytes([]))
     corrupt_manifest(few, lambda m: setattr(_first_deleted(m).deletion_file, "num_deleted_rows", 0))
-    assert len(_findings(few, "DELETION-009")) == 1
+    found = _findings(few, "DELETION-009")
+    assert len(found) == 1 and "deletes no row" in found[0].message
+
+
+def test_009_unrecorded_count_is_not_an_empty_file(few):
+    """Releases before 0.8 did not record num_deleted_rows: 0 there means 'not counted', and
+    a deletion file that holds offsets is not empty."""
+    corrupt_manifest(few, lambda m: setattr(_first_deleted(m).deletion_file, "num_deleted_rows", 0))
+    assert _findings(few, "DELETION-009") == []
 
 
 def test_010_duplicates(few):
