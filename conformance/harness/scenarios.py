@@ -268,9 +268,11 @@ def _plain(v):
 
 
 def _same_values(a: pa.ChunkedArray, e: pa.ChunkedArray) -> bool:
-    """Equal values (after decoding dictionaries; NaN equal to NaN)."""
-    if pa.types.is_dictionary(a.type):
-        a, e = a.cast(a.type.value_type), e.cast(e.type.value_type)
+    """Equal values (dictionaries by their values and temporal values by their stored
+    integers, at any depth: :mod:`conformance.engine.compare`; NaN equal to NaN)."""
+    from conformance.engine.compare import plain
+
+    a, e = plain(a), plain(e)
     if a.equals(e):
         return True
     return _plain(a.to_pylist()) == _plain(e.to_pylist())

@@ -395,10 +395,11 @@ def table_difference(want: pa.Table, got: pa.Table) -> str:
 
 
 def _logical(arr: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Dictionary arrays compare by the values they stand for, not by their indices."""
-    if pa.types.is_dictionary(arr.type):
-        return arr.cast(arr.type.value_type)
-    return arr
+    """Values as a reader sees them: dictionaries by the values they stand for, temporal
+    values by their stored integers (:mod:`conformance.engine.compare`), at any depth."""
+    from conformance.engine.compare import plain
+
+    return plain(arr)
 
 
 def _is_nan(scalar) -> bool:

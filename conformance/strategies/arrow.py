@@ -174,7 +174,9 @@ def same_table(a: pa.Table, b: pa.Table) -> bool:
         return False
     if a.equals(b):
         return True
+    from conformance.engine.compare import plain
+
     return all(
-        _norm(a.column(i).to_pylist()) == _norm(b.column(i).to_pylist())
+        _norm(plain(a.column(i)).to_pylist()) == _norm(plain(b.column(i)).to_pylist())
         for i in range(a.num_columns)
     )
