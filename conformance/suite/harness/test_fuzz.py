@@ -195,8 +195,10 @@ def test_inline_data_round_trips():
 # -- known-bad writers: caught, shrunk, saved, replayed --------------------------------------
 
 # (seed, max_ops) of a search that reaches each bug quickly. The search is deterministic for a
-# seed, so these hold on any machine; a change to the generators (a type kind switched on or
-# off) changes the search, and a seed may then need finding again.
+# seed and a hypothesis release (pinned in pyproject.toml), so these hold on any machine; a
+# change to the generators or to hypothesis' stream changes the search: the test then tries
+# the next seeds, each a full run of 200 examples, so that such a change costs time, not a
+# false failure.
 KNOWN_BAD_SEARCH = {"deletion-flag": (5, 5), "read-version": (1, 5), "physical-rows": (5, 5),
                     "file-version": (1, 5), "overwrite-commit": (0, 3)}
 
@@ -204,11 +206,15 @@ KNOWN_BAD_SEARCH = {"deletion-flag": (5, 5), "read-version": (1, 5), "physical-r
 @pytest.mark.fuzz
 @pytest.mark.parametrize("bug", sorted(KNOWN_BAD))
 def test_fuzz_catches_known_bad_writer(bug, tmp_path):
-    seed, max_ops = KNOWN_BAD_SEARCH[bug]
+    first, max_ops = KNOWN_BAD_SEARCH[bug]
     adapter = KNOWN_BAD[bug]()
-    result = fuzz.fuzz(adapter, role="writer", examples=200, seed=seed, impl=f"known-bad:{bug}",
-                       max_ops=max_ops, shrink_budget=None)  # no clock: same result anywhere
-    assert not result.ok and result.examples <= 200
+    for seed in [first] + [s for s in range(8) if s != first]:
+        result = fuzz.fuzz(adapter, role="writer", examples=200, seed=seed,
+                           impl=f"known-bad:{bug}", max_ops=max_ops,
+                           shrink_budget=None)  # no clock: same result anywhere
+        if not result.ok:
+            break
+    assert not result.ok and result.examples <= 200, result.summary()
     assert not result.finding.kit_bug, result.summary()
     assert set(result.finding.rules) & EXPECTED_RULES[bug], result.summary()
     assert set(result.finding.rules) <= EXPECTED_RULES[bug] | READ_BACK_CHECKS, result.summary()
