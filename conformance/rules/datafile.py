@@ -125,12 +125,9 @@ def version_matches_entry(ctx):
                "in one version is refused by every later writer ('a mixture of file "
                "versions') and stays an error here")
 def version_matches_format(ctx):
-    fmt = ctx.manifest.data_format.version if ctx.manifest.HasField("data_format") else ""
-    want = DATA_FORMATS.get(fmt)
+    fmt, want, files, have = _format_and_file_versions(ctx)
     if want is None:
         return  # DATAFILE-007
-    files = list(data_files(ctx))
-    have = {normalize_version(df.file_major_version, df.file_minor_version) for _f, df in files}
     if _understated_legacy_format(want, have):
         return  # DATAFILE-009
     for frag, df in files:
@@ -139,6 +136,15 @@ def version_matches_format(ctx):
             yield Finding(f"DataFile version {df.file_major_version}."
                           f"{df.file_minor_version} does not match data_format {fmt!r}",
                           _loc(frag, df))
+
+
+def _format_and_file_versions(ctx) -> tuple:
+    """``(data_format version text, its normalized version or None, [(fragment, DataFile)],
+    {normalized version of every DataFile})`` of the context's manifest."""
+    fmt = ctx.manifest.data_format.version if ctx.manifest.HasField("data_format") else ""
+    files = list(data_files(ctx))
+    have = {normalize_version(df.file_major_version, df.file_minor_version) for _f, df in files}
+    return fmt, DATA_FORMATS.get(fmt), files, have
 
 
 def _understated_legacy_format(want, have: set) -> bool:
@@ -153,10 +159,7 @@ def _understated_legacy_format(want, have: set) -> bool:
                "take each file's version from its DataFile entry, and releases from 0.17 "
                "read such a table and write the files' version at their next commit")
 def format_understated(ctx):
-    fmt = ctx.manifest.data_format.version if ctx.manifest.HasField("data_format") else ""
-    want = DATA_FORMATS.get(fmt)
-    files = list(data_files(ctx))
-    have = {normalize_version(df.file_major_version, df.file_minor_version) for _f, df in files}
+    fmt, want, files, have = _format_and_file_versions(ctx)
     if want is not None and _understated_legacy_format(want, have):
         (version,) = have
         yield Finding(f"data_format says {fmt!r} but all {len(files)} data files are "
