@@ -32,7 +32,7 @@ from reference_impl.io import open_store
 from reference_impl.proto import table_pb2
 from reference_impl.table.manifest import ManifestFile
 
-from .local import DatasetNotFound, _selected_rules, run_check
+from .local import DatasetNotFound, _selected_rules, run_check, unique_findings
 from .report import Report
 
 #: The version a standalone file's one-version table is given in findings.
@@ -45,23 +45,6 @@ def split_file_uri(uri: str) -> tuple[str, str]:
     if not sep:
         return ".", name
     return (head or "/"), name
-
-
-def own_fields(store, key: str, size: int) -> list:
-    """The field list the file describes itself with; [] when its tail cannot be read (the
-    FILE-* rules say why)."""
-    from reference_impl.file.reader import LanceFileReader
-
-    try:
-        return list(LanceFileReader(store, key, size=size).fields)
-    except (FormatError, UnsupportedFeature, LanceError, ValueError):
-        pass
-    try:  # a 2.x file whose schema does not convert still names its fields
-        from reference_impl.file.container import read_container
-
-        return list(read_container(store, key, size=size).fields)
-    except (FormatError, UnsupportedFeature, LanceError, ValueError):
-        return []
 
 
 def one_file_table(key: str, size: int, fields: list, version: tuple[int, int],
@@ -80,23 +63,42 @@ def one_file_table(key: str, size: int, fields: list, version: tuple[int, int],
 #: and FILE-001 says why.
 NO_VERSION = (0xFFFF, 0xFFFF)
 
+_UNREADABLE = (FormatError, UnsupportedFeature, LanceError, ValueError)
 
-def _tail(store, key: str, size: int) -> tuple[tuple[int, int], int]:
-    """The footer's (major, minor) and the row count. When the tail does not parse but the
-    footer ends in the magic, its version pair still tells which version's rules apply."""
+
+def describe_file(store, key: str, size: int, cache: dict) -> tuple[list, tuple[int, int], int]:
+    """``(fields, (major, minor), rows)`` the file gives of itself, reading its tail once.
+
+    A file the reader opens gives its own schema, and the opened reader and container go into
+    ``cache`` (the keys the data-file rules look up), so no rule reads the tail again. A 2.x
+    file whose schema does not convert still names its fields; a tail whose column metadata
+    does not parse still gives the version and row count, and a footer that ends in the magic
+    still tells its version pair; otherwise the file has no fields and :data:`NO_VERSION`
+    (the FILE rules report why).
+    """
     from reference_impl.file.container import MAGIC, read_container
+    from reference_impl.file.reader import LanceFileReader
 
     try:
-        c = read_container(store, key, size=size, load_columns=False)
-        return (int(c.version[0]), int(c.version[1])), int(c.num_rows)
-    except (FormatError, UnsupportedFeature, LanceError, ValueError):
+        reader = LanceFileReader(store, key, size=size)
+    except _UNREADABLE:
         pass
-    if size < 8:
-        return NO_VERSION, 0
-    last = store.get_range(key, size - 8, 8)
+    else:
+        c = reader.container
+        cache["file_reader"] = (reader, None)
+        cache["file_container"] = (c, None)
+        return list(reader.fields), (int(c.version[0]), int(c.version[1])), int(c.num_rows)
+    for load_columns in (True, False):  # the fields count only from a tail that parses whole
+        try:
+            c = read_container(store, key, size=size, load_columns=load_columns)
+        except _UNREADABLE:
+            continue
+        fields = list(c.fields) if load_columns else []
+        return fields, (int(c.version[0]), int(c.version[1])), int(c.num_rows)
+    last = store.get_range(key, size - 8, 8) if size >= 8 else b""
     if last[4:] != MAGIC:
-        return NO_VERSION, 0
-    return (int.from_bytes(last[0:2], "little"), int.from_bytes(last[2:4], "little")), 0
+        return [], NO_VERSION, 0
+    return [], (int.from_bytes(last[0:2], "little"), int.from_bytes(last[2:4], "little")), 0
 
 
 def file_context(uri: str, storage_options: dict | None = None) -> DataFileContext:
@@ -108,8 +110,8 @@ def file_context(uri: str, storage_options: dict | None = None) -> DataFileConte
         size = store.size(key)
     except NotFound as exc:
         raise DatasetNotFound(f"no file at {uri}: {exc}") from None
-    fields = own_fields(store, key, size)
-    version, num_rows = _tail(store, key, size)
+    cache: dict = {}
+    fields, version, num_rows = describe_file(store, key, size, cache)
     manifest = one_file_table(key, size, fields, version, num_rows)
     mf = ManifestFile(key=key, size=size, manifest=manifest, index_section=None,
                       transaction=None, transaction_field=None, transaction_bytes=None,
@@ -119,7 +121,7 @@ def file_context(uri: str, storage_options: dict | None = None) -> DataFileConte
     vctx = VersionContext(table=table, version=FILE_VERSION, manifest_key=key, mf=mf)
     return DataFileContext(version=vctx, fragment=manifest.fragments[0],
                            data_file=manifest.fragments[0].files[0], file_store=store,
-                           file_key=key)
+                           file_key=key, cache=cache)
 
 
 def is_lance_file(uri: str, storage_options: dict | None = None) -> bool:
@@ -149,12 +151,9 @@ def validate_file(uri: str, *, rules=None, skip=None,
     findings = []
     for r in selected:
         findings.extend(run_check(r, ctx, {"path": ctx.file_key}))
-    unique = {}
-    for f in findings:
-        unique.setdefault((f.rule, f.message, repr(sorted(f.location.items()))), f)
     return Report(uri=uri, versions_checked=[], rules_checked=sorted(r.id for r in selected),
-                  findings=sorted(unique.values(), key=lambda v: v.sort_key()),
-                  elapsed_s=time.monotonic() - started)
+                  findings=unique_findings(findings), elapsed_s=time.monotonic() - started)
 
 
-__all__ = ["file_context", "is_lance_file", "one_file_table", "own_fields", "split_file_uri", "validate_file"]
+__all__ = ["describe_file", "file_context", "is_lance_file", "one_file_table", "split_file_uri",
+           "validate_file"]

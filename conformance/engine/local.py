@@ -527,16 +527,20 @@ def run_data_file_item(item: DataFileItem) -> list[Violation]:
     return out
 
 
+def unique_findings(findings: Iterable[Violation]) -> list[Violation]:
+    """The findings in report order, identical ones (same rule, message and place) once."""
+    unique = {}
+    for f in findings:
+        unique.setdefault((f.rule, f.message, repr(sorted(f.location.items()))), f)
+    return sorted(unique.values(), key=Violation.sort_key)
+
+
 def merge(p: Plan, item_findings: Iterable[Iterable[Violation]], *, elapsed_s: float | None = None) -> Report:
     """Join the driver's findings and every item's findings into one report."""
     findings = list(p.findings)
     for chunk in item_findings:
         findings.extend(chunk)
-    # identical findings (same rule, message and place) are reported once
-    unique = {}
-    for f in findings:
-        unique.setdefault((f.rule, f.message, repr(sorted(f.location.items()))), f)
-    ordered = sorted(unique.values(), key=Violation.sort_key)
+    ordered = unique_findings(findings)
     elapsed = time.monotonic() - p.started if elapsed_s is None else elapsed_s
     return Report(uri=p.uri, versions_checked=sorted(p.versions_checked),
                   rules_checked=sorted(p.rules_checked), findings=ordered, elapsed_s=elapsed,
