@@ -355,16 +355,21 @@ def _judge_version(table: Path, folder: Path, version: int, flagged: set[str]) -
         got = ds.to_table(with_row_id=with_row_id)
     except Exception as e:  # noqa: BLE001 - the verdict records what went wrong
         return VersionVerdict(version, "unreadable", f"{type(e).__name__}: {e}"[:400])
+    diff, note = against_readings(want, got, folder / "read-by" /
+                                  Release.parse(NEWEST_READER).slug / "expected" /
+                                  f"v{version}.arrows")
+    return VersionVerdict(version, "misread", diff) if diff else \
+        VersionVerdict(version, "identical", note)
+
+
+def against_readings(want: pa.Table, got: pa.Table, newest: Path) -> tuple[str, str]:
+    """``(difference, note)`` of ``got`` against the writer's reading ``want``; where the
+    newest release reads other rows than the writer (its reading stored at ``newest``),
+    agreeing with it is fine: the difference is then '' and the note says so."""
     diff = table_difference(want, got)
-    if diff:
-        # where the newest release reads other rows than the writer, agreeing with it is fine
-        other = folder / "read-by" / Release.parse(NEWEST_READER).slug / "expected" / \
-            f"v{version}.arrows"
-        if other.exists() and not table_difference(_read_stream(other), got):
-            return VersionVerdict(version, "identical",
-                                  f"as {NEWEST_READER} reads it; the writer read: {diff}")
-        return VersionVerdict(version, "misread", diff)
-    return VersionVerdict(version, "identical")
+    if diff and newest.exists() and not table_difference(_read_stream(newest), got):
+        return "", f"as {NEWEST_READER} reads it; the writer read: {diff}"
+    return diff, ""
 
 
 def _read_stream(path: Path) -> pa.Table:
@@ -378,11 +383,13 @@ def table_difference(want: pa.Table, got: pa.Table) -> str:
         return f"columns {got.column_names} != {want.column_names}"
     if want.num_rows != got.num_rows:
         return f"{got.num_rows} rows != {want.num_rows}"
+    from conformance.engine.compare import plain  # dictionaries by value, dates as stored
+
     for name in want.column_names:
         a, b = want.column(name), got.column(name)
         if a.type != b.type:
             return f"column {name}: type {b.type} != {a.type}"
-        a, b = _logical(a).combine_chunks(), _logical(b).combine_chunks()
+        a, b = plain(a).combine_chunks(), plain(b).combine_chunks()
         if not a.equals(b):
             # NaN != NaN in Arrow's equality; compare on the validity and the bytes instead
             if _same_with_nan(a, b):
@@ -392,14 +399,6 @@ def table_difference(want: pa.Table, got: pa.Table) -> str:
                     return f"column {name} row {i}: {b[i]!r:.120} != {a[i]!r:.120}"
             return f"column {name} differs"
     return ""
-
-
-def _logical(arr: pa.ChunkedArray) -> pa.ChunkedArray:
-    """Values as a reader sees them: dictionaries by the values they stand for, temporal
-    values by their stored integers (:mod:`conformance.engine.compare`), at any depth."""
-    from conformance.engine.compare import plain
-
-    return plain(arr)
 
 
 def _is_nan(scalar) -> bool:
@@ -455,17 +454,14 @@ def judge_files(folder: Path) -> RootVerdict:
             verdict.versions.append(VersionVerdict(stem, outcome,
                                                    info["unreadable_versions"].get(stem, "")))
             continue
-        got = None
         try:
             got = LanceFileReader(store, f"{stem}.lance").read_all()
-            diff = table_difference(_read_stream(want_path), got)
+            diff, note = against_readings(_read_stream(want_path), got,
+                                          newest_rows / f"{stem}.arrows")
         except Exception as e:  # noqa: BLE001 - the verdict records what went wrong
-            diff = f"{type(e).__name__}: {e}"[:400]
-        if diff and got is not None and (newest_rows / f"{stem}.arrows").exists() and \
-                not table_difference(_read_stream(newest_rows / f"{stem}.arrows"), got):
-            diff = ""  # read as the newest release reads it
+            diff, note = f"{type(e).__name__}: {e}"[:400], ""
         if not diff:
-            verdict.versions.append(VersionVerdict(stem, "identical"))
+            verdict.versions.append(VersionVerdict(stem, "identical", note))
             verdict.errors.extend(errors)
         else:
             verdict.versions.append(VersionVerdict(stem, "flagged" if errors else "misread", diff))
