@@ -191,8 +191,15 @@ def _decode_page_2_1(container: FileContainer, page, path, field_: pa.Field, *, 
         return Node("leaf", rows, valid, values=values)
     else:
         raise UnsupportedFeature(f"page layout {kind!r} is not supported")
+    return _levels_to_node(container, path, lay, layers, rep, dfn, values, spans, n_slots, rows, shape, bits)
+
+
+def _levels_to_node(container: FileContainer, path, lay, layers, rep, dfn, values, spans, n_slots: int,
+                    rows: int, shape, bits) -> Node:
+    """The node chain of decoded levels and values: unravel the levels, check the values
+    match the visible slots, and hang the values on the innermost layer."""
     layers_out, visible = repdef.unravel(layers, rep, dfn, n_slots, rows)
-    n_vis = int(visible.sum())
+    n_vis = int(np.count_nonzero(visible))
     if spans is None:
         if values is None:
             values = _empty_values(shape, bits)
@@ -390,6 +397,71 @@ def _decode_page_split(container: FileContainer, page, path, field_: pa.Field) -
         return _decode_page_2_1(container, page, path, field_)
 
 
+#: consecutive small mini-block pages of one column are decoded together, up to this many
+#: rows per group (:func:`_decode_page_group`)
+GROUP_ROWS = 1 << 18
+
+
+def _page_groups(container: FileContainer, pages: list) -> list:
+    """Cut a column's pages into runs decoded as one: consecutive 2.1/2.2 mini-block pages
+    without a dictionary whose layouts differ at most in ``num_items``, up to
+    :data:`GROUP_ROWS` rows. Any other page is a run of its own. Returns ``(pages, layouts)``
+    per run (``layouts`` None for a page decoded on its own)."""
+    if container.version_name not in ("2.1", "2.2"):
+        return [([p], None) for p in pages]
+    groups: list = []
+    cur: list = []
+    cur_layouts: list = []
+    cur_rows = 0
+
+    def close():
+        nonlocal cur, cur_layouts, cur_rows
+        if cur:
+            groups.append((cur, cur_layouts if len(cur) > 1 else None))
+        cur, cur_layouts, cur_rows = [], [], 0
+
+    for p in pages:
+        rows = int(p.length)
+        try:
+            layout = page_layout(p, path=container.path)
+        except (FormatError, UnsupportedFeature, ValueError):
+            layout = None
+        mb = layout.mini_block_layout if layout is not None and \
+            layout.WhichOneof("layout") == "mini_block_layout" else None
+        if mb is None or mb.HasField("dictionary") or rows > GROUP_ROWS:
+            close()
+            groups.append(([p], None))
+            continue
+        if cur and (cur_rows + rows > GROUP_ROWS or not mini_block.same_shape(cur_layouts[0], mb)):
+            close()
+        cur.append(p)
+        cur_layouts.append(mb)
+        cur_rows += rows
+    close()
+    return groups
+
+
+def _decode_page_group(container: FileContainer, group, path, field_: pa.Field) -> Node:
+    """The node of a run of pages (:func:`_page_groups`): decoded as one when they are alike,
+    which gives the node their one-by-one decodes would join to; any error sends the run to
+    the page-by-page decode, which reports it as it always does."""
+    pages, layouts = group
+    if layouts is None:
+        return _decode_page_split(container, pages[0], path, field_)
+    try:
+        shape, bits = arrow_types.value_shape(path[-1])
+        if shape == "null":
+            raise ValueError("null-typed leaves are decoded page by page")
+        rows = sum(int(p.length) for p in pages)
+        rep, dfn, values = mini_block.decode_pages(
+            layouts, [read_page_buffers(container, p) for p in pages], container.version_name)
+        n_slots = len(rep) if rep is not None else (len(dfn) if dfn is not None else rows)
+        return _levels_to_node(container, path, layouts[0], list(layouts[0].layers), rep, dfn, values,
+                               None, n_slots, rows, shape, bits)
+    except (FormatError, UnsupportedFeature, ValueError, IndexError):
+        return _concat_nodes([_decode_page_split(container, p, path, field_) for p in pages])
+
+
 def _row_aligned_runs(index, rows_per_run: int) -> list:
     """Runs ``(c0, c1)`` (inclusive) of about ``rows_per_run`` rows covering every chunk of a
     page, each ending on a chunk that no row straddles."""
@@ -435,8 +507,8 @@ def decode_column_2_1(container: FileContainer, column_index: int, field_: pa.Fi
         elif fr != first_row:
             raise FormatError(f"columns of {field_.name!r} cut pages at different rows", rule=RULE_PAGES,
                               path=container.path)
-        nodes = parallel.map_ordered(lambda p, path=path: _decode_page_split(container, p, path, field_),
-                                     [p for p in sel if int(p.length)])
+        nodes = parallel.map_ordered(lambda g, path=path: _decode_page_group(container, g, path, field_),
+                                     _page_groups(container, [p for p in sel if int(p.length)]))
         if not nodes:
             arr = pa.array([], field_.type)
             return arr, column_index + len(leaves), fr

@@ -8,6 +8,8 @@ Each fast path sits beside a reference and is checked equal to it on generated i
   and against the token-by-token :func:`fsst.decode_value`;
 * 2.1/2.2 mini-block pages decoded as runs of chunks on threads
   (:func:`reader._decode_page_split`) against the one-piece page decode;
+* consecutive small mini-block pages decoded as one (:func:`reader._decode_page_group`,
+  :func:`mini_block.decode_pages`) against page by page;
 * 2.0 ``Binary`` pages: the ASCII shortcut of the UTF-8 check, zero-copy buffers, projections
   that read only the wanted columns, against the written table and a full validation;
 * memory-mapped local reads against the in-memory store;
@@ -26,7 +28,7 @@ from hypothesis import strategies as st
 from reference_impl.errors import FormatError
 from reference_impl.file import parallel
 from reference_impl.file import reader as reader_mod
-from reference_impl.file.encodings.v2_1 import bitpacking, fsst
+from reference_impl.file.encodings.v2_1 import bitpacking, fsst, mini_block
 from reference_impl.file.encodings.v2_1.values import Var
 from reference_impl.file.reader import LanceFileReader
 from reference_impl.file.writer import LanceFileWriter, write_lance_file
@@ -168,6 +170,64 @@ def test_large_pages_are_decoded_in_runs(monkeypatch, version):
     monkeypatch.setattr(reader_mod, "SPLIT_ROWS", 1_000)
     assert LanceFileReader(store, "t.lance").read_all().equals(table)
     assert len(runs) > 3 * 3  # every column's page was cut into several runs
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+@settings(max_examples=max(10, settings.default.max_examples // 4))
+@given(kinds=st.lists(st.sampled_from(["int", "float", "str", "list", "struct"]), min_size=1,
+                      max_size=3),
+       n=st.integers(1, 1500), seed=st.integers(0, 1000), page_rows=st.integers(1, 300),
+       group_rows=st.integers(1, 2000))
+def test_pages_decoded_together_equal_page_by_page(version, kinds, n, seed, page_rows, group_rows):
+    table = pa.table({f"c{i}": _column_values(k, n, seed + i) for i, k in enumerate(kinds)})
+    store = MemoryStore()
+    write_lance_file(store, "t.lance", table, version=version, max_rows_per_page=page_rows)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(reader_mod, "GROUP_ROWS", 0)  # every page on its own
+        alone = LanceFileReader(store, "t.lance").read_all()
+        mp.setattr(reader_mod, "GROUP_ROWS", group_rows)
+        together = LanceFileReader(store, "t.lance").read_all()
+    assert alone.equals(table)
+    assert together.equals(alone)
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_small_pages_are_decoded_together(monkeypatch, version):
+    n = 5_000
+    table = pa.table({"i": _column_values("int", n, 1), "l": _column_values("list", n, 3)})
+    store = MemoryStore()
+    write_lance_file(store, "t.lance", table, version=version, max_rows_per_page=100)
+    groups = []
+    real = mini_block.decode_pages
+
+    def spy(layouts, *args):
+        groups.append(len(layouts))
+        return real(layouts, *args)
+
+    monkeypatch.setattr(mini_block, "decode_pages", spy)
+    assert LanceFileReader(store, "t.lance").read_all().equals(table)
+    assert groups and max(groups) > 10  # many pages went through one decode
+
+
+def test_a_bad_page_in_a_group_is_reported_as_alone(monkeypatch):
+    """A group that fails is decoded page by page: the error is the one page's error."""
+    n = 2_000
+    store = MemoryStore()
+    write_lance_file(store, "t.lance", pa.table({"l": _column_values("list", n, 3)}), version="2.1",
+                     max_rows_per_page=100)
+    reader = LanceFileReader(store, "t.lance")
+    page = reader.container.columns[0].pages[7]
+    lo = int(page.buffer_offsets[1])
+    raw = bytearray(store.get("t.lance"))
+    raw[lo:lo + 2] = b"\xff\xff"  # chunk 0's level count: more levels than its buffer holds
+    store.put("t.lance", bytes(raw))
+    errors = []
+    for group_rows in (0, 1 << 18):
+        monkeypatch.setattr(reader_mod, "GROUP_ROWS", group_rows)
+        with pytest.raises(FormatError) as e:
+            LanceFileReader(store, "t.lance").read_all()
+        errors.append((e.value.rule, str(e.value)))
+    assert errors[0] == errors[1]
 
 
 @given(st.lists(st.one_of(st.none(), st.text(max_size=12)), min_size=1, max_size=200))

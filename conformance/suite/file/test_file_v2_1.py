@@ -149,10 +149,19 @@ def write(lance, tmp_path, table: pa.Table, version: str, batch: int | None = No
     kwargs = {"data_cache_bytes": 1024} if batch else {}
     with lance.file.LanceFileWriter(path, table.schema, version=version, **kwargs) as w:
         for b in (table.to_batches(max_chunksize=batch) if batch else [table]):
-            # materialise slices: pylance 14.0.2 panics ("assertion failed: end <= self.len()")
-            # on sliced struct<list> batches
-            w.write_batch(b.take(pa.array(np.arange(b.num_rows))) if batch else b)
+            w.write_batch(_materialised(b) if batch else b)
     return path
+
+
+def _materialised(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """The batch through an IPC round trip: every buffer holds exactly its rows. pylance 14.0.2
+    panics ("assertion failed: end <= self.len()") on sliced struct<list> batches, and writes the
+    wrong rows for a fixed_size_list<fixed_size_list> whose child buffers extend past the slice
+    (as ``take`` leaves them)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as w:
+        w.write_batch(batch)
+    return pa.ipc.open_stream(sink.getvalue()).read_next_batch()
 
 
 def oracle(lance, path) -> pa.Table:

@@ -164,9 +164,11 @@ def decode_out_of_line_chunks(data: np.ndarray, starts: np.ndarray, sizes: np.nd
     levels of a page's mini-block chunks, whose counts all differ).
 
     Every full block and every padded tail block of every buffer is unpacked by one
-    :func:`unpack_blocks` call; raw tails are copied. Returns None for anything
-    :func:`decode_out_of_line` would refuse (the caller then decodes buffer by buffer and
-    reports the error as that function does). Callers have checked the ranges lie in ``data``.
+    :func:`unpack_blocks` call into a pool, the raw tails are appended to it, and the output is
+    the pool's ranges in chunk order (chunk ``c``: its blocks' first ``counts[c]`` values when
+    its tail is a padded block, else its full blocks then its raw tail). Returns None for
+    anything :func:`decode_out_of_line` would refuse (the caller then decodes buffer by buffer
+    and reports the error as that function does). Callers have checked the ranges lie in ``data``.
     """
     if T not in UINT or W > T:
         return None
@@ -184,33 +186,26 @@ def decode_out_of_line_chunks(data: np.ndarray, starts: np.ndarray, sizes: np.nd
     block_tail = (r > 0) & ~raw_tail
     if np.any(tail_words < 0) or np.any(block_tail & (tail_words < per)):
         return None
-    first = np.zeros(len(counts) + 1, np.int64)
-    np.cumsum(counts, out=first[1:])
-    out = np.empty(int(first[-1]), dt)
-    # blocks: chunk c contributes full[c] blocks, plus one when its tail is a padded block
+    # the pool: every unpacked block (chunk c's blocks are consecutive), then every raw tail
     nblocks = full + block_tail
     total = int(nblocks.sum())
-    if total:
+    first_block = np.cumsum(nblocks) - nblocks
+    if total and per:
         owner = np.repeat(np.arange(len(counts)), nblocks)
-        j = np.arange(total) - np.repeat(np.cumsum(nblocks) - nblocks, nblocks)
-        if per:
-            raw = gather_ranges(data, starts[owner] + j * per * B, np.full(total, per * B))
-            vals = unpack_blocks(raw.view(dt).reshape(total, per), T, W)
-        else:
-            vals = np.zeros((total, BLOCK_VALUES), dt)
-        take = np.where(j < full[owner], BLOCK_VALUES, r[owner])
-        keep = np.arange(BLOCK_VALUES)[None, :] < take[:, None]
-        if not raw_tail.any():  # the kept values, in block order, are exactly the output
-            return vals[keep]
-        dest = first[owner] + j * BLOCK_VALUES
-        out[(dest[:, None] + np.arange(BLOCK_VALUES)[None, :])[keep]] = vals[keep]
-    if raw_tail.any():
-        c = np.flatnonzero(raw_tail)
-        tail = gather_ranges(data, starts[c] + need_full[c] * B, r[c] * B).view(dt)
-        dest = np.repeat(first[c] + full[c] * BLOCK_VALUES, r[c]) + (
-            np.arange(int(r[c].sum())) - np.repeat(np.cumsum(r[c]) - r[c], r[c]))
-        out[dest] = tail
-    return out
+        j = np.arange(total) - first_block[owner]
+        raw = gather_ranges(data, starts[owner] + j * per * B, np.full(total, per * B))
+        blocks = unpack_blocks(raw.view(dt).reshape(total, per), T, W).reshape(-1)
+    else:
+        blocks = np.zeros(total * BLOCK_VALUES, dt)
+    tail_len = np.where(raw_tail, r, 0)
+    tails = gather_ranges(data, starts + need_full * B, tail_len * B).view(dt)
+    pool = np.concatenate([blocks, tails]) if len(tails) else blocks
+    # chunk c's output: [its block values][its raw tail]
+    block_len = full * BLOCK_VALUES + np.where(block_tail, r, 0)
+    tail_start = len(blocks) + np.cumsum(tail_len) - tail_len
+    range_starts = np.stack([first_block * BLOCK_VALUES, tail_start], axis=1).reshape(-1)
+    range_lens = np.stack([block_len, tail_len], axis=1).reshape(-1)
+    return gather_ranges(pool, range_starts, range_lens)
 
 
 BLOCK_VALUES = 1024

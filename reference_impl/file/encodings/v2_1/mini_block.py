@@ -24,6 +24,8 @@ decompressed (count = values in the chunk, i.e. visible items). The repetition i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from reference_impl.errors import FormatError
@@ -73,17 +75,40 @@ def chunk_table(layout, meta, version: str):
     return offsets, sizes, counts
 
 
-def decode(layout, buffers: list, version: str, rows: int):
-    """Decode a mini-block page -> ``(rep, def, values)`` (levels may be None)."""
+@dataclass
+class Chunks:
+    """Where the parts of every chunk of one or more mini-block pages lie in ``data``: per chunk
+    the level count and the value count, and per level kind / value buffer the start and size."""
+
+    data: np.ndarray  # uint8: the chunk-data buffer(s)
+    n_levels: np.ndarray
+    counts: np.ndarray
+    level_starts: list
+    level_sizes: list
+    value_starts: list
+    value_sizes: list
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self.counts)
+
+
+def _check_layout(layout, version: str) -> None:
     compressive.check_version(layout, version)
-    nb = int(layout.num_buffers)
-    has_rep = layout.HasField("rep_compression")
-    has_def = layout.HasField("def_compression")
     if not layout.HasField("value_compression"):
         raise FormatError("mini-block page without value_compression", rule=RULE)
+    nb = int(layout.num_buffers)
     expect_nb = compressive.mini_block_buffers(layout.value_compression)
     if nb != expect_nb:
         raise FormatError(f"num_buffers={nb}, value encoding needs {expect_nb}", rule=RULE)
+
+
+def page_chunks(layout, buffers: list, version: str) -> Chunks:
+    """Read a page's chunk table and every chunk's header; check that each part lies in its chunk."""
+    _check_layout(layout, version)
+    nb = int(layout.num_buffers)
+    has_rep = layout.HasField("rep_compression")
+    has_def = layout.HasField("def_compression")
     need = 2 + (1 if layout.HasField("dictionary") else 0) + (1 if layout.repetition_index_depth else 0)
     if len(buffers) < need:
         raise FormatError(f"mini-block page has {len(buffers)} buffers, needs {need}", rule=RULE)
@@ -123,18 +148,77 @@ def decode(layout, buffers: list, version: str, rows: int):
     ends = [st + sz for st, sz in zip(level_starts + value_starts, level_sizes + value_sizes, strict=False)]
     if n_chunks and ends and np.any(np.max(np.stack(ends), axis=0) > offs + sizes):
         raise FormatError("chunk buffers run past their chunk", rule=RULE)
+    return Chunks(d, n_levels, counts, level_starts, level_sizes, value_starts, value_sizes)
+
+
+def decode_chunks(layout, ch: Chunks, buffers: list | None):
+    """Decode the levels and values of the chunks ``ch`` -> ``(rep, def, values)``.
+
+    ``buffers`` (the page's) supplies the dictionary when the layout has one."""
+    has_rep = layout.HasField("rep_compression")
+    has_def = layout.HasField("def_compression")
+    n_chunks = ch.n_chunks
     decoded = []
     for k, node in enumerate([n for n, has in ((layout.rep_compression, has_rep),
                                                (layout.def_compression, has_def)) if has]):
-        decoded.append(compressive.levels_chunk_set(node, d, level_starts[k], level_sizes[k], n_levels))
+        decoded.append(compressive.levels_chunk_set(node, ch.data, ch.level_starts[k], ch.level_sizes[k],
+                                                    ch.n_levels))
     rep = decoded[0] if has_rep and n_chunks else None
     dfn = decoded[-1] if has_def and n_chunks else None
-    chunk_set = ChunkSet(d, value_starts, value_sizes)
+    chunk_set = ChunkSet(ch.data, ch.value_starts, ch.value_sizes)
     if n_chunks:
-        values = compressive.decode_mini_block(layout.value_compression, chunk_set, counts)
+        values = compressive.decode_mini_block(layout.value_compression, chunk_set, ch.counts)
     else:
         values = None
     if layout.HasField("dictionary"):
         items = compressive.decode_block(layout.dictionary, buffers[2], int(layout.num_dictionary_items))
         values = dictionary.resolve(values, items)
     return rep, dfn, values
+
+
+def decode(layout, buffers: list, version: str, rows: int):
+    """Decode a mini-block page -> ``(rep, def, values)`` (levels may be None)."""
+    return decode_chunks(layout, page_chunks(layout, buffers, version), buffers)
+
+
+def same_shape(a, b) -> bool:
+    """Whether two pages' mini-block layouts differ at most in ``num_items`` (so their chunks
+    decode alike, see :func:`decode_pages`)."""
+    if a.num_items == b.num_items:
+        return a == b
+    c = type(a)()
+    c.CopyFrom(b)
+    c.num_items = a.num_items
+    return a == c
+
+
+def decode_pages(layouts: list, buffers_list: list, version: str):
+    """:func:`decode` of consecutive pages of one column as one: ``(rep, def, values)`` of the
+    pages concatenated (the same as decoding them one by one and joining the results).
+
+    A speed-up beside the page-at-a-time path: the chunks of all pages are decoded by the same
+    few numpy steps, so a column of many small pages costs what one large page costs. The pages'
+    layouts must be alike (:func:`same_shape`) and carry no dictionary.
+    """
+    first = layouts[0]
+    if first.HasField("dictionary") or not all(same_shape(first, lay) for lay in layouts[1:]):
+        raise ValueError("pages of different shapes are decoded one by one")
+    parts = [page_chunks(lay, bufs, version) for lay, bufs in zip(layouts, buffers_list, strict=True)]
+    if len(parts) == 1:
+        return decode_chunks(first, parts[0], buffers_list[0])
+    base = np.cumsum([0] + [len(p.data) for p in parts[:-1]])
+
+    def joined(get):
+        return [np.concatenate([get(p)[k] + b for p, b in zip(parts, base, strict=True)])
+                for k in range(len(get(parts[0])))]
+
+    ch = Chunks(
+        np.concatenate([p.data for p in parts]),
+        np.concatenate([p.n_levels for p in parts]),
+        np.concatenate([p.counts for p in parts]),
+        joined(lambda p: p.level_starts),
+        [np.concatenate([p.level_sizes[k] for p in parts]) for k in range(len(parts[0].level_sizes))],
+        joined(lambda p: p.value_starts),
+        [np.concatenate([p.value_sizes[k] for p in parts]) for k in range(len(parts[0].value_sizes))],
+    )
+    return decode_chunks(first, ch, None)

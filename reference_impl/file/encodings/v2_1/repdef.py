@@ -78,16 +78,17 @@ def unravel(layers, rep, dfn, n_slots: int, rows: int):
         if n_slots != rows:
             raise FormatError(f"levels describe {n_slots} rows, the page has {rows}", rule=RULE)
         return [Layer(False, None, None, n_slots) for _ in layers], np.ones(n_slots, bool)
-    d = np.zeros(n_slots, np.int32) if dfn is None else dfn.astype(np.int32)
+    # levels are compared with small numbers only, so they keep their decoded integer type
+    d = np.zeros(n_slots, np.uint16) if dfn is None else _levels(dfn)
     if n_slots and d.max(initial=0) > md:
         raise FormatError(f"def level {int(d.max())} exceeds the maximum {md}", rule=RULE)
     if rep is None:
         if mr:
             if n_slots:
                 raise FormatError("list layers without repetition levels", rule=RULE)
-        r = np.full(n_slots, mr, np.int32)
+        r = np.full(n_slots, mr, np.uint16)
     else:
-        r = rep.astype(np.int32)
+        r = _levels(rep)
         if n_slots and r.max(initial=0) > mr:
             raise FormatError(f"rep level {int(r.max())} exceeds the maximum {mr}", rule=RULE)
     n = len(layers)
@@ -103,35 +104,56 @@ def unravel(layers, rep, dfn, n_slots: int, rows: int):
     exists, starts = [], []
     for i in range(len(layers)):
         outer_lists = [j for j in range(i + 1, n) if layers[j] in LIST_KINDS]
-        ex = d <= int(inner[outer_lists[0]]) if outer_lists else np.ones(n_slots, bool)
+        ex = d <= int(inner[outer_lists[0]]) if outer_lists else None  # None: every slot
         need = list_no[i] if list_no[i] > 0 else -list_no[i]
-        st = ex & (r >= need) if need else ex
+        if need:
+            st = r >= need if ex is None else ex & (r >= need)
+        else:
+            st = np.ones(n_slots, bool) if ex is None else ex
         exists.append(ex)
         starts.append(st)
     if rep is not None and n_slots and mr and r[0] != mr:
         raise FormatError("the first level slot does not start a row", rule=RULE)
+    # slots are picked by index (``take``), not by boolean mask: on levels that alternate at
+    # random, numpy's masked indexing mispredicts its way to several times the cost
+    idx = np.int32 if n_slots < (1 << 31) - 1 else np.int64
     out = []
     for i, k in enumerate(layers):
-        st = starts[i]
-        ds = d[st]
-        length = int(st.sum())
-        if k in LIST_KINDS:
-            valid = ds <= int(inner[i])
-            if k == EMPTYABLE_LIST:
-                valid |= ds == int(inner[i]) + 1
-            elif k == NULL_AND_EMPTY_LIST:
-                valid |= ds == int(inner[i]) + 2
-            cs = starts[i - 1] if i > 0 else None
-            if cs is None:
-                raise FormatError("a list layer cannot be the leaf", rule=RULE)
-            cum = np.zeros(n_slots + 1, np.int64)
-            np.cumsum(cs, out=cum[1:])
-            offsets = np.concatenate([cum[:-1][st], cum[-1:]])
-            out.append(Layer(True, None if valid.all() else valid, offsets, length))
-        else:
-            valid = ds <= int(inner[i])
-            out.append(Layer(False, None if valid.all() else valid, None, length))
+        if k not in LIST_KINDS:
+            # an item layer: valid where def does not reach its own levels; elements are only
+            # picked out when some of them are null
+            st = starts[i]
+            length = int(np.count_nonzero(st))
+            null = d > int(inner[i])
+            null &= st
+            valid = None
+            if null.any():
+                valid = ~null.take(np.flatnonzero(st))
+            out.append(Layer(False, valid, None, length))
+            continue
+        at = np.flatnonzero(starts[i])  # the slots where list layer i's elements begin
+        ds = d.take(at)
+        length = len(at)
+        valid = ds <= int(inner[i])
+        if k == EMPTYABLE_LIST:
+            valid |= ds == int(inner[i]) + 1
+        elif k == NULL_AND_EMPTY_LIST:
+            valid |= ds == int(inner[i]) + 2
+        cs = starts[i - 1] if i > 0 else None
+        if cs is None:
+            raise FormatError("a list layer cannot be the leaf", rule=RULE)
+        # offsets: the child elements begun before each list's first slot, then all of them
+        before = np.cumsum(cs, dtype=idx)  # inclusive: child elements begun up to each slot
+        offsets = np.empty(length + 1, np.int64)
+        offsets[:-1] = before.take(at) - cs.take(at)
+        offsets[-1] = before[-1] if n_slots else 0
+        out.append(Layer(True, None if valid.all() else valid, offsets, length))
     out.reverse()
     if out[0].length != rows:
         raise FormatError(f"levels describe {out[0].length} rows, the page has {rows}", rule=RULE)
-    return out, exists[0]
+    return out, np.ones(n_slots, bool) if exists[0] is None else exists[0]
+
+
+def _levels(levels: np.ndarray) -> np.ndarray:
+    """Levels as an integer array: the decoders' ``uint16`` as it is, anything else cast."""
+    return levels if levels.dtype == np.uint16 else levels.astype(np.int64)
