@@ -169,7 +169,7 @@ def descriptor_page(
 
         tree = packed_struct_node(rows, buffers, "blob descriptors")
         return EncodedPage(buffers, n, pack_any(tree), 0, tree)
-    from .v2_1.mini_block import encode_mini_block
+    from .v2_1.mini_block import encode_mini_block_fast as encode_mini_block
     from .v2_1.packed_struct import PackedStructValues
     from .v2_1.repdef import Shredded
 

@@ -32,7 +32,7 @@ from .flat import FlatValues
 from .fsst import FsstValues
 from .full_zip import encode_full_zip
 from .general import LZ4, ZSTD, GeneralValues, compress
-from .mini_block import encode_mini_block
+from .mini_block import encode_mini_block_fast as encode_mini_block
 from .packed_struct import check_packable, encode_packed_struct_page, leaf_fields
 from .repdef import Shredded, row_starts, shred, slice_levels
 from .rle import RleValues, run_count

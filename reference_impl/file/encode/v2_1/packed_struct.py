@@ -37,7 +37,7 @@ from ..hints import parse_hints
 from ..v2_0.packed_struct import check_children_valid, child_layout, packed_rows
 from .flat import chunk_values_for_width
 from .full_zip import _ragged_copy, encode_full_zip
-from .mini_block import encode_mini_block
+from .mini_block import encode_mini_block_fast as encode_mini_block
 from .repdef import ITEM, LIST, Shredded
 
 

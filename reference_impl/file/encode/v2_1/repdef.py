@@ -72,7 +72,7 @@ def leaf_paths(t: pa.DataType, path=()) -> list[tuple]:
     return [path + ((ITEM, None),)]
 
 
-def shred(arr: pa.Array, path: tuple) -> Shredded:
+def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
     """Levels and visible values of the leaf reached by ``path`` in ``arr`` (top-level rows).
 
     Walks the path outermost first keeping, per level slot, its rep level, the step at
@@ -80,6 +80,8 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
     it has no value). A list step expands every live slot into one slot per item; a
     null or empty list, or a slot already null above, stays one slot without a value.
     The codes become def levels once all steps are known (layers are data-dependent).
+    ``fast`` picks :func:`_expand` over :func:`_expand_readable` for the list steps (the
+    same arrays).
     """
     n = len(arr)
     max_rep = sum(1 for s in path if s[0] == LIST)
@@ -125,14 +127,11 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
             code[empty] = 2 * p + 2
         expand = live & (idx >= 0) & ~nul & ~empty
         counts = np.where(expand, slot_len, 1)
-        owner = np.repeat(np.arange(len(idx)), counts)
-        firsts = np.cumsum(counts) - counts
-        within = np.arange(len(owner), dtype=np.int64) - firsts[owner]
-        exp_o = expand[owner]
-        new_idx = np.where(exp_o, offs[:-1][safe][owner] + within if len(offs) > 1 else 0, -1)
-        rep = np.where(within == 0, rep[owner], depth - 1).astype(np.uint16)
-        code = code[owner]
-        idx = new_idx
+        rep, code, idx = (
+            _expand(expand, counts, rep, code, offs, safe, depth)
+            if fast
+            else _expand_readable(expand, counts, rep, code, offs, safe, depth)
+        )
         depth -= 1
         cur = cur.values
 
@@ -176,6 +175,38 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
     else:
         values = cur.take(pa.array(take, pa.int64()))
     return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
+
+
+def _expand_readable(expand, counts, rep, code, offs, safe, depth):
+    """One list step, slot by item: every slot ``i`` becomes ``counts[i]`` slots (its items
+    when ``expand[i]``, else itself). Returns the new ``(rep, code, idx)``: the first slot
+    of a list keeps the old rep, the others get ``depth - 1``; codes are inherited; an
+    expanded slot's index is its item's index in the list's values, other slots -1."""
+    owner = np.repeat(np.arange(len(counts)), counts)
+    firsts = np.cumsum(counts) - counts
+    within = np.arange(len(owner), dtype=np.int64) - firsts[owner]
+    exp_o = expand[owner]
+    new_idx = np.where(exp_o, offs[:-1][safe][owner] + within if len(offs) > 1 else 0, -1)
+    new_rep = np.where(within == 0, rep[owner], depth - 1).astype(np.uint16)
+    return new_rep, code[owner], new_idx
+
+
+def _expand(expand, counts, rep, code, offs, safe, depth):
+    """:func:`_expand_readable` with fewer passes over the new slots: the new index is
+    ``arange + base`` with the per-slot ``base`` repeated (``start - first`` for an
+    expanded slot, ``-1 - first`` for one that stays: its single slot then reads -1), the
+    rep a fill of ``depth - 1`` with the old reps scattered at each list's first slot."""
+    counts = counts.astype(np.int64, copy=False)
+    ends = np.cumsum(counts)
+    firsts = ends - counts
+    total = int(ends[-1]) if len(ends) else 0
+    starts = offs[:-1][safe] if len(offs) > 1 else np.zeros(len(counts), np.int64)
+    base = np.where(expand, starts - firsts, -1 - firsts)
+    new_idx = np.arange(total, dtype=np.int64)
+    new_idx += np.repeat(base, counts)
+    new_rep = np.full(total, depth - 1, np.uint16)
+    new_rep[firsts] = rep  # every slot has at least one new slot (counts >= 1)
+    return new_rep, np.repeat(code, counts), new_idx
 
 
 def row_starts(sh: Shredded) -> np.ndarray:
