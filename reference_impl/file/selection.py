@@ -147,9 +147,13 @@ def use_dictionary_v2_1(
     *,
     divisor: float = DICT_MAX_CARDINALITY_DIVISOR,
     size_ratio: float = DICT_MAX_SIZE_RATIO,
+    fast: bool = True,
 ) -> bool:
     """2.1+ structural dictionary test over a page's visible values; ``divisor`` and
-    ``size_ratio`` come from ``lance-encoding:dict-divisor`` / ``dict-size-ratio``."""
+    ``size_ratio`` come from ``lance-encoding:dict-divisor`` / ``dict-size-ratio``.
+
+    ``fast`` counts the distinct values with :func:`distinct_lower_bound` first (the same
+    answer, see there) instead of always with ``pc.count_distinct``."""
     n = len(values)
     if n < DICT_MIN_VALUES or not dictionary_eligible_type(values.type, version):
         return False
@@ -157,10 +161,20 @@ def use_dictionary_v2_1(
     sample = values.take(pa.array(range(0, n, step)[:DICT_SAMPLE_SIZE], pa.int64()))
     if pc.count_distinct(sample, mode="all").as_py() >= DICT_MAX_SAMPLE_UNIQUE * len(sample):
         return False
-    distinct = pc.count_distinct(values, mode="only_valid").as_py() + (
-        1 if values.null_count else 0
-    )
-    if distinct > min(n // divisor, DICT_MAX_CARDINALITY):
+    limit = min(n // divisor, DICT_MAX_CARDINALITY)
+    null = 1 if values.null_count else 0
+    if fast:
+        bound = distinct_lower_bound(values)
+        if bound is not None and bound[0] + null > limit:
+            return False
+        distinct = (
+            bound[0]
+            if bound is not None and bound[1]
+            else pc.count_distinct(values, mode="only_valid").as_py()
+        ) + null
+    else:
+        distinct = pc.count_distinct(values, mode="only_valid").as_py() + null
+    if distinct > limit:
         return False
     if is_variable_width(values.type):
         avg = raw_bytes / max(n, 1)
@@ -170,6 +184,63 @@ def use_dictionary_v2_1(
     index_bits = max(1, (distinct - 1).bit_length())  # indices are bit-packed i32
     encoded = dict_bytes + n * index_bits / 8
     return encoded < size_ratio * raw_bytes
+
+
+_MASKS = np.array([0] + [(1 << (8 * k)) - 1 for k in range(1, 8)] + [2**64 - 1], np.uint64)
+
+
+def _count_sorted_distinct(keys: np.ndarray) -> int:
+    if len(keys) == 0:
+        return 0
+    keys = np.sort(keys)
+    return int(np.count_nonzero(keys[1:] != keys[:-1])) + 1
+
+
+def distinct_lower_bound(values: pa.Array) -> tuple[int, bool] | None:
+    """``(count, exact)`` for the valid values of ``values``, or None (use
+    ``pc.count_distinct``). Arrow counts distinct values by their bits (0.0 and -0.0, or
+    two NaN payloads, are different values), so for 8- to 64-bit fixed-width values
+    sorting the raw words gives the exact count. For strings and binary, the count of a
+    key computed from each value (its length, first and last 8 bytes) is a lower bound
+    (equal values have equal keys): enough to refuse a dictionary when it already
+    exceeds the cardinality limit; otherwise the exact count is still needed.
+    """
+    from .encode.arrow_data import valid_mask
+
+    t = values.type
+    valid = valid_mask(values)
+    if is_variable_width(t):
+        offsets, data = variable_parts(values)
+        starts, ends = offsets[:-1], offsets[1:]
+        if valid is not None:
+            starts, ends = starts[valid], ends[valid]
+        lengths = ends - starts
+        padded = np.zeros(len(data) + 8, np.uint8)
+        padded[: len(data)] = data
+        words = np.ndarray((len(data) + 1,), "<u8", padded, 0, (1,))
+        short = _MASKS[np.minimum(lengths, 8)]
+        first = words[starts] & short
+        last = words[np.maximum(ends - 8, starts)] & short
+        key = (
+            first
+            ^ (last * np.uint64(0x9E3779B97F4A7C15))
+            ^ (lengths.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
+        )
+        return _count_sorted_distinct(key), False
+    if pa.types.is_boolean(t) or pa.types.is_fixed_size_list(t):
+        return None
+    try:
+        bits = fixed_bits(t)
+    except Exception:  # noqa: BLE001
+        return None
+    if bits not in (8, 16, 32, 64):
+        return None
+    from .encode.arrow_data import fixed_values
+
+    raw = fixed_values(values).view(f"<u{bits // 8}")
+    if valid is not None:
+        raw = raw[valid]
+    return _count_sorted_distinct(raw), True
 
 
 def maybe_constant(values: pa.Array) -> bool:

@@ -242,3 +242,44 @@ def test_large_pages_written_fast_equal_readably(version, kind):
     with pytest.MonkeyPatch.context() as mp:
         _readable(mp)
         assert _write(table, version) == fast
+
+
+_dict_types = st.sampled_from(
+    [pa.string(), pa.large_binary(), pa.int64(), pa.float64(), pa.int32(), pa.decimal128(20, 3)]
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    _dict_types,
+    st.sampled_from([100, 150, 1000, 5000]),
+    st.sampled_from([1, 3, 40, 300, 10**9]),
+    st.sampled_from([0.0, 0.1, 0.9]),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from(["2.1", "2.2"]),
+)
+def test_dictionary_test_with_the_distinct_bound_equals_the_exact_count(
+    t, n, cardinality, null_p, seed, version
+):
+    """``distinct_lower_bound`` never exceeds Arrow's count (exact where it says so), and
+    the structural dictionary test decides the same with it as with ``count_distinct``."""
+    import pyarrow.compute as pc
+
+    from reference_impl.file import selection
+
+    rng = np.random.default_rng(seed)
+    pool = gen_array(t, min(cardinality, n), rng, 0.0, False)
+    arr = pool.take(pa.array(rng.integers(0, len(pool), n)))
+    mask = rng.random(n) < null_p
+    if mask.any():
+        arr = pc.if_else(pa.array(mask), pa.scalar(None, t), arr)
+    exact = pc.count_distinct(arr, mode="only_valid").as_py()
+    bound = selection.distinct_lower_bound(arr)
+    if bound is not None:
+        assert bound[0] <= exact and (not bound[1] or bound[0] == exact)
+    raw = column.max_value_bytes(arr) * n
+    for divisor, ratio in ((2, 0.8), (1, 10.0)):
+        kw = dict(divisor=divisor, size_ratio=ratio)
+        assert selection.use_dictionary_v2_1(arr, version, raw, fast=True, **kw) == (
+            selection.use_dictionary_v2_1(arr, version, raw, fast=False, **kw)
+        )

@@ -378,7 +378,7 @@ def _candidates(symbols, lengths, positions, codes, seg_first, sample):
     pair = ids[:-1][follows] * 512 + ids[1:][follows]
     count2 = np.bincount(pair, minlength=512 * 512)
     one = np.flatnonzero(count1)
-    two = np.flatnonzero(count2)
+    two = np.flatnonzero(count2.astype(bool))  # (a bool scan is ~4x faster)
     a, b = two // 512, two % 512
     la, lb = id_len[a], id_len[b]
     ok = la < 8
@@ -412,7 +412,8 @@ def _select(value, length, gain):
     if len(long_):
         # rank of each long candidate among those with the same first two bytes
         prefix = (value[long_] & np.uint64(0xFFFF)).astype(np.int64)
-        order = np.argsort(prefix, kind="stable")  # keeps best-first order inside a prefix
+        # stable: keeps best-first order inside a prefix (u16 keys: a radix sort)
+        order = np.argsort(prefix.astype(np.uint16), kind="stable")
         sorted_prefix = prefix[order]
         group_start = np.ones(len(order), bool)
         group_start[1:] = sorted_prefix[1:] != sorted_prefix[:-1]

@@ -92,12 +92,13 @@ def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
     depth = max_rep
     seen_null = [False] * len(path)
     seen_empty = [False] * len(path)
+    done = None  # (visible, values) once the fast path has finished the walk early
     for p, step in enumerate(path):
         live = code == 0
-        safe = np.where(idx >= 0, idx, 0)
         if step[0] == ITEM:
             valid = valid_mask(cur)
             if valid is not None and len(idx):
+                safe = np.where(idx >= 0, idx, 0)
                 nul = live & ~valid[safe] & (idx >= 0)
                 if nul.any():
                     seen_null[p] = True
@@ -106,6 +107,7 @@ def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
                 cur = cur.field(step[1])
             continue
         # list layer
+        safe = np.where(idx >= 0, idx, 0)
         offs = list_offsets(cur)
         lens = offs[1:] - offs[:-1]
         valid = valid_mask(cur)
@@ -127,6 +129,12 @@ def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
             code[empty] = 2 * p + 2
         expand = live & (idx >= 0) & ~nul & ~empty
         counts = np.where(expand, slot_len, 1)
+        leaf = _valid_tail(cur.values, path[p + 1 :]) if fast and len(idx) else None
+        if leaf is not None:
+            # nothing below this list can be null: the walk ends here (see _expand_last)
+            rep, code, done = _expand_last(expand, counts, rep, code, offs, safe, depth, leaf)
+            cur = leaf
+            break
         rep, code, idx = (
             _expand(expand, counts, rep, code, offs, safe, depth)
             if fast
@@ -168,6 +176,9 @@ def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
             else:
                 layers.append(pb.REPDEF_ALL_VALID_LIST)
     deff = table[code] if level > 1 else None
+    if done is not None:
+        visible, values = done
+        return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
     visible = idx >= 0
     take = idx[visible]
     if len(take) == len(cur) and np.array_equal(take, np.arange(len(cur))):
@@ -175,6 +186,46 @@ def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
     else:
         values = cur.take(pa.array(take, pa.int64()))
     return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
+
+
+def _valid_tail(values: pa.Array, rest: tuple) -> pa.Array | None:
+    """The leaf array below a list whose remaining ``rest`` steps are item (struct) steps
+    without any null, or None (another list follows, or some array on the way has nulls)."""
+    cur = values
+    for step in rest:
+        if step[0] != ITEM or cur.null_count:
+            return None
+        if step[1] is not None:
+            cur = cur.field(step[1])
+    return cur
+
+
+def _expand_last(expand, counts, rep, code, offs, safe, depth, leaf):
+    """The last list step of a path with nothing nullable below it: :func:`_expand`'s rep
+    and code, but no per-slot item index. A slot is visible iff its list slot expanded,
+    and the visible values are the expanded lists' item ranges, in order: the leaf itself
+    when they are back to back from 0 to its end, else a ``take`` of those ranges.
+    Returns ``(rep, code, (visible, values))``, as the readable walk ends."""
+    counts = counts.astype(np.int64, copy=False)
+    ends = np.cumsum(counts)
+    firsts = ends - counts
+    total = int(ends[-1])
+    new_rep = np.full(total, depth - 1, np.uint16)
+    new_rep[firsts] = rep
+    visible = np.repeat(expand, counts)
+    starts = offs[:-1][safe][expand] if len(offs) > 1 else np.zeros(0, np.int64)
+    sizes = counts[expand]
+    if len(starts) == 0:  # no visible value (as the readable end: the leaf itself if empty)
+        values = leaf if len(leaf) == 0 else leaf.take(pa.array([], pa.int64()))
+        return new_rep, np.repeat(code, counts), (visible, values)
+    stops = starts + sizes
+    if starts[0] == 0 and stops[-1] == len(leaf) and np.array_equal(starts[1:], stops[:-1]):
+        values = leaf  # every leaf slot is visible, in order: no copy
+    else:
+        seen = np.cumsum(sizes) - sizes
+        take = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(starts - seen, sizes)
+        values = leaf.take(pa.array(take, pa.int64()))
+    return new_rep, np.repeat(code, counts), (visible, values)
 
 
 def _expand_readable(expand, counts, rep, code, offs, safe, depth):
