@@ -40,9 +40,11 @@ def test_fastlanes_pack_fast_equals_the_row_loop(T, data, nblocks, seed):
     blocks = rng.integers(0, 2**T, (nblocks, 1024), dtype=np.uint64).astype(dt)
     if data.draw(st.booleans()) and W < T:
         blocks &= dt((1 << W) - 1)  # in range (as the encoders call it), or not: masked alike
+    before = blocks.copy()
     want = bitpacking.fastlanes_pack(blocks, T, W)
     got = bitpacking.fastlanes_pack_fast(blocks, T, W)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+    assert np.array_equal(blocks, before)  # the input is never written
 
 
 @st.composite
@@ -283,3 +285,35 @@ def test_dictionary_test_with_the_distinct_bound_equals_the_exact_count(
         assert selection.use_dictionary_v2_1(arr, version, raw, fast=True, **kw) == (
             selection.use_dictionary_v2_1(arr, version, raw, fast=False, **kw)
         )
+
+
+def _generations_run_to_the_end(values) -> bytes:
+    """build_symbol_table without the early stop: every one of GENERATIONS generations."""
+    from reference_impl.file.encode.v2_1 import fsst
+
+    offsets, data = fsst._as_parts(values)
+    s_off, s_data = fsst._sample(offsets, data)
+    symbols, lengths = np.zeros(0, np.uint64), np.zeros(0, np.uint8)
+    if len(s_data):
+        for _ in range(fsst.GENERATIONS):
+            tokens = fsst._tokenise(fsst._Matcher(symbols, lengths), s_off, s_data)
+            cand = fsst._candidates(symbols, lengths, *tokens, s_data)
+            symbols, lengths = fsst._select(*cand, fast=False)
+    return fsst.table_bytes(symbols, lengths)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.text(alphabet="0123456789abcdef", max_size=24), min_size=1, max_size=300),
+    st.lists(st.text(max_size=40), max_size=300),
+    st.integers(1, 40),
+)
+def test_symbol_table_training_stopped_at_a_fixed_point_equals_all_generations(hexes, texts, k):
+    """The training stops when a generation returns its own table (a fixed point), and
+    the table of at most 7-byte candidates is merged with a single-key sort: both give the
+    table all generations with the two-key lexsort would."""
+    from reference_impl.file.encode.v2_1 import fsst
+
+    for values in (hexes * k, texts * k, hexes + texts):
+        arr = pa.array(values, pa.string())
+        assert fsst.build_symbol_table(arr) == _generations_run_to_the_end(arr)

@@ -86,26 +86,33 @@ _FL_PERM = {T: _fl_perm(T) for T in (8, 16, 32, 64)}
 
 def fastlanes_pack_fast(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
     """:func:`fastlanes_pack` (the same words) with the rows taken by :func:`_fl_rows`
-    (reshapes, no per-row gather) and masked once."""
+    (reshapes, no per-row gather), laid out row-major (row, block, lane) so that every
+    step works on one contiguous row of all blocks, masked once, and shifted into a
+    reused buffer."""
     dt = UINT[T]
     lanes = BLOCK // T
     B = blocks.shape[0]
-    out = np.zeros((B, W, lanes), dtype=dt)
     if W == 0:
-        return out.reshape(B, 0)
-    v = _fl_rows(blocks, T)
-    if W < T:
-        v = v & dt((1 << W) - 1)
+        return np.zeros((B, 0), dtype=dt)
+    rows = _fl_rows(blocks, T).transpose(1, 0, 2)  # (T, B, lanes), may be a view of blocks
+    if W < T:  # a new C-ordered array: the caller's blocks are never written
+        v = np.bitwise_and(rows, dt((1 << W) - 1), order="C")
+    else:
+        v = np.ascontiguousarray(rows)
+    out = np.zeros((W, B, lanes), dtype=dt)
+    tmp = np.empty((B, lanes), dtype=dt)
     for row in range(T):
-        x = v[:, row, :]
+        x = v[row]
         w, s = divmod(row * W, T)
         if s:
-            out[:, w, :] |= x << dt(s)
+            np.left_shift(x, dt(s), out=tmp)
+            out[w] |= tmp
         else:
-            out[:, w, :] |= x
+            out[w] |= x
         if s + W > T:
-            out[:, w + 1, :] |= x >> dt(T - s)
-    return out.reshape(B, W * lanes)
+            np.right_shift(x, dt(T - s), out=tmp)
+            out[w + 1] |= tmp
+    return out.transpose(1, 0, 2).reshape(B, W * lanes)
 
 
 def bit_widths(blocks: np.ndarray) -> np.ndarray:

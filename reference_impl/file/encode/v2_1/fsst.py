@@ -282,7 +282,6 @@ def _tokenise(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
 def _encode_block(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
     """``(compressed length per value, compressed bytes)`` of the values ``offsets``
     (starting at 0) index in ``data``."""
-    n = len(data)
     starts, ends = _segments(offsets)
     padded = _pad(data)
     is_start, packed = _walk(matcher, padded, starts, ends)
@@ -290,10 +289,9 @@ def _encode_block(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
     positions = np.flatnonzero(is_start)
     codes = packed[positions].astype(np.uint8)
     escapes = np.flatnonzero(codes == ESCAPE)
-    # output bytes before each value start = tokens before it + escapes before it
-    tokens_before = np.zeros(n + 1, np.int32 if n < 2**31 else np.int64)
-    np.cumsum(is_start, out=tokens_before[1:])
-    before = tokens_before[offsets].astype(np.int64)
+    # output bytes before each value start = tokens before it + escapes before it (the
+    # token positions ascend, so the tokens before a byte position are a searchsorted)
+    before = np.searchsorted(positions, offsets).astype(np.int64)
     if len(escapes):
         out = np.insert(codes, escapes + 1, data[positions[escapes]])
         before += np.searchsorted(positions[escapes], offsets)
@@ -392,13 +390,20 @@ def _candidates(symbols, lengths, positions, codes, seg_first, sample):
     return value, length, gain
 
 
-def _select(value, length, gain):
+def _select(value, length, gain, fast: bool = True):
     """The best (at most MAX_SYMBOLS) distinct candidates, keeping at most LONG_PER_PREFIX
-    symbols of 3..8 bytes per 2-byte prefix."""
+    symbols of 3..8 bytes per 2-byte prefix. ``fast`` merges duplicates with a one-key
+    sort when it can (the same result as the two-key lexsort)."""
     if len(value) == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.uint8)
     # merge duplicates (the same symbol reached in different ways): sum their gains
-    order = np.lexsort((length, value))
+    if fast and int(length.max()) < 8:
+        # values of at most 7 bytes leave room for the length below them: one u64 key in
+        # (value, length) order, sorted faster than lexsort's two keys (equal keys are
+        # equal candidates, so the unstable sort merges the same groups)
+        order = np.argsort((value << np.uint64(3)) | (length - 1).astype(np.uint64))
+    else:
+        order = np.lexsort((length, value))
     value, length, gain = value[order], length[order], gain[order]
     new = np.ones(len(value), bool)
     new[1:] = (value[1:] != value[:-1]) | (length[1:] != length[:-1])
@@ -451,7 +456,12 @@ def build_symbol_table(values) -> bytes:
     for _ in range(GENERATIONS):
         positions, codes, seg_first = _tokenise(_Matcher(symbols, lengths), s_off, s_data)
         cand = _candidates(symbols, lengths, positions, codes, seg_first, s_data)
-        symbols, lengths = _select(*cand)
+        new_symbols, new_lengths = _select(*cand)
+        if np.array_equal(new_symbols, symbols) and np.array_equal(new_lengths, lengths):
+            # a generation depends only on the table it starts from (and the sample): a
+            # table it returns unchanged is what every further generation returns too
+            break
+        symbols, lengths = new_symbols, new_lengths
     return table_bytes(symbols, lengths)
 
 
