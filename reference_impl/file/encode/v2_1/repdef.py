@@ -80,9 +80,13 @@ def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
     it has no value). A list step expands every live slot into one slot per item; a
     null or empty list, or a slot already null above, stays one slot without a value.
     The codes become def levels once all steps are known (layers are data-dependent).
-    ``fast`` picks :func:`_expand` over :func:`_expand_readable` for the list steps (the
-    same arrays).
+    ``fast`` takes the shortcuts beside this walk, which give the same Shredded:
+    :func:`_shred_items` for a path without lists, :func:`_expand` instead of
+    :func:`_expand_readable` for a list step, :func:`_expand_last` for the last list when
+    nothing below it has nulls.
     """
+    if fast and all(step[0] == ITEM for step in path):
+        return _shred_items(arr, path)
     n = len(arr)
     max_rep = sum(1 for s in path if s[0] == LIST)
     rep = np.full(n, max_rep, np.uint16) if max_rep else None
@@ -143,7 +147,49 @@ def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
         depth -= 1
         cur = cur.values
 
-    # layers (innermost first) and the code -> def level table
+    layers, table, level, max_visible = _layers(path, seen_null, seen_empty)
+    deff = table[code] if level > 1 else None
+    if done is not None:
+        visible, values = done
+        return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
+    visible = idx >= 0
+    take = idx[visible]
+    if len(take) == len(cur) and np.array_equal(take, np.arange(len(cur))):
+        values = cur  # every leaf slot is visible, in order: no copy
+    else:
+        values = cur.take(pa.array(take, pa.int64()))
+    return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
+
+
+def _shred_items(arr: pa.Array, path: tuple) -> Shredded:
+    """:func:`shred` for a path without lists (a top-level leaf or struct fields): one slot
+    per row, every slot visible and holding its own row's value, so there is no item index
+    to carry; only the codes of the nulls (the outermost null wins) are kept, and only once
+    some step has a null."""
+    n = len(arr)
+    code = None  # all zero until a null is seen
+    cur = arr
+    seen_null = [False] * len(path)
+    for p, step in enumerate(path):
+        valid = valid_mask(cur)
+        if valid is not None and n:
+            nul = ~valid if code is None else ~valid & (code == 0)
+            if nul.any():
+                seen_null[p] = True
+                if code is None:
+                    code = np.zeros(n, np.int32)
+                code[nul] = 2 * p + 1
+        if step[1] is not None:
+            cur = cur.field(step[1])
+    layers, table, level, max_visible = _layers(path, seen_null, [False] * len(path))
+    deff = table[code] if level > 1 else None
+    values = cur if len(cur) == n else cur.take(pa.array(np.arange(n), pa.int64()))
+    return Shredded(None, deff, layers, values, np.ones(n, bool), n, 0, max_visible)
+
+
+def _layers(path: tuple, seen_null: list[bool], seen_empty: list[bool]):
+    """The layers (innermost first), the code -> def level table, the next free def level
+    and the def levels of visible nulls, from the steps at which nulls / empties were seen."""
     layers: list[int] = []
     table = np.zeros(2 * len(path) + 3, np.uint16)
     level = 1
@@ -175,17 +221,7 @@ def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
                 level += 1
             else:
                 layers.append(pb.REPDEF_ALL_VALID_LIST)
-    deff = table[code] if level > 1 else None
-    if done is not None:
-        visible, values = done
-        return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
-    visible = idx >= 0
-    take = idx[visible]
-    if len(take) == len(cur) and np.array_equal(take, np.arange(len(cur))):
-        values = cur  # every leaf slot is visible, in order: no copy
-    else:
-        values = cur.take(pa.array(take, pa.int64()))
-    return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
+    return layers, table, level, max_visible
 
 
 def _valid_tail(values: pa.Array, rest: tuple) -> pa.Array | None:
