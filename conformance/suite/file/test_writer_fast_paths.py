@@ -68,8 +68,9 @@ def _level_ranges(draw):
 def test_levels_of_all_chunks_packed_fast_equal_the_readable_packing(case):
     values, bounds, W = case
     want = bitpacking.out_of_line_pack_many(values, bounds, 16, W)
-    got = bitpacking.out_of_line_pack_many_fast(values, bounds, 16, W)
-    assert [bytes(g) for g in got] == want
+    sizes, pieces = bitpacking.out_of_line_pack_many_fast(values, bounds, 16, W)
+    assert [b"".join(bytes(p) for p in ps) for ps in pieces] == want
+    assert sizes.tolist() == [len(w) for w in want]
     assert want == [bitpacking.out_of_line_pack(values[a:b], 16, W) for a, b in bounds]
 
 

@@ -273,11 +273,12 @@ def out_of_line_pack_many(values: np.ndarray, bounds, T: int, W: int) -> list[by
     return out
 
 
-def out_of_line_pack_many_fast(values: np.ndarray, bounds, T: int, W: int) -> list:
-    """:func:`out_of_line_pack_many` (the same bytes per range), building the blocks from a
-    sliding-window view of the zero-extended values (one row gather, then the tails past
-    each range's end zeroed) and packing with :func:`fastlanes_pack_fast`; the pieces are
-    memoryviews into one packed buffer (plus the raw tails)."""
+def out_of_line_pack_many_fast(values: np.ndarray, bounds, T: int, W: int):
+    """:func:`out_of_line_pack_many` as ``(sizes, pieces)``: ``pieces[i]`` bytes-like
+    objects whose concatenation is range ``i``'s bytes (``sizes[i]`` of them). The blocks
+    are built from a sliding-window view of the zero-extended values (one row gather, then
+    the tails past each range's end zeroed) and packed with :func:`fastlanes_pack_fast`;
+    the pieces are memoryviews into that packed buffer and into the raw values."""
     dt = np.dtype(UINT[T]).newbyteorder("<")
     values = values.astype(dt, copy=False)
     bounds = np.asarray(bounds, np.int64).reshape(-1, 2)
@@ -301,19 +302,18 @@ def out_of_line_pack_many_fast(values: np.ndarray, bounds, T: int, W: int) -> li
         if len(short):
             blocks[short] *= (np.arange(BLOCK)[None, :] < take[short, None]).astype(dt)
         packed = memoryview(fastlanes_pack_fast(blocks, T, W).astype(dt, copy=False).tobytes())
-    first = (np.cumsum(nblocks) - nblocks).tolist()
-    nbl = nblocks.tolist()
-    raw_tail = (r > 0) & ~padded
-    tails = np.flatnonzero(raw_tail).tolist()
-    out = [packed[f * size : (f + k) * size] for f, k in zip(first, nbl, strict=True)]
-    if tails:
-        vb = memoryview(values.tobytes())
-        item = dt.itemsize
-        for c in tails:
-            lo = int(a[c] + full[c] * BLOCK)
-            piece = vb[lo * item : (lo + int(r[c])) * item]
-            out[c] = bytes(out[c]) + bytes(piece) if nbl[c] else piece
-    return out
+    raw = (r > 0) & ~padded  # ranges whose last values are stored raw
+    item = dt.itemsize
+    first = ((np.cumsum(nblocks) - nblocks) * size).tolist()
+    last = (np.cumsum(nblocks) * size).tolist()
+    tail_lo = ((a + full * BLOCK) * item).tolist()
+    tail_hi = ((a + full * BLOCK + np.where(raw, r, 0)) * item).tolist()
+    vb = memoryview(np.ascontiguousarray(values)).cast("B") if len(values) else memoryview(b"")
+    pieces = [
+        (packed[f:e], vb[lo:hi]) for f, e, lo, hi in zip(first, last, tail_lo, tail_hi, strict=True)
+    ]
+    sizes = nblocks * size + np.where(raw, r, 0) * item
+    return sizes, pieces
 
 
 def out_of_line_pack(values: np.ndarray, T: int, W: int) -> bytes:

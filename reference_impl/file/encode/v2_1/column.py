@@ -230,15 +230,16 @@ class FieldEncoder21:
             return
         starts = row_starts(sh)
         ends = np.append(starts[1:], sh.num_levels)  # level after each row's last slot
-        visible_before = np.concatenate([[0], np.cumsum(sh.visible, dtype=np.int64)])
         nrows = len(starts)
         row = 0
+        visible_before = 0  # visible slots before level lo
         while row < nrows:
             lo = int(starts[row])
             end_row = int(np.searchsorted(ends, lo + MAX_LEVELS_PER_PAGE, side="right"))
             end_row = min(max(end_row, row + 1), nrows)
             hi = int(ends[end_row - 1])
-            yield slice_levels(sh, lo, hi, row, end_row, int(visible_before[lo])), row
+            yield slice_levels(sh, lo, hi, row, end_row, visible_before), row
+            visible_before += int(np.count_nonzero(sh.visible[lo:hi]))
             row = end_row
 
     def finish(self, num_rows: int) -> list[tuple[int, EncodedPage]]:

@@ -251,11 +251,9 @@ def encode_mini_block_fast(
 
     sections = []  # per section: (sizes, pieces per chunk) in chunk order
     if sh.rep is not None:
-        reps = out_of_line_pack_many_fast(sh.rep, bounds, 16, rep_w)
-        sections.append((np.array([len(r) for r in reps], np.int64), [(r,) for r in reps]))
+        sections.append(out_of_line_pack_many_fast(sh.rep, bounds, 16, rep_w))
     if sh.deff is not None:
-        defs = out_of_line_pack_many_fast(sh.deff, bounds, 16, def_w)
-        sections.append((np.array([len(d) for d in defs], np.int64), [(d,) for d in defs]))
+        sections.append(out_of_line_pack_many_fast(sh.deff, bounds, 16, def_w))
     n_level_sections = len(sections)
     value_sections = batched_chunks(values, starts, counts)
     sections.extend(value_sections)

@@ -238,9 +238,11 @@ def _valid_tail(values: pa.Array, rest: tuple) -> pa.Array | None:
 
 def _expand_last(expand, counts, rep, code, offs, safe, depth, leaf):
     """The last list step of a path with nothing nullable below it: :func:`_expand`'s rep
-    and code, but no per-slot item index. A slot is visible iff its list slot expanded,
-    and the visible values are the expanded lists' item ranges, in order: the leaf itself
-    when they are back to back from 0 to its end, else a ``take`` of those ranges.
+    and code, but no per-slot item index. Only live slots expand (their code is 0), so the
+    new codes are 0 but at the single slot a null or empty list keeps, and a slot is
+    visible iff its list slot expanded. The visible values are the expanded lists' item
+    ranges, in order: the leaf itself when they run back to back over all of it, a slice
+    of it when they run back to back over part of it, else a ``take`` of those ranges.
     Returns ``(rep, code, (visible, values))``, as the readable walk ends."""
     counts = counts.astype(np.int64, copy=False)
     ends = np.cumsum(counts)
@@ -248,20 +250,27 @@ def _expand_last(expand, counts, rep, code, offs, safe, depth, leaf):
     total = int(ends[-1])
     new_rep = np.full(total, depth - 1, np.uint16)
     new_rep[firsts] = rep
-    visible = np.repeat(expand, counts)
+    stay = np.flatnonzero(~expand)  # null or empty lists, or slots null above: one slot
+    new_code = np.zeros(total, code.dtype)
+    new_code[firsts[stay]] = code[stay]
+    visible = np.ones(total, bool)
+    visible[firsts[stay]] = False
     starts = offs[:-1][safe][expand] if len(offs) > 1 else np.zeros(0, np.int64)
     sizes = counts[expand]
     if len(starts) == 0:  # no visible value (as the readable end: the leaf itself if empty)
         values = leaf if len(leaf) == 0 else leaf.take(pa.array([], pa.int64()))
-        return new_rep, np.repeat(code, counts), (visible, values)
+        return new_rep, new_code, (visible, values)
     stops = starts + sizes
-    if starts[0] == 0 and stops[-1] == len(leaf) and np.array_equal(starts[1:], stops[:-1]):
-        values = leaf  # every leaf slot is visible, in order: no copy
+    if np.array_equal(starts[1:], stops[:-1]):  # back to back
+        if starts[0] == 0 and stops[-1] == len(leaf):
+            values = leaf  # every leaf slot is visible, in order: no copy
+        else:
+            values = leaf.slice(int(starts[0]), int(stops[-1] - starts[0]))
     else:
         seen = np.cumsum(sizes) - sizes
         take = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(starts - seen, sizes)
         values = leaf.take(pa.array(take, pa.int64()))
-    return new_rep, np.repeat(code, counts), (visible, values)
+    return new_rep, new_code, (visible, values)
 
 
 def _expand_readable(expand, counts, rep, code, offs, safe, depth):
