@@ -83,7 +83,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .encode.arrow_data import fixed_bits, is_variable_width, variable_parts
+from .encode.arrow_data import fixed_bits, is_variable_width, valid_mask, variable_parts
 
 # 2.0 auto-dictionary for utf8 pages: spec 003 "fewer than 100 unique elements";
 # the row minimum is pylance's (FILE-ENCODINGS §2.3, [S]).
@@ -158,7 +158,7 @@ def use_dictionary_v2_1(
     if n < DICT_MIN_VALUES or not dictionary_eligible_type(values.type, version):
         return False
     step = max(1, n // DICT_SAMPLE_SIZE)
-    sample = values.take(pa.array(range(0, n, step)[:DICT_SAMPLE_SIZE], pa.int64()))
+    sample = values.take(pa.array(np.arange(0, n, step)[:DICT_SAMPLE_SIZE]))  # (numpy: no boxing)
     if pc.count_distinct(sample, mode="all").as_py() >= DICT_MAX_SAMPLE_UNIQUE * len(sample):
         return False
     limit = min(n // divisor, DICT_MAX_CARDINALITY)
@@ -205,8 +205,6 @@ def distinct_lower_bound(values: pa.Array) -> tuple[int, bool] | None:
     (equal values have equal keys): enough to refuse a dictionary when it already
     exceeds the cardinality limit; otherwise the exact count is still needed.
     """
-    from .encode.arrow_data import valid_mask
-
     t = values.type
     valid = valid_mask(values)
     if is_variable_width(t):
@@ -243,13 +241,26 @@ def distinct_lower_bound(values: pa.Array) -> tuple[int, bool] | None:
     return _count_sorted_distinct(raw), True
 
 
-def maybe_constant(values: pa.Array) -> bool:
-    """Cheap pre-check for the 2.2 constant layout: a few evenly spaced valid values agree."""
-    valid = values.drop_null() if values.null_count else values
-    n = len(valid)
-    if n == 0 or pa.types.is_fixed_size_list(valid.type):
+def maybe_constant(values: pa.Array, fast: bool = True) -> bool:
+    """Cheap pre-check for the 2.2 constant layout: a few evenly spaced valid values agree.
+    ``fast`` finds them among the valid positions instead of copying the valid values out
+    (the same probe)."""
+    if not fast:
+        valid = values.drop_null() if values.null_count else values
+        n = len(valid)
+        if n == 0 or pa.types.is_fixed_size_list(valid.type):
+            return False
+        probe = valid.take(pa.array(sorted({0, n - 1, *range(0, n, max(1, n // 16))}), pa.int64()))
+        return pc.count_distinct(probe, mode="all").as_py() == 1
+    if pa.types.is_fixed_size_list(values.type):
         return False
-    probe = valid.take(pa.array(sorted({0, n - 1, *range(0, n, max(1, n // 16))}), pa.int64()))
+    # the probe positions among the valid values, looked up without copying them out
+    where = np.flatnonzero(valid_mask(values)) if values.null_count else None
+    n = len(values) if where is None else len(where)
+    if n == 0:
+        return False
+    probe = np.array(sorted({0, n - 1, *range(0, n, max(1, n // 16))}), np.int64)
+    probe = values.take(pa.array(probe if where is None else where[probe]))
     return pc.count_distinct(probe, mode="all").as_py() == 1
 
 

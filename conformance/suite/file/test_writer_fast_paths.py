@@ -264,8 +264,9 @@ _dict_types = st.sampled_from(
 def test_dictionary_test_with_the_distinct_bound_equals_the_exact_count(
     t, n, cardinality, null_p, seed, version
 ):
-    """``distinct_lower_bound`` never exceeds Arrow's count (exact where it says so), and
-    the structural dictionary test decides the same with it as with ``count_distinct``."""
+    """``distinct_lower_bound`` never exceeds Arrow's count (exact where it says so), the
+    structural dictionary test decides the same with it as with ``count_distinct``, and the
+    2.2 constant pre-check probes the same values without copying the valid ones out."""
     import pyarrow.compute as pc
 
     from reference_impl.file import selection
@@ -280,6 +281,7 @@ def test_dictionary_test_with_the_distinct_bound_equals_the_exact_count(
     bound = selection.distinct_lower_bound(arr)
     if bound is not None:
         assert bound[0] <= exact and (not bound[1] or bound[0] == exact)
+    assert selection.maybe_constant(arr, fast=True) == selection.maybe_constant(arr, fast=False)
     raw = column.max_value_bytes(arr) * n
     for divisor, ratio in ((2, 0.8), (1, 10.0)):
         kw = dict(divisor=divisor, size_ratio=ratio)

@@ -61,44 +61,30 @@ def fastlanes_pack(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
     return out.reshape(blocks.shape[0], W * lanes)
 
 
-def _fl_rows(blocks: np.ndarray, T: int) -> np.ndarray:
-    """``blocks`` (B, 1024) rearranged to (B, T, LANES) in FastLanes row order, by reshapes
-    and one small permutation instead of a gather: seen as (B, 8, 8, 16) with index
-    ``a * 128 + o * 16 + l``, row ``r = 8 h + a`` of width ``LANES = 16 k`` takes the ``k``
-    consecutive ``o`` from ``FL_ORDER[h]`` (the layout ``_ROW_INDEX`` spells out)."""
-    B = blocks.shape[0]
-    lanes = BLOCK // T
-    perm = _FL_PERM[T]
-    v = blocks.reshape(B, 8, 8, 16)
-    if perm is not None:
-        v = v[:, :, perm, :]
-    return v.reshape(B, 8, T // 8, lanes).transpose(0, 2, 1, 3).reshape(B, T, lanes)
-
-
-def _fl_perm(T: int):
-    k = (BLOCK // T) // 16
-    perm = np.array([FL_ORDER[h] + j for h in range(T // 8) for j in range(k)])
-    return None if np.array_equal(perm, np.arange(8)) else perm
-
-
-_FL_PERM = {T: _fl_perm(T) for T in (8, 16, 32, 64)}
-
-
 def fastlanes_pack_fast(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
-    """:func:`fastlanes_pack` (the same words) with the rows taken by :func:`_fl_rows`
-    (reshapes, no per-row gather), laid out row-major (row, block, lane) so that every
-    step works on one contiguous row of all blocks, masked once, and shifted into a
-    reused buffer."""
+    """:func:`fastlanes_pack` (the same words) in a fixed number of passes: the rows of
+    every block gathered by strided copies (not one fancy index per row) into a row-major
+    (row, block, lane) array, so that each shift-and-or step works on one contiguous row of
+    all blocks, shifting into a reused buffer."""
     dt = UINT[T]
     lanes = BLOCK // T
     B = blocks.shape[0]
     if W == 0:
         return np.zeros((B, 0), dtype=dt)
-    rows = _fl_rows(blocks, T).transpose(1, 0, 2)  # (T, B, lanes), may be a view of blocks
-    if W < T:  # a new C-ordered array: the caller's blocks are never written
-        v = np.bitwise_and(rows, dt((1 << W) - 1), order="C")
-    else:
-        v = np.ascontiguousarray(rows)
+    # the rows (T, B, lanes) in one strided pass, masked on the way (a new array: the
+    # caller's blocks are never written): blocks seen as (B, 8 a, 8 o, 16 l), row
+    # r = 8 h + a takes the k = LANES / 16 consecutive o from FL_ORDER[h] (_ROW_INDEX)
+    k = lanes // 16
+    src = blocks.reshape(B, 8, 8, 16)
+    v = np.empty((T // 8, 8, B, k, 16), dtype=dt)
+    mask = dt((1 << W) - 1) if W < T else None
+    for h in range(T // 8):
+        part = src[:, :, FL_ORDER[h] : FL_ORDER[h] + k, :].transpose(1, 0, 2, 3)
+        if mask is None:
+            v[h] = part
+        else:
+            np.bitwise_and(part, mask, out=v[h])
+    v = v.reshape(T, B, lanes)
     out = np.zeros((W, B, lanes), dtype=dt)
     tmp = np.empty((B, lanes), dtype=dt)
     for row in range(T):
