@@ -164,7 +164,7 @@ def use_dictionary_v2_1(
     limit = min(n // divisor, DICT_MAX_CARDINALITY)
     null = 1 if values.null_count else 0
     if fast:
-        bound = distinct_lower_bound(values)
+        bound = distinct_lower_bound(values, limit - null)
         if bound is not None and bound[0] + null > limit:
             return False
         distinct = (
@@ -196,14 +196,29 @@ def _count_sorted_distinct(keys: np.ndarray) -> int:
     return int(np.count_nonzero(keys[1:] != keys[:-1])) + 1
 
 
-def distinct_lower_bound(values: pa.Array) -> tuple[int, bool] | None:
-    """``(count, exact)`` for the valid values of ``values``, or None (use
-    ``pc.count_distinct``). Arrow counts distinct values by their bits (0.0 and -0.0, or
-    two NaN payloads, are different values), so for 8- to 64-bit fixed-width values
-    sorting the raw words gives the exact count. For strings and binary, the count of a
-    key computed from each value (its length, first and last 8 bytes) is a lower bound
-    (equal values have equal keys): enough to refuse a dictionary when it already
-    exceeds the cardinality limit; otherwise the exact count is still needed.
+def _hashed_distinct(keys: np.ndarray) -> int:
+    """Distinct buckets of a multiplicative hash of ``keys`` (u64) in a bitmap of about
+    16 x len(keys) bits (at most 2**20): equal keys share a bucket, so this never exceeds
+    the number of distinct keys, and without sorting."""
+    bits = min(20, max(10, int(len(keys)).bit_length() + 4))
+    bucket = (keys * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
+    seen = np.zeros(1 << bits, bool)
+    seen[bucket.astype(np.intp)] = True
+    return int(np.count_nonzero(seen))
+
+
+def distinct_lower_bound(values: pa.Array, limit: float | None = None) -> tuple[int, bool] | None:
+    """``(count, exact)`` for the valid values of ``values``: a lower bound of their number
+    of distinct values, exact when ``exact``; None when this cannot tell (use
+    ``pc.count_distinct``).
+
+    Each value gets a u64 key, equal values equal keys: for 8- to 64-bit fixed-width values
+    their raw bits (Arrow counts distinct values by their bits: 0.0 and -0.0, or two NaN
+    payloads, are different values), so the distinct keys are exactly the distinct values;
+    for strings and binary a key of the value's length, first and last 8 bytes, so the
+    distinct keys are a lower bound. With ``limit``, a bound above it is returned as soon
+    as the keys' hash buckets (:func:`_hashed_distinct`, no sort) exceed it; otherwise the
+    keys are sorted and counted.
     """
     t = values.type
     valid = valid_mask(values)
@@ -219,26 +234,33 @@ def distinct_lower_bound(values: pa.Array) -> tuple[int, bool] | None:
         short = _MASKS[np.minimum(lengths, 8)]
         first = words[starts] & short
         last = words[np.maximum(ends - 8, starts)] & short
-        key = (
+        keys = (
             first
             ^ (last * np.uint64(0x9E3779B97F4A7C15))
             ^ (lengths.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
         )
-        return _count_sorted_distinct(key), False
-    if pa.types.is_boolean(t) or pa.types.is_fixed_size_list(t):
-        return None
-    try:
-        bits = fixed_bits(t)
-    except Exception:  # noqa: BLE001
-        return None
-    if bits not in (8, 16, 32, 64):
-        return None
-    from .encode.arrow_data import fixed_values
+        exact = False
+    else:
+        if pa.types.is_boolean(t) or pa.types.is_fixed_size_list(t):
+            return None
+        try:
+            bits = fixed_bits(t)
+        except Exception:  # noqa: BLE001
+            return None
+        if bits not in (8, 16, 32, 64):
+            return None
+        from .encode.arrow_data import fixed_values
 
-    raw = fixed_values(values).view(f"<u{bits // 8}")
-    if valid is not None:
-        raw = raw[valid]
-    return _count_sorted_distinct(raw), True
+        keys = fixed_values(values).view(f"<u{bits // 8}")
+        if valid is not None:
+            keys = keys[valid]
+        keys = keys.astype(np.uint64)
+        exact = True
+    if limit is not None:
+        hashed = _hashed_distinct(keys)
+        if hashed > limit:
+            return hashed, False
+    return _count_sorted_distinct(keys), exact
 
 
 def maybe_constant(values: pa.Array, fast: bool = True) -> bool:
