@@ -282,7 +282,6 @@ def _tokenise(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
 def _encode_block(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
     """``(compressed length per value, compressed bytes)`` of the values ``offsets``
     (starting at 0) index in ``data``."""
-    n = len(data)
     starts, ends = _segments(offsets)
     padded = _pad(data)
     is_start, packed = _walk(matcher, padded, starts, ends)
@@ -290,16 +289,20 @@ def _encode_block(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
     positions = np.flatnonzero(is_start)
     codes = packed[positions].astype(np.uint8)
     escapes = np.flatnonzero(codes == ESCAPE)
-    # output bytes before each value start = tokens before it + escapes before it
-    tokens_before = np.zeros(n + 1, np.int32 if n < 2**31 else np.int64)
-    np.cumsum(is_start, out=tokens_before[1:])
-    before = tokens_before[offsets].astype(np.int64)
+    # output bytes of each value = its tokens + its escapes; the tokens of the non-empty
+    # values are sums of is_start between their starts (reduceat: no cumsum over every byte)
+    lengths = np.zeros(len(offsets) - 1, np.int64)
+    nonempty = np.flatnonzero(offsets[1:] > offsets[:-1])
+    if len(nonempty):
+        lengths[nonempty] = np.add.reduceat(
+            is_start.view(np.uint8), offsets[nonempty], dtype=np.int64
+        )
     if len(escapes):
         out = np.insert(codes, escapes + 1, data[positions[escapes]])
-        before += np.searchsorted(positions[escapes], offsets)
+        lengths += np.diff(np.searchsorted(positions[escapes], offsets))
     else:
         out = codes
-    return np.diff(before), out
+    return lengths, out
 
 
 def encode(table: bytes, offsets, data) -> tuple[np.ndarray, np.ndarray]:
