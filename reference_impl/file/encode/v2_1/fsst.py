@@ -373,16 +373,21 @@ def _candidates(symbols, lengths, positions, codes, seg_first, sample):
     id_val[256:] = np.arange(256, dtype=np.uint64)
     id_len[256:] = 1
     count1 = np.bincount(ids, minlength=512)
+    used = np.flatnonzero(count1)  # the ids that occur, ascending
     # the first byte of a longer symbol counts towards that byte as a candidate too
     multi = ~escaped & (id_len[ids] > 1)
     count1 += np.bincount(256 + first_byte[multi], minlength=512)
-    # adjacent token pairs inside one segment
+    # adjacent token pairs inside one segment, counted over the ids that occur (ranked
+    # in id order, so the pairs come out in (first id, second id) order as over all 512)
     follows = ~seg_first[1:]
-    pair = ids[:-1][follows] * 512 + ids[1:][follows]
-    count2 = np.bincount(pair, minlength=512 * 512)
+    m = len(used)
+    rank = np.zeros(512, np.int64)
+    rank[used] = np.arange(m)
+    pair = rank[ids[:-1][follows]] * m + rank[ids[1:][follows]]
+    count2 = np.bincount(pair, minlength=m * m)
     one = np.flatnonzero(count1)
     two = np.flatnonzero(count2.astype(bool))  # (a bool scan is ~4x faster)
-    a, b = two // 512, two % 512
+    a, b = used[two // m], used[two % m]
     la, lb = id_len[a], id_len[b]
     ok = la < 8
     a, b, la, lb, cnt2 = a[ok], b[ok], la[ok], lb[ok], count2[two][ok]
