@@ -158,8 +158,15 @@ def use_dictionary_v2_1(
     if n < DICT_MIN_VALUES or not dictionary_eligible_type(values.type, version):
         return False
     step = max(1, n // DICT_SAMPLE_SIZE)
-    sample = values.take(pa.array(np.arange(0, n, step)[:DICT_SAMPLE_SIZE]))  # (numpy: no boxing)
-    if pc.count_distinct(sample, mode="all").as_py() >= DICT_MAX_SAMPLE_UNIQUE * len(sample):
+    at = np.arange(0, n, step)[:DICT_SAMPLE_SIZE]
+    words = _raw_words(values) if fast else None
+    if words is not None:  # the sample's distinct values by their bits, nulls counting one
+        valid = valid_mask(values)
+        picked = words[at] if valid is None else words[at[valid[at]]]
+        sample_distinct = _count_sorted_distinct(picked) + (len(picked) < len(at))
+    else:
+        sample_distinct = pc.count_distinct(values.take(pa.array(at)), mode="all").as_py()
+    if sample_distinct >= DICT_MAX_SAMPLE_UNIQUE * len(at):
         return False
     limit = min(n // divisor, DICT_MAX_CARDINALITY)
     null = 1 if values.null_count else 0
@@ -282,8 +289,30 @@ def maybe_constant(values: pa.Array, fast: bool = True) -> bool:
     if n == 0:
         return False
     probe = np.array(sorted({0, n - 1, *range(0, n, max(1, n // 16))}), np.int64)
-    probe = values.take(pa.array(probe if where is None else where[probe]))
-    return pc.count_distinct(probe, mode="all").as_py() == 1
+    if where is not None:
+        probe = where[probe]
+    words = _raw_words(values)
+    if words is not None:  # equal bits, as count_distinct compares fixed-width values
+        picked = words[probe]
+        return bool((picked == picked[0]).all())
+    return pc.count_distinct(values.take(pa.array(probe)), mode="all").as_py() == 1
+
+
+def _raw_words(values: pa.Array) -> np.ndarray | None:
+    """The slot bits of 8- to 64-bit fixed-width values as unsigned words (Arrow's
+    count_distinct tells such values apart by these bits), or None for other types."""
+    t = values.type
+    if is_variable_width(t) or pa.types.is_boolean(t) or pa.types.is_fixed_size_list(t):
+        return None
+    try:
+        bits = fixed_bits(t)
+    except Exception:  # noqa: BLE001
+        return None
+    if bits not in (8, 16, 32, 64):
+        return None
+    from .encode.arrow_data import fixed_values
+
+    return fixed_values(values).view(f"<u{bits // 8}")
 
 
 def use_fsst(values: pa.Array) -> bool:

@@ -321,3 +321,25 @@ def test_symbol_table_training_stopped_at_a_fixed_point_equals_all_generations(h
     for values in (hexes * k, texts * k, hexes + texts):
         arr = pa.array(values, pa.string())
         assert fsst.build_symbol_table(arr) == _generations_run_to_the_end(arr)
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_dictionary_and_constant_tests_tell_floats_apart_by_their_bits(version):
+    """Arrow's count_distinct tells 0.0 from -0.0 and NaN payloads apart (their bits); the
+    fast tests compare raw words and must agree, with and without nulls."""
+    from reference_impl.file import selection
+
+    nans = np.array([0x7FF8000000000000, 0x7FF8000000000001, 0xFFF8000000000000], np.uint64)
+    specials = np.concatenate([np.array([0.0, -0.0, 1.5]), nans.view(np.float64)])
+    rng = np.random.default_rng(5)
+    for pool in (specials, specials[:2], specials[3:], specials[:1], nans[:1].view(np.float64)):
+        values = pool[rng.integers(0, len(pool), 1000)]
+        for mask in (None, rng.random(1000) < 0.3):
+            arr = pa.array(values, pa.float64(), mask=mask)
+            raw = 8 * len(arr)
+            assert selection.use_dictionary_v2_1(arr, version, raw, fast=True) == (
+                selection.use_dictionary_v2_1(arr, version, raw, fast=False)
+            )
+            assert selection.maybe_constant(arr, fast=True) == selection.maybe_constant(
+                arr, fast=False
+            )
