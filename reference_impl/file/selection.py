@@ -224,8 +224,8 @@ def distinct_lower_bound(values: pa.Array, limit: float | None = None) -> tuple[
     payloads, are different values), so the distinct keys are exactly the distinct values;
     for strings and binary a key of the value's length, first and last 8 bytes, so the
     distinct keys are a lower bound. With ``limit``, a bound above it is returned as soon
-    as the keys' hash buckets (:func:`_hashed_distinct`, no sort) exceed it; otherwise the
-    keys are sorted and counted.
+    as the keys' hash buckets (:func:`_hashed_distinct`, no sort; for strings first over
+    the first 1.25 x limit values) exceed it; otherwise the keys are sorted and counted.
     """
     t = values.type
     valid = valid_mask(values)
@@ -234,18 +234,29 @@ def distinct_lower_bound(values: pa.Array, limit: float | None = None) -> tuple[
         starts, ends = offsets[:-1], offsets[1:]
         if valid is not None:
             starts, ends = starts[valid], ends[valid]
-        lengths = ends - starts
         padded = np.zeros(len(data) + 8, np.uint8)
         padded[: len(data)] = data
         words = np.ndarray((len(data) + 1,), "<u8", padded, 0, (1,))
-        short = _MASKS[np.minimum(lengths, 8)]
-        first = words[starts] & short
-        last = words[np.maximum(ends - 8, starts)] & short
-        keys = (
-            first
-            ^ (last * np.uint64(0x9E3779B97F4A7C15))
-            ^ (lengths.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
-        )
+
+        def string_keys(starts, ends):
+            lengths = ends - starts
+            short = _MASKS[np.minimum(lengths, 8)]
+            first = words[starts] & short
+            last = words[np.maximum(ends - 8, starts)] & short
+            return (
+                first
+                ^ (last * np.uint64(0x9E3779B97F4A7C15))
+                ^ (lengths.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
+            )
+
+        if limit is not None and len(starts) > 1.25 * limit + 1024:
+            # the distinct keys of some of the values bound those of all from below: the
+            # first 1.25 x limit already exceed the limit when the values are mostly distinct
+            part = int(1.25 * limit) + 1024
+            hashed = _hashed_distinct(string_keys(starts[:part], ends[:part]))
+            if hashed > limit:
+                return hashed, False
+        keys = string_keys(starts, ends)
         exact = False
     else:
         if pa.types.is_boolean(t) or pa.types.is_fixed_size_list(t):
