@@ -83,7 +83,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .encode.arrow_data import fixed_bits, is_variable_width, variable_parts
+from .encode.arrow_data import fixed_bits, is_variable_width, valid_mask, variable_parts
 
 # 2.0 auto-dictionary for utf8 pages: spec 003 "fewer than 100 unique elements";
 # the row minimum is pylance's (FILE-ENCODINGS §2.3, [S]).
@@ -147,20 +147,41 @@ def use_dictionary_v2_1(
     *,
     divisor: float = DICT_MAX_CARDINALITY_DIVISOR,
     size_ratio: float = DICT_MAX_SIZE_RATIO,
+    fast: bool = True,
 ) -> bool:
     """2.1+ structural dictionary test over a page's visible values; ``divisor`` and
-    ``size_ratio`` come from ``lance-encoding:dict-divisor`` / ``dict-size-ratio``."""
+    ``size_ratio`` come from ``lance-encoding:dict-divisor`` / ``dict-size-ratio``.
+
+    ``fast`` counts the distinct values with :func:`distinct_lower_bound` first (the same
+    answer, see there) instead of always with ``pc.count_distinct``."""
     n = len(values)
     if n < DICT_MIN_VALUES or not dictionary_eligible_type(values.type, version):
         return False
     step = max(1, n // DICT_SAMPLE_SIZE)
-    sample = values.take(pa.array(range(0, n, step)[:DICT_SAMPLE_SIZE], pa.int64()))
-    if pc.count_distinct(sample, mode="all").as_py() >= DICT_MAX_SAMPLE_UNIQUE * len(sample):
+    at = np.arange(0, n, step)[:DICT_SAMPLE_SIZE]
+    words = _raw_words(values) if fast else None
+    if words is not None:  # the sample's distinct values by their bits, nulls counting one
+        valid = valid_mask(values)
+        picked = words[at] if valid is None else words[at[valid[at]]]
+        sample_distinct = _count_sorted_distinct(picked) + (len(picked) < len(at))
+    else:
+        sample_distinct = pc.count_distinct(values.take(pa.array(at)), mode="all").as_py()
+    if sample_distinct >= DICT_MAX_SAMPLE_UNIQUE * len(at):
         return False
-    distinct = pc.count_distinct(values, mode="only_valid").as_py() + (
-        1 if values.null_count else 0
-    )
-    if distinct > min(n // divisor, DICT_MAX_CARDINALITY):
+    limit = min(n // divisor, DICT_MAX_CARDINALITY)
+    null = 1 if values.null_count else 0
+    if fast:
+        bound = distinct_lower_bound(values, limit - null)
+        if bound is not None and bound[0] + null > limit:
+            return False
+        distinct = (
+            bound[0]
+            if bound is not None and bound[1]
+            else pc.count_distinct(values, mode="only_valid").as_py()
+        ) + null
+    else:
+        distinct = pc.count_distinct(values, mode="only_valid").as_py() + null
+    if distinct > limit:
         return False
     if is_variable_width(values.type):
         avg = raw_bytes / max(n, 1)
@@ -172,14 +193,137 @@ def use_dictionary_v2_1(
     return encoded < size_ratio * raw_bytes
 
 
-def maybe_constant(values: pa.Array) -> bool:
-    """Cheap pre-check for the 2.2 constant layout: a few evenly spaced valid values agree."""
-    valid = values.drop_null() if values.null_count else values
-    n = len(valid)
-    if n == 0 or pa.types.is_fixed_size_list(valid.type):
+_MASKS = np.array([0] + [(1 << (8 * k)) - 1 for k in range(1, 8)] + [2**64 - 1], np.uint64)
+
+
+def _count_sorted_distinct(keys: np.ndarray) -> int:
+    if len(keys) == 0:
+        return 0
+    keys = np.sort(keys)
+    return int(np.count_nonzero(keys[1:] != keys[:-1])) + 1
+
+
+def _hashed_distinct(keys: np.ndarray) -> int:
+    """Distinct buckets of a multiplicative hash of ``keys`` (u64) in a bitmap of about
+    16 x len(keys) bits (at most 2**20): equal keys share a bucket, so this never exceeds
+    the number of distinct keys, and without sorting."""
+    bits = min(20, max(10, int(len(keys)).bit_length() + 4))
+    bucket = (keys * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - bits)
+    seen = np.zeros(1 << bits, bool)
+    seen[bucket.astype(np.intp)] = True
+    return int(np.count_nonzero(seen))
+
+
+def distinct_lower_bound(values: pa.Array, limit: float | None = None) -> tuple[int, bool] | None:
+    """``(count, exact)`` for the valid values of ``values``: a lower bound of their number
+    of distinct values, exact when ``exact``; None when this cannot tell (use
+    ``pc.count_distinct``).
+
+    Each value gets a u64 key, equal values equal keys: for 8- to 64-bit fixed-width values
+    their raw bits (Arrow counts distinct values by their bits: 0.0 and -0.0, or two NaN
+    payloads, are different values), so the distinct keys are exactly the distinct values;
+    for strings and binary a key of the value's length, first and last 8 bytes, so the
+    distinct keys are a lower bound. With ``limit``, a bound above it is returned as soon
+    as the keys' hash buckets (:func:`_hashed_distinct`, no sort; for strings first over
+    the first 1.25 x limit values) exceed it; otherwise the keys are sorted and counted.
+    """
+    t = values.type
+    valid = valid_mask(values)
+    if is_variable_width(t):
+        offsets, data = variable_parts(values)
+        starts, ends = offsets[:-1], offsets[1:]
+        if valid is not None:
+            starts, ends = starts[valid], ends[valid]
+        padded = np.zeros(len(data) + 8, np.uint8)
+        padded[: len(data)] = data
+        words = np.ndarray((len(data) + 1,), "<u8", padded, 0, (1,))
+
+        def string_keys(starts, ends):
+            lengths = ends - starts
+            short = _MASKS[np.minimum(lengths, 8)]
+            first = words[starts] & short
+            last = words[np.maximum(ends - 8, starts)] & short
+            return (
+                first
+                ^ (last * np.uint64(0x9E3779B97F4A7C15))
+                ^ (lengths.astype(np.uint64) * np.uint64(0xC2B2AE3D27D4EB4F))
+            )
+
+        if limit is not None and len(starts) > 1.25 * limit + 1024:
+            # the distinct keys of some of the values bound those of all from below: the
+            # first 1.25 x limit already exceed the limit when the values are mostly distinct
+            part = int(1.25 * limit) + 1024
+            hashed = _hashed_distinct(string_keys(starts[:part], ends[:part]))
+            if hashed > limit:
+                return hashed, False
+        keys = string_keys(starts, ends)
+        exact = False
+    else:
+        if pa.types.is_boolean(t) or pa.types.is_fixed_size_list(t):
+            return None
+        try:
+            bits = fixed_bits(t)
+        except Exception:  # noqa: BLE001
+            return None
+        if bits not in (8, 16, 32, 64):
+            return None
+        from .encode.arrow_data import fixed_values
+
+        keys = fixed_values(values).view(f"<u{bits // 8}")
+        if valid is not None:
+            keys = keys[valid]
+        keys = keys.astype(np.uint64)
+        exact = True
+    if limit is not None:
+        hashed = _hashed_distinct(keys)
+        if hashed > limit:
+            return hashed, False
+    return _count_sorted_distinct(keys), exact
+
+
+def maybe_constant(values: pa.Array, fast: bool = True) -> bool:
+    """Cheap pre-check for the 2.2 constant layout: a few evenly spaced valid values agree.
+    ``fast`` finds them among the valid positions instead of copying the valid values out
+    (the same probe)."""
+    if not fast:
+        valid = values.drop_null() if values.null_count else values
+        n = len(valid)
+        if n == 0 or pa.types.is_fixed_size_list(valid.type):
+            return False
+        probe = valid.take(pa.array(sorted({0, n - 1, *range(0, n, max(1, n // 16))}), pa.int64()))
+        return pc.count_distinct(probe, mode="all").as_py() == 1
+    if pa.types.is_fixed_size_list(values.type):
         return False
-    probe = valid.take(pa.array(sorted({0, n - 1, *range(0, n, max(1, n // 16))}), pa.int64()))
-    return pc.count_distinct(probe, mode="all").as_py() == 1
+    # the probe positions among the valid values, looked up without copying them out
+    where = np.flatnonzero(valid_mask(values)) if values.null_count else None
+    n = len(values) if where is None else len(where)
+    if n == 0:
+        return False
+    probe = np.array(sorted({0, n - 1, *range(0, n, max(1, n // 16))}), np.int64)
+    if where is not None:
+        probe = where[probe]
+    words = _raw_words(values)
+    if words is not None:  # equal bits, as count_distinct compares fixed-width values
+        picked = words[probe]
+        return bool((picked == picked[0]).all())
+    return pc.count_distinct(values.take(pa.array(probe)), mode="all").as_py() == 1
+
+
+def _raw_words(values: pa.Array) -> np.ndarray | None:
+    """The slot bits of 8- to 64-bit fixed-width values as unsigned words (Arrow's
+    count_distinct tells such values apart by these bits), or None for other types."""
+    t = values.type
+    if is_variable_width(t) or pa.types.is_boolean(t) or pa.types.is_fixed_size_list(t):
+        return None
+    try:
+        bits = fixed_bits(t)
+    except Exception:  # noqa: BLE001
+        return None
+    if bits not in (8, 16, 32, 64):
+        return None
+    from .encode.arrow_data import fixed_values
+
+    return fixed_values(values).view(f"<u{bits // 8}")
 
 
 def use_fsst(values: pa.Array) -> bool:

@@ -217,7 +217,11 @@ class LanceFileWriter:
 
         for f in self.schema:
             # a planned blob v2 column (table/blob.py): one column, descriptors
-            enc = BlobV2Encoder(f, ids, self.version) if is_plan_field(f) else Encoder(f, ids, self.version)
+            enc = (
+                BlobV2Encoder(f, ids, self.version)
+                if is_plan_field(f)
+                else Encoder(f, ids, self.version)
+            )
             enc.first_column = len(column_field_ids)
             column_field_ids.extend(enc.column_field_ids)
             encoders.append(enc)
@@ -235,7 +239,9 @@ class LanceFileWriter:
             return 1
 
         # a planned blob v2 field is the struct plus its five detached descriptor fields
-        return sum(1 + len(DESCRIPTOR_FIELDS) if is_plan_field(f) else count(f.type) for f in schema)
+        return sum(
+            1 + len(DESCRIPTOR_FIELDS) if is_plan_field(f) else count(f.type) for f in schema
+        )
 
     # -- streaming -----------------------------------------------------------------
     def write_batch(self, batch: pa.RecordBatch | pa.Table) -> None:
@@ -293,10 +299,20 @@ class LanceFileWriter:
         rows_per_page = max(
             1, min(self.max_rows_per_page, int(self.max_page_bytes // bytes_per_row))
         )
+        starts = list(range(0, len(arr), rows_per_page))
+
+        def encode_part(start: int) -> list:
+            return enc.encode(arr.slice(start, rows_per_page), first_row + start)
+
+        # an encoder whose encode() keeps no state between calls may take the runs at once
+        # (on the decode threads; the pages are still appended in row order)
+        if getattr(enc, "stateless", False):
+            parts = map_ordered(encode_part, starts)
+        else:
+            parts = [encode_part(start) for start in starts]
         pages = []
-        for start in range(0, len(arr), rows_per_page):
-            part = arr.slice(start, rows_per_page)
-            for col_offset, page in enc.encode(part, first_row + start):
+        for part_pages in parts:
+            for col_offset, page in part_pages:
                 pages.append((enc.first_column + col_offset, page))
         self._field_rows[i] += len(arr)
         self._pending[i] = []
@@ -326,8 +342,10 @@ class LanceFileWriter:
         if self._finished:
             raise InvalidInput("writer already finished")
         # blob v2 columns first, as pylance: their inline bytes open the file
-        blob_first = sorted(range(len(self._encoders)),
-                            key=lambda i: not isinstance(self._encoders[i], BlobV2Encoder))
+        blob_first = sorted(
+            range(len(self._encoders)),
+            key=lambda i: not isinstance(self._encoders[i], BlobV2Encoder),
+        )
         self._flush_fields(blob_first)
         for enc in self._encoders:
             for col_offset, page in enc.finish(self._num_rows):
@@ -349,7 +367,9 @@ class LanceFileWriter:
         column_encoding.values.SetInParent()
         column_encoding_bytes = pack_any(column_encoding)
         blob_columns = {
-            enc.first_column + off for enc in self._encoders for off in getattr(enc, "blob_columns", ())
+            enc.first_column + off
+            for enc in self._encoders
+            for off in getattr(enc, "blob_columns", ())
         }
         cmo: list[tuple[int, int]] = []
         column_meta_start = len(self._out)

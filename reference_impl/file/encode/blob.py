@@ -109,9 +109,7 @@ def check_blob_fields(schema: pa.Schema) -> None:
     """Refuse blob keys this writer (and pylance 14.0.2) cannot write, before any data."""
     for f in schema:
         if is_blob_field(f) and not pa.types.is_large_binary(f.type):
-            raise InvalidInput(
-                f"field {f.name!r}: {BLOB} needs a large_binary field, not {f.type}"
-            )
+            raise InvalidInput(f"field {f.name!r}: {BLOB} needs a large_binary field, not {f.type}")
         stack = list(child_fields(f.type))
         while stack:
             child = stack.pop()
@@ -169,7 +167,7 @@ def descriptor_page(
 
         tree = packed_struct_node(rows, buffers, "blob descriptors")
         return EncodedPage(buffers, n, pack_any(tree), 0, tree)
-    from .v2_1.mini_block import encode_mini_block
+    from .v2_1.mini_block import encode_mini_block_fast as encode_mini_block
     from .v2_1.packed_struct import PackedStructValues
     from .v2_1.repdef import Shredded
 
@@ -188,7 +186,9 @@ def descriptor_page(
     layout.blob_layout.inner_layout.CopyFrom(inner)
     has_null = bool(np.any((sizes == 0) & (positions != 0)))
     layout.blob_layout.layers.append(
-        encodings_v2_1_pb2.REPDEF_NULLABLE_ITEM if has_null else encodings_v2_1_pb2.REPDEF_ALL_VALID_ITEM
+        encodings_v2_1_pb2.REPDEF_NULLABLE_ITEM
+        if has_null
+        else encodings_v2_1_pb2.REPDEF_ALL_VALID_ITEM
     )
     return EncodedPage(buffers, n, pack_any(layout), priority, layout)
 
@@ -273,11 +273,18 @@ class BlobV2Page:
         for i in np.flatnonzero(valid & (kind == KIND_INLINE)):
             pad()
             positions[i] = len(out)
-            out += raw[offsets[i]:offsets[i + 1]]
+            out += raw[offsets[i] : offsets[i + 1]]
         rows = pa.StructArray.from_arrays(
-            [plan.field(0), pa.array(positions, pa.uint64()), plan.field(2), plan.field(3),
-             plan.field(4)],
-            fields=list(DESCRIPTOR_V2_TYPE), mask=pa.array(~valid) if not valid.all() else None)
+            [
+                plan.field(0),
+                pa.array(positions, pa.uint64()),
+                plan.field(2),
+                plan.field(3),
+                plan.field(4),
+            ],
+            fields=list(DESCRIPTOR_V2_TYPE),
+            mask=pa.array(~valid) if not valid.all() else None,
+        )
         return _v2_descriptor_page(rows, self.priority)
 
 

@@ -61,10 +61,53 @@ def fastlanes_pack(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
     return out.reshape(blocks.shape[0], W * lanes)
 
 
+def fastlanes_pack_fast(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
+    """:func:`fastlanes_pack` (the same words) in a fixed number of passes: the rows of
+    every block gathered by strided copies (not one fancy index per row) into a row-major
+    (row, block, lane) array, so that each shift-and-or step works on one contiguous row of
+    all blocks, shifting into a reused buffer."""
+    dt = UINT[T]
+    lanes = BLOCK // T
+    B = blocks.shape[0]
+    if W == 0:
+        return np.zeros((B, 0), dtype=dt)
+    # the rows (T, B, lanes) in one strided pass, masked on the way (a new array: the
+    # caller's blocks are never written): blocks seen as (B, 8 a, 8 o, 16 l), row
+    # r = 8 h + a takes the k = LANES / 16 consecutive o from FL_ORDER[h] (_ROW_INDEX)
+    k = lanes // 16
+    src = blocks.reshape(B, 8, 8, 16)
+    v = np.empty((T // 8, 8, B, k, 16), dtype=dt)
+    mask = dt((1 << W) - 1) if W < T else None
+    for h in range(T // 8):
+        part = src[:, :, FL_ORDER[h] : FL_ORDER[h] + k, :].transpose(1, 0, 2, 3)
+        if mask is None:
+            v[h] = part
+        else:
+            np.bitwise_and(part, mask, out=v[h])
+    v = v.reshape(T, B, lanes)
+    out = np.zeros((W, B, lanes), dtype=dt)
+    tmp = np.empty((B, lanes), dtype=dt)
+    for row in range(T):
+        x = v[row]
+        w, s = divmod(row * W, T)
+        if s:
+            np.left_shift(x, dt(s), out=tmp)
+            out[w] |= tmp
+        else:
+            out[w] |= x
+        if s + W > T:
+            np.right_shift(x, dt(T - s), out=tmp)
+            out[w + 1] |= tmp
+    return out.transpose(1, 0, 2).reshape(B, W * lanes)
+
+
 def bit_widths(blocks: np.ndarray) -> np.ndarray:
     """Bits needed for the largest value of every block (rows of ``blocks``)."""
-    ors = np.bitwise_or.reduce(blocks, axis=1).astype(np.uint64) if blocks.shape[1] else \
-        np.zeros(blocks.shape[0], np.uint64)
+    ors = (
+        np.bitwise_or.reduce(blocks, axis=1).astype(np.uint64)
+        if blocks.shape[1]
+        else np.zeros(blocks.shape[0], np.uint64)
+    )
     widths = np.zeros(len(ors), np.int64)
     for shift in (32, 16, 8, 4, 2, 1):  # binary search for the highest set bit, over blocks
         high = (ors >> np.uint64(shift)) != 0
@@ -107,6 +150,31 @@ class InlineBitpackedValues:
             rows = np.concatenate([head, packed.astype(dt)], axis=1)
             for b, row in zip(which, rows, strict=True):
                 self._packed[int(b)] = row.tobytes()
+
+    def chunk_pieces(self, starts: np.ndarray, counts: np.ndarray):
+        """``mini_block.batched_chunks`` for these values: the chunks that are whole blocks
+        of the page are packed at once, grouped by width with :func:`fastlanes_pack_fast`,
+        and handed out as memoryviews; any other chunk goes through :meth:`chunk`."""
+        dt = np.dtype(UINT[self.T]).newbyteorder("<")
+        whole = (starts % BLOCK == 0) & (counts == np.minimum(BLOCK, self.n - starts))
+        views: dict[int, memoryview] = {}
+        if whole.any():
+            which_blocks = starts[whole] // BLOCK
+            widths = self.widths[which_blocks]
+            for W in np.unique(widths).tolist():
+                which = which_blocks[widths == W]
+                rows = np.empty((len(which), 1 + W * (BLOCK // self.T)), dt)
+                rows[:, 0] = W
+                rows[:, 1:] = fastlanes_pack_fast(self.blocks[which], self.T, int(W))
+                row_bytes = rows.shape[1] * dt.itemsize
+                mv = memoryview(rows.tobytes())
+                for k, b in enumerate(which.tolist()):
+                    views[b] = mv[k * row_bytes : (k + 1) * row_bytes]
+        pieces = []
+        for s, c, w in zip(starts.tolist(), counts.tolist(), whole.tolist(), strict=True):
+            pieces.append((views[s // BLOCK],) if w else (self.chunk(s, c)[0],))
+        sizes = np.array([len(p[0]) for p in pieces], np.int64)
+        return [(sizes, pieces)]
 
     @staticmethod
     def applicable(values: pa.Array) -> bool:
@@ -183,12 +251,55 @@ def out_of_line_pack_many(values: np.ndarray, bounds, T: int, W: int) -> list[by
     first = np.concatenate([[0], np.cumsum(nblocks)]).tolist()
     out = []
     for c in range(len(n)):
-        piece = packed[first[c] * size:first[c + 1] * size]
+        piece = packed[first[c] * size : first[c + 1] * size]
         if r[c] and not padded[c]:
             lo = int(a[c] + full[c] * BLOCK)
-            piece += values[lo:lo + int(r[c])].tobytes()
+            piece += values[lo : lo + int(r[c])].tobytes()
         out.append(piece)
     return out
+
+
+def out_of_line_pack_many_fast(values: np.ndarray, bounds, T: int, W: int):
+    """:func:`out_of_line_pack_many` as ``(sizes, pieces)``: ``pieces[i]`` bytes-like
+    objects whose concatenation is range ``i``'s bytes (``sizes[i]`` of them). The blocks
+    are built from a sliding-window view of the zero-extended values (one row gather, then
+    the tails past each range's end zeroed) and packed with :func:`fastlanes_pack_fast`;
+    the pieces are memoryviews into that packed buffer and into the raw values."""
+    dt = np.dtype(UINT[T]).newbyteorder("<")
+    values = values.astype(dt, copy=False)
+    bounds = np.asarray(bounds, np.int64).reshape(-1, 2)
+    a, n = bounds[:, 0], bounds[:, 1] - bounds[:, 0]
+    full, r = np.divmod(n, BLOCK)
+    padded = (r > 0) & (W * (BLOCK - r) < (T - W) * r)
+    nblocks = full + padded
+    total = int(nblocks.sum())
+    size = W * (BLOCK // T) * (T // 8)  # bytes of one packed block
+    packed = memoryview(b"")
+    if total:
+        ext = np.zeros(len(values) + BLOCK, dt)
+        ext[: len(values)] = values
+        ends_blk = np.cumsum(nblocks)
+        owner = np.repeat(np.arange(len(n)), nblocks)
+        j = np.arange(total) - (ends_blk - nblocks)[owner]
+        src = a[owner] + j * BLOCK
+        blocks = np.lib.stride_tricks.sliding_window_view(ext, BLOCK)[src]
+        take = np.where(j < full[owner], BLOCK, r[owner])
+        short = np.flatnonzero(take < BLOCK)
+        if len(short):
+            blocks[short] *= (np.arange(BLOCK)[None, :] < take[short, None]).astype(dt)
+        packed = memoryview(fastlanes_pack_fast(blocks, T, W).astype(dt, copy=False).tobytes())
+    raw = (r > 0) & ~padded  # ranges whose last values are stored raw
+    item = dt.itemsize
+    first = ((np.cumsum(nblocks) - nblocks) * size).tolist()
+    last = (np.cumsum(nblocks) * size).tolist()
+    tail_lo = ((a + full * BLOCK) * item).tolist()
+    tail_hi = ((a + full * BLOCK + np.where(raw, r, 0)) * item).tolist()
+    vb = memoryview(np.ascontiguousarray(values)).cast("B") if len(values) else memoryview(b"")
+    pieces = [
+        (packed[f:e], vb[lo:hi]) for f, e, lo, hi in zip(first, last, tail_lo, tail_hi, strict=True)
+    ]
+    sizes = nblocks * size + np.where(raw, r, 0) * item
+    return sizes, pieces
 
 
 def out_of_line_pack(values: np.ndarray, T: int, W: int) -> bytes:

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from ....errors import UnsupportedFeature
 from ... import selection
+from ...parallel import map_ordered
 from ..arrow_data import fixed_bits, is_variable_width, variable_parts
 from ..blob import BlobPage, is_blob_field
 from ..hints import NO_HINTS, EncodingHints, parse_hints
@@ -32,7 +33,7 @@ from .flat import FlatValues
 from .fsst import FsstValues
 from .full_zip import encode_full_zip
 from .general import LZ4, ZSTD, GeneralValues, compress
-from .mini_block import encode_mini_block
+from .mini_block import encode_mini_block_fast as encode_mini_block
 from .packed_struct import check_packable, encode_packed_struct_page, leaf_fields
 from .repdef import Shredded, row_starts, shred, slice_levels
 from .rle import RleValues, run_count
@@ -163,15 +164,11 @@ def encode_leaf_page(
         if is_variable_width(values.type)
         else len(values) * max_value_bytes(values)
     )
-    if selection.use_dictionary_v2_1(
-        values, version, raw, **hints.dictionary_thresholds()
-    ):
+    if selection.use_dictionary_v2_1(values, version, raw, **hints.dictionary_thresholds()):
         indices, block, enc, n_items = build_dictionary(
             values, version, hints.dict_values_compression
         )
-        return encode_mini_block(
-            sh, value_encoder(indices, hints), version, (block, enc, n_items)
-        )
+        return encode_mini_block(sh, value_encoder(indices, hints), version, (block, enc, n_items))
     if hints.structural_encoding == "fullzip":
         return encode_full_zip(sh, hints.compression)
     return encode_mini_block(sh, value_encoder(values, hints), version)
@@ -194,27 +191,36 @@ class FieldEncoder21:
                 check_packable(leaf, version)
         self.first_column = 0
 
+    # encode() depends only on its arguments: the writer may call it on several runs of rows
+    # at once (writer._encode_pending)
+    stateless = True
+
     def encode(self, arr: pa.Array, first_row: int) -> list[tuple[int, EncodedPage]]:
-        out = []
+        """The pages of every leaf column for the rows ``arr``. Pages are independent, so
+        they are encoded on the threads of :mod:`reference_impl.file.parallel` and kept in
+        leaf, then row order (the bytes do not depend on the threads)."""
         arr = null_items_to_rows(arr)  # Arrow dictionaries: null items become null rows
+        todo: list[tuple[int, object, int]] = []  # (column, Shredded page | None for blob, row0)
         for col, path in enumerate(self.paths):
             if self.is_blob[col]:
-                out.append((col, BlobPage(arr, self.version, first_row)))
+                todo.append((col, None, 0))
                 continue
             sh = shred(arr, path)
             for page_sh, row0 in self._pages(sh):
-                buffers, layout = encode_leaf_page(
-                    page_sh, self.version, self.hints[col], self.leaves[col][1].name
-                )
-                out.append(
-                    (
-                        col,
-                        EncodedPage(
-                            buffers, page_sh.num_rows, pack_any(layout), first_row + row0, layout
-                        ),
-                    )
-                )
-        return out
+                todo.append((col, page_sh, row0))
+
+        def one(item):
+            col, page_sh, row0 = item
+            if page_sh is None:
+                return col, BlobPage(arr, self.version, first_row)
+            buffers, layout = encode_leaf_page(
+                page_sh, self.version, self.hints[col], self.leaves[col][1].name
+            )
+            return col, EncodedPage(
+                buffers, page_sh.num_rows, pack_any(layout), first_row + row0, layout
+            )
+
+        return map_ordered(one, todo)
 
     def _pages(self, sh: Shredded):
         """Cut a shredded run of rows into pages of at most MAX_LEVELS_PER_PAGE level slots
@@ -224,15 +230,16 @@ class FieldEncoder21:
             return
         starts = row_starts(sh)
         ends = np.append(starts[1:], sh.num_levels)  # level after each row's last slot
-        visible_before = np.concatenate([[0], np.cumsum(sh.visible, dtype=np.int64)])
         nrows = len(starts)
         row = 0
+        visible_before = 0  # visible slots before level lo
         while row < nrows:
             lo = int(starts[row])
             end_row = int(np.searchsorted(ends, lo + MAX_LEVELS_PER_PAGE, side="right"))
             end_row = min(max(end_row, row + 1), nrows)
             hi = int(ends[end_row - 1])
-            yield slice_levels(sh, lo, hi, row, end_row, int(visible_before[lo])), row
+            yield slice_levels(sh, lo, hi, row, end_row, visible_before), row
+            visible_before += int(np.count_nonzero(sh.visible[lo:hi]))
             row = end_row
 
     def finish(self, num_rows: int) -> list[tuple[int, EncodedPage]]:

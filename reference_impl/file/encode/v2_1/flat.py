@@ -55,3 +55,19 @@ class FlatValues:
             return [np.packbits(bits, bitorder="little").tobytes()]
         w = self.bits // 8
         return [self.data[start * w : (start + count) * w].tobytes()]
+
+    def chunk_pieces(self, starts: np.ndarray, counts: np.ndarray):
+        """``mini_block.batched_chunks``: memoryviews into the values (booleans per chunk)."""
+        if self.bits == 1:
+            pieces = [
+                tuple(self.chunk(s, c))
+                for s, c in zip(starts.tolist(), counts.tolist(), strict=True)
+            ]
+            return [(np.array([len(p[0]) for p in pieces], np.int64), pieces)]
+        w = self.bits // 8
+        mv = memoryview(self.data)
+        pieces = [
+            (mv[s * w : (s + c) * w],)
+            for s, c in zip(starts.tolist(), counts.tolist(), strict=True)
+        ]
+        return [(counts * w, pieces)]

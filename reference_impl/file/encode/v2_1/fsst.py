@@ -240,8 +240,8 @@ def _walk_short(matcher: _Matcher, padded: np.ndarray, starts: np.ndarray, ends:
     segment's start and would only retrace that segment's own path, so finished walkers
     are dropped every few steps rather than after each one."""
     n = len(padded) - 8
-    # (converting the u16 keys to intp first makes the gather itself about twice as fast)
-    tokens = matcher.short[np.ndarray((n,), "<u2", padded, 0, (1,)).astype(np.intp)]
+    # (np.take with the u16 keys as they are: twice as fast as indexing with them as intp)
+    tokens = np.take(matcher.short, np.ndarray((n,), "<u2", padded, 0, (1,)))
     last = ends - 1  # the last byte of a segment: a 1-byte symbol or an escape
     tokens[last] = matcher.single[padded[last]]
     step = np.zeros(n + 1, np.uint8)  # step[n] = 0 parks walkers that ran off the data
@@ -282,7 +282,6 @@ def _tokenise(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
 def _encode_block(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
     """``(compressed length per value, compressed bytes)`` of the values ``offsets``
     (starting at 0) index in ``data``."""
-    n = len(data)
     starts, ends = _segments(offsets)
     padded = _pad(data)
     is_start, packed = _walk(matcher, padded, starts, ends)
@@ -290,16 +289,20 @@ def _encode_block(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
     positions = np.flatnonzero(is_start)
     codes = packed[positions].astype(np.uint8)
     escapes = np.flatnonzero(codes == ESCAPE)
-    # output bytes before each value start = tokens before it + escapes before it
-    tokens_before = np.zeros(n + 1, np.int32 if n < 2**31 else np.int64)
-    np.cumsum(is_start, out=tokens_before[1:])
-    before = tokens_before[offsets].astype(np.int64)
+    # output bytes of each value = its tokens + its escapes; the tokens of the non-empty
+    # values are sums of is_start between their starts (reduceat: no cumsum over every byte)
+    lengths = np.zeros(len(offsets) - 1, np.int64)
+    nonempty = np.flatnonzero(offsets[1:] > offsets[:-1])
+    if len(nonempty):
+        lengths[nonempty] = np.add.reduceat(
+            is_start.view(np.uint8), offsets[nonempty], dtype=np.int64
+        )
     if len(escapes):
         out = np.insert(codes, escapes + 1, data[positions[escapes]])
-        before += np.searchsorted(positions[escapes], offsets)
+        lengths += np.diff(np.searchsorted(positions[escapes], offsets))
     else:
         out = codes
-    return np.diff(before), out
+    return lengths, out
 
 
 def encode(table: bytes, offsets, data) -> tuple[np.ndarray, np.ndarray]:
@@ -370,16 +373,21 @@ def _candidates(symbols, lengths, positions, codes, seg_first, sample):
     id_val[256:] = np.arange(256, dtype=np.uint64)
     id_len[256:] = 1
     count1 = np.bincount(ids, minlength=512)
+    used = np.flatnonzero(count1)  # the ids that occur, ascending
     # the first byte of a longer symbol counts towards that byte as a candidate too
     multi = ~escaped & (id_len[ids] > 1)
     count1 += np.bincount(256 + first_byte[multi], minlength=512)
-    # adjacent token pairs inside one segment
+    # adjacent token pairs inside one segment, counted over the ids that occur (ranked
+    # in id order, so the pairs come out in (first id, second id) order as over all 512)
     follows = ~seg_first[1:]
-    pair = ids[:-1][follows] * 512 + ids[1:][follows]
-    count2 = np.bincount(pair, minlength=512 * 512)
+    m = len(used)
+    rank = np.zeros(512, np.int64)
+    rank[used] = np.arange(m)
+    pair = rank[ids[:-1][follows]] * m + rank[ids[1:][follows]]
+    count2 = np.bincount(pair, minlength=m * m)
     one = np.flatnonzero(count1)
-    two = np.flatnonzero(count2)
-    a, b = two // 512, two % 512
+    two = np.flatnonzero(count2.astype(bool))  # (a bool scan is ~4x faster)
+    a, b = used[two // m], used[two % m]
     la, lb = id_len[a], id_len[b]
     ok = la < 8
     a, b, la, lb, cnt2 = a[ok], b[ok], la[ok], lb[ok], count2[two][ok]
@@ -392,13 +400,20 @@ def _candidates(symbols, lengths, positions, codes, seg_first, sample):
     return value, length, gain
 
 
-def _select(value, length, gain):
+def _select(value, length, gain, fast: bool = True):
     """The best (at most MAX_SYMBOLS) distinct candidates, keeping at most LONG_PER_PREFIX
-    symbols of 3..8 bytes per 2-byte prefix."""
+    symbols of 3..8 bytes per 2-byte prefix. ``fast`` merges duplicates with a one-key
+    sort when it can (the same result as the two-key lexsort)."""
     if len(value) == 0:
         return np.zeros(0, np.uint64), np.zeros(0, np.uint8)
     # merge duplicates (the same symbol reached in different ways): sum their gains
-    order = np.lexsort((length, value))
+    if fast and int(length.max()) < 8:
+        # values of at most 7 bytes leave room for the length below them: one u64 key in
+        # (value, length) order, sorted faster than lexsort's two keys (equal keys are
+        # equal candidates, so the unstable sort merges the same groups)
+        order = np.argsort((value << np.uint64(3)) | (length - 1).astype(np.uint64))
+    else:
+        order = np.lexsort((length, value))
     value, length, gain = value[order], length[order], gain[order]
     new = np.ones(len(value), bool)
     new[1:] = (value[1:] != value[:-1]) | (length[1:] != length[:-1])
@@ -412,7 +427,8 @@ def _select(value, length, gain):
     if len(long_):
         # rank of each long candidate among those with the same first two bytes
         prefix = (value[long_] & np.uint64(0xFFFF)).astype(np.int64)
-        order = np.argsort(prefix, kind="stable")  # keeps best-first order inside a prefix
+        # stable: keeps best-first order inside a prefix (u16 keys: a radix sort)
+        order = np.argsort(prefix.astype(np.uint16), kind="stable")
         sorted_prefix = prefix[order]
         group_start = np.ones(len(order), bool)
         group_start[1:] = sorted_prefix[1:] != sorted_prefix[:-1]
@@ -450,7 +466,12 @@ def build_symbol_table(values) -> bytes:
     for _ in range(GENERATIONS):
         positions, codes, seg_first = _tokenise(_Matcher(symbols, lengths), s_off, s_data)
         cand = _candidates(symbols, lengths, positions, codes, seg_first, s_data)
-        symbols, lengths = _select(*cand)
+        new_symbols, new_lengths = _select(*cand)
+        if np.array_equal(new_symbols, symbols) and np.array_equal(new_lengths, lengths):
+            # a generation depends only on the table it starts from (and the sample): a
+            # table it returns unchanged is what every further generation returns too
+            break
+        symbols, lengths = new_symbols, new_lengths
     return table_bytes(symbols, lengths)
 
 

@@ -34,7 +34,11 @@ import numpy as np
 
 from ....errors import UnsupportedFeature
 from ....proto import encodings_v2_1_pb2 as pb
-from .bitpacking import out_of_line_bitpacking_encoding, out_of_line_pack_many
+from .bitpacking import (
+    out_of_line_bitpacking_encoding,
+    out_of_line_pack_many,
+    out_of_line_pack_many_fast,
+)
 from .repdef import Shredded, row_starts
 
 PAD = 0xFE
@@ -181,3 +185,160 @@ def encode_mini_block(
         mb.repetition_index_depth = 1
         buffers.append(np.array(rep_index, "<u8").reshape(-1).tobytes())
     return buffers, layout
+
+
+# --------------------------------------------------------------------------- fast path
+#
+# encode_mini_block_fast: the same bytes as encode_mini_block (conformance/suite/file/
+# test_writer_fast_paths.py checks it on generated pages), with the per-chunk work done
+# for all chunks at once: level ranges, chunk sizes, metadata words and the repetition
+# index are numpy arrays; headers are one byte matrix; value buffers come as pieces of a
+# few large buffers (``values.chunk_pieces``, see batched_chunks); the page's chunk bytes
+# are one ``b"".join`` of those pieces and the padding between them.
+
+_PADS = [bytes([PAD]) * k for k in range(8)]
+
+
+def batched_chunks(values, starts: np.ndarray, counts: np.ndarray):
+    """Per value buffer ``(sizes, pieces)``: ``sizes[i]`` the byte length of chunk ``i``'s
+    buffer and ``pieces[i]`` bytes-like objects whose concatenation is that buffer, i.e.
+    ``values.chunk(starts[i], counts[i])[k]``. Uses ``values.chunk_pieces`` when the value
+    encoder has it, else calls ``chunk`` per chunk."""
+    fast = getattr(values, "chunk_pieces", None)
+    if fast is not None:
+        return fast(starts, counts)
+    per_chunk = [values.chunk(int(s), int(c)) for s, c in zip(starts, counts, strict=True)]
+    out = []
+    for k in range(values.num_buffers):
+        bufs = [bufs[k] for bufs in per_chunk]
+        out.append((np.array([len(b) for b in bufs], np.int64), [(b,) for b in bufs]))
+    return out
+
+
+def _pad_lengths(sizes: np.ndarray) -> np.ndarray:
+    return (-sizes) % 8
+
+
+def encode_mini_block_fast(
+    sh: Shredded,
+    values,
+    version: str,
+    dictionary: tuple[bytes, pb.CompressiveEncoding, int] | None = None,
+):
+    """:func:`encode_mini_block`, vectorised over the chunks (the same buffers and layout)."""
+    large = version != "2.1"
+    nvis = len(sh.values)
+    has_levels = sh.rep is not None or sh.deff is not None
+    vis_pos = np.flatnonzero(sh.visible)
+    total_levels = sh.num_levels
+
+    def level_end_of(value_end: int) -> int:
+        return int(vis_pos[value_end]) if value_end < nvis else total_levels
+
+    level_bytes = 2 * ((sh.rep is not None) + (sh.deff is not None))
+    rep_w = int(sh.rep.max()).bit_length() if sh.rep is not None else 0
+    def_w = int(sh.deff.max()).bit_length() if sh.deff is not None else 0
+    counts = np.array(plan_chunks(values, nvis, level_end_of, level_bytes), np.int64)
+    nchunks = len(counts)
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    lend = np.full(nchunks, total_levels, np.int64)
+    inner = ends < nvis
+    lend[inner] = vis_pos[ends[inner]]
+    lstart = np.zeros(nchunks, np.int64)
+    lstart[1:] = lend[:-1]
+    bounds = np.stack([lstart, lend], axis=1)
+
+    sections = []  # per section: (sizes, pieces per chunk) in chunk order
+    if sh.rep is not None:
+        sections.append(out_of_line_pack_many_fast(sh.rep, bounds, 16, rep_w))
+    if sh.deff is not None:
+        sections.append(out_of_line_pack_many_fast(sh.deff, bounds, 16, def_w))
+    n_level_sections = len(sections)
+    value_sections = batched_chunks(values, starts, counts)
+    sections.extend(value_sections)
+
+    # headers: u16 levels, u16 rep/def sizes, u16|u32 value buffer sizes, 0xFE pad to 8
+    size_dt = np.dtype("<u4" if large else "<u2")
+    head_raw = 2 + 2 * n_level_sections + size_dt.itemsize * len(value_sections)
+    head_len = head_raw + (-head_raw) % 8
+    heads = np.full((nchunks, head_len), PAD, np.uint8)
+    nlev = (lend - lstart) if has_levels else np.zeros(nchunks, np.int64)
+    heads[:, 0:2] = nlev.astype("<u2").view(np.uint8).reshape(nchunks, 2)
+    col = 2
+    for sizes, _ in sections[:n_level_sections]:
+        heads[:, col : col + 2] = sizes.astype("<u2").view(np.uint8).reshape(nchunks, 2)
+        col += 2
+    w = size_dt.itemsize
+    for sizes, _ in value_sections:
+        heads[:, col : col + w] = sizes.astype(size_dt).view(np.uint8).reshape(nchunks, w)
+        col += w
+    head_bytes = heads.tobytes()
+    body = np.full(nchunks, head_len, np.int64)
+    for sizes, _ in sections:
+        body += sizes + _pad_lengths(sizes)
+    limit = MAX_CHUNK_BYTES if not large else 1 << 31
+    too_large = np.flatnonzero(body > limit)
+    if len(too_large):
+        raise UnsupportedFeature(
+            f"mini-block chunk of {int(body[too_large[0]])} bytes is too large"
+        )
+    logs = np.zeros(nchunks, np.int64)
+    if nchunks > 1:
+        logs[:-1] = np.log2(counts[:-1]).astype(np.int64)
+    words = ((body // 8 - 1) << 4) | logs
+
+    # the chunk bytes: header, then each section's pieces and its pad, chunk after chunk
+    hv = memoryview(head_bytes)
+    per_section = [
+        (pieces, [_PADS[p] for p in _pad_lengths(sizes).tolist()]) for sizes, pieces in sections
+    ]
+    parts: list = []
+    append, extend = parts.append, parts.extend
+    for i in range(nchunks):
+        append(hv[i * head_len : (i + 1) * head_len])
+        for pieces, pads in per_section:
+            extend(pieces[i])
+            append(pads[i])
+
+    layout = pb.PageLayout()
+    mb = layout.mini_block_layout
+    mb.SetInParent()
+    if sh.rep is not None:
+        mb.rep_compression.CopyFrom(out_of_line_bitpacking_encoding(16, rep_w))
+    if sh.deff is not None:
+        mb.def_compression.CopyFrom(out_of_line_bitpacking_encoding(16, def_w))
+    mb.value_compression.CopyFrom(values.encoding())
+    mb.layers.extend(sh.layers)
+    mb.num_buffers = values.num_buffers
+    mb.num_items = nvis
+    if large:
+        mb.has_large_chunk = True
+    buffers = [words.astype("<u4" if large else "<u2").tobytes(), b"".join(parts)]
+    if dictionary is not None:
+        block, enc, n_items = dictionary
+        mb.dictionary.CopyFrom(enc)
+        mb.num_dictionary_items = n_items
+        buffers.append(block)
+    if sh.rep is not None:
+        mb.repetition_index_depth = 1
+        buffers.append(_repetition_index(sh, lstart, lend).tobytes())
+    return buffers, layout
+
+
+def _repetition_index(sh: Shredded, lstart: np.ndarray, lend: np.ndarray) -> np.ndarray:
+    """The ``(ended, open_levels)`` u64 pairs of every chunk (see the module docstring), as
+    the readable loop computes them chunk by chunk."""
+    total_levels = sh.num_levels
+    starts = row_starts(sh)
+    row_end_levels = np.append(starts[1:], total_levels) - 1
+    ended = np.searchsorted(row_end_levels, lend, "left") - np.searchsorted(
+        row_end_levels, lstart, "left"
+    )
+    open_levels = np.zeros(len(lend), np.int64)
+    mid = np.flatnonzero((lend < total_levels) & (lend > lstart))
+    if len(mid) and len(starts):
+        row = np.searchsorted(starts, lend[mid] - 1, "right") - 1
+        still_open = row_end_levels[row] >= lend[mid]
+        open_levels[mid] = np.where(still_open, lend[mid] - np.maximum(starts[row], lstart[mid]), 0)
+    return np.stack([ended, open_levels], axis=1).astype("<u8").reshape(-1)

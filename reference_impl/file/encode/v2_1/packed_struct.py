@@ -37,7 +37,7 @@ from ..hints import parse_hints
 from ..v2_0.packed_struct import check_children_valid, child_layout, packed_rows
 from .flat import chunk_values_for_width
 from .full_zip import _ragged_copy, encode_full_zip
-from .mini_block import encode_mini_block
+from .mini_block import encode_mini_block_fast as encode_mini_block
 from .repdef import ITEM, LIST, Shredded
 
 
@@ -121,7 +121,9 @@ def variable_rows(values: pa.StructArray, layout: list[int | None]) -> pa.Array:
     large = int(row_offsets[-1]) >= 2**31
     typ = pa.large_binary() if large else pa.binary()
     offs = row_offsets if large else row_offsets.astype(np.int32)
-    return pa.Array.from_buffers(typ, n, [None, pa.py_buffer(offs.tobytes()), pa.py_buffer(out.tobytes())])
+    return pa.Array.from_buffers(
+        typ, n, [None, pa.py_buffer(offs.tobytes()), pa.py_buffer(out.tobytes())]
+    )
 
 
 def variable_packed_struct_encoding(values_type: pa.DataType, layout) -> pb.CompressiveEncoding:
@@ -146,8 +148,9 @@ def encode_packed_struct_page(sh: Shredded, version: str, name: str):
     if all(bits is not None for bits in layout):
         return encode_mini_block(sh, PackedStructValues(values, [int(b) for b in layout]), version)
     rows = variable_rows(values, layout)
-    page = Shredded(sh.rep, sh.deff, sh.layers, rows, sh.visible, sh.num_rows, sh.max_rep,
-                    sh.max_visible_def)
+    page = Shredded(
+        sh.rep, sh.deff, sh.layers, rows, sh.visible, sh.num_rows, sh.max_rep, sh.max_visible_def
+    )
     buffers, page_layout = encode_full_zip(page, compression="none")
     fz = page_layout.full_zip_layout
     fz.value_compression.CopyFrom(variable_packed_struct_encoding(values.type, layout))

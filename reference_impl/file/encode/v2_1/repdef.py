@@ -72,7 +72,7 @@ def leaf_paths(t: pa.DataType, path=()) -> list[tuple]:
     return [path + ((ITEM, None),)]
 
 
-def shred(arr: pa.Array, path: tuple) -> Shredded:
+def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
     """Levels and visible values of the leaf reached by ``path`` in ``arr`` (top-level rows).
 
     Walks the path outermost first keeping, per level slot, its rep level, the step at
@@ -80,7 +80,13 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
     it has no value). A list step expands every live slot into one slot per item; a
     null or empty list, or a slot already null above, stays one slot without a value.
     The codes become def levels once all steps are known (layers are data-dependent).
+    ``fast`` takes the shortcuts beside this walk, which give the same Shredded:
+    :func:`_shred_items` for a path without lists, :func:`_expand` instead of
+    :func:`_expand_readable` for a list step, :func:`_expand_last` for the last list when
+    nothing below it has nulls.
     """
+    if fast and all(step[0] == ITEM for step in path):
+        return _shred_items(arr, path)
     n = len(arr)
     max_rep = sum(1 for s in path if s[0] == LIST)
     rep = np.full(n, max_rep, np.uint16) if max_rep else None
@@ -90,12 +96,13 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
     depth = max_rep
     seen_null = [False] * len(path)
     seen_empty = [False] * len(path)
+    done = None  # (visible, values) once the fast path has finished the walk early
     for p, step in enumerate(path):
         live = code == 0
-        safe = np.where(idx >= 0, idx, 0)
         if step[0] == ITEM:
             valid = valid_mask(cur)
             if valid is not None and len(idx):
+                safe = np.where(idx >= 0, idx, 0)
                 nul = live & ~valid[safe] & (idx >= 0)
                 if nul.any():
                     seen_null[p] = True
@@ -104,6 +111,7 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
                 cur = cur.field(step[1])
             continue
         # list layer
+        safe = np.where(idx >= 0, idx, 0)
         offs = list_offsets(cur)
         lens = offs[1:] - offs[:-1]
         valid = valid_mask(cur)
@@ -125,18 +133,63 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
             code[empty] = 2 * p + 2
         expand = live & (idx >= 0) & ~nul & ~empty
         counts = np.where(expand, slot_len, 1)
-        owner = np.repeat(np.arange(len(idx)), counts)
-        firsts = np.cumsum(counts) - counts
-        within = np.arange(len(owner), dtype=np.int64) - firsts[owner]
-        exp_o = expand[owner]
-        new_idx = np.where(exp_o, offs[:-1][safe][owner] + within if len(offs) > 1 else 0, -1)
-        rep = np.where(within == 0, rep[owner], depth - 1).astype(np.uint16)
-        code = code[owner]
-        idx = new_idx
+        leaf = _valid_tail(cur.values, path[p + 1 :]) if fast and len(idx) else None
+        if leaf is not None:
+            # nothing below this list can be null: the walk ends here (see _expand_last)
+            rep, code, done = _expand_last(expand, counts, rep, code, offs, safe, depth, leaf)
+            cur = leaf
+            break
+        rep, code, idx = (
+            _expand(expand, counts, rep, code, offs, safe, depth)
+            if fast
+            else _expand_readable(expand, counts, rep, code, offs, safe, depth)
+        )
         depth -= 1
         cur = cur.values
 
-    # layers (innermost first) and the code -> def level table
+    layers, table, level, max_visible = _layers(path, seen_null, seen_empty)
+    deff = table[code] if level > 1 else None
+    if done is not None:
+        visible, values = done
+        return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
+    visible = idx >= 0
+    take = idx[visible]
+    if len(take) == len(cur) and np.array_equal(take, np.arange(len(cur))):
+        values = cur  # every leaf slot is visible, in order: no copy
+    else:
+        values = cur.take(pa.array(take, pa.int64()))
+    return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
+
+
+def _shred_items(arr: pa.Array, path: tuple) -> Shredded:
+    """:func:`shred` for a path without lists (a top-level leaf or struct fields): one slot
+    per row, every slot visible and holding its own row's value, so there is no item index
+    to carry; only the codes of the nulls (the outermost null wins) are kept, and only once
+    some step has a null."""
+    n = len(arr)
+    code = None  # all zero until a null is seen
+    cur = arr
+    seen_null = [False] * len(path)
+    for p, step in enumerate(path):
+        valid = valid_mask(cur)
+        if valid is not None and n:
+            nul = ~valid if code is None else ~valid & (code == 0)
+            if nul.any():
+                seen_null[p] = True
+                if code is None:
+                    code = np.zeros(n, np.int32)
+                code[nul] = 2 * p + 1
+        if step[1] is not None:
+            cur = cur.field(step[1])
+    layers, table, level, max_visible = _layers(path, seen_null, [False] * len(path))
+    deff = table[code] if level > 1 else None
+    values = cur if len(cur) == n else cur.take(pa.array(np.arange(n), pa.int64()))
+    return Shredded(None, deff, layers, values, np.ones(n, bool), n, 0, max_visible)
+
+
+def _layers(path: tuple, seen_null: list[bool], seen_empty: list[bool]):
+    """The layers (innermost first), the code -> def level table, the next free def level
+    and the def levels of visible nulls, from the steps at which nulls / empties were seen."""
     layers: list[int] = []
     table = np.zeros(2 * len(path) + 3, np.uint16)
     level = 1
@@ -168,14 +221,88 @@ def shred(arr: pa.Array, path: tuple) -> Shredded:
                 level += 1
             else:
                 layers.append(pb.REPDEF_ALL_VALID_LIST)
-    deff = table[code] if level > 1 else None
-    visible = idx >= 0
-    take = idx[visible]
-    if len(take) == len(cur) and np.array_equal(take, np.arange(len(cur))):
-        values = cur  # every leaf slot is visible, in order: no copy
+    return layers, table, level, max_visible
+
+
+def _valid_tail(values: pa.Array, rest: tuple) -> pa.Array | None:
+    """The leaf array below a list whose remaining ``rest`` steps are item (struct) steps
+    without any null, or None (another list follows, or some array on the way has nulls)."""
+    cur = values
+    for step in rest:
+        if step[0] != ITEM or cur.null_count:
+            return None
+        if step[1] is not None:
+            cur = cur.field(step[1])
+    return cur
+
+
+def _expand_last(expand, counts, rep, code, offs, safe, depth, leaf):
+    """The last list step of a path with nothing nullable below it: :func:`_expand`'s rep
+    and code, but no per-slot item index. Only live slots expand (their code is 0), so the
+    new codes are 0 but at the single slot a null or empty list keeps, and a slot is
+    visible iff its list slot expanded. The visible values are the expanded lists' item
+    ranges, in order: the leaf itself when they run back to back over all of it, a slice
+    of it when they run back to back over part of it, else a ``take`` of those ranges.
+    Returns ``(rep, code, (visible, values))``, as the readable walk ends."""
+    counts = counts.astype(np.int64, copy=False)
+    ends = np.cumsum(counts)
+    firsts = ends - counts
+    total = int(ends[-1])
+    new_rep = np.full(total, depth - 1, np.uint16)
+    new_rep[firsts] = rep
+    stay = np.flatnonzero(~expand)  # null or empty lists, or slots null above: one slot
+    new_code = np.zeros(total, code.dtype)
+    new_code[firsts[stay]] = code[stay]
+    visible = np.ones(total, bool)
+    visible[firsts[stay]] = False
+    starts = offs[:-1][safe][expand] if len(offs) > 1 else np.zeros(0, np.int64)
+    sizes = counts[expand]
+    if len(starts) == 0:  # no visible value (as the readable end: the leaf itself if empty)
+        values = leaf if len(leaf) == 0 else leaf.take(pa.array([], pa.int64()))
+        return new_rep, new_code, (visible, values)
+    stops = starts + sizes
+    if np.array_equal(starts[1:], stops[:-1]):  # back to back
+        if starts[0] == 0 and stops[-1] == len(leaf):
+            values = leaf  # every leaf slot is visible, in order: no copy
+        else:
+            values = leaf.slice(int(starts[0]), int(stops[-1] - starts[0]))
     else:
-        values = cur.take(pa.array(take, pa.int64()))
-    return Shredded(rep, deff, layers, values, visible, n, max_rep, max_visible)
+        seen = np.cumsum(sizes) - sizes
+        take = np.arange(int(sizes.sum()), dtype=np.int64) + np.repeat(starts - seen, sizes)
+        values = leaf.take(pa.array(take, pa.int64()))
+    return new_rep, new_code, (visible, values)
+
+
+def _expand_readable(expand, counts, rep, code, offs, safe, depth):
+    """One list step, slot by item: every slot ``i`` becomes ``counts[i]`` slots (its items
+    when ``expand[i]``, else itself). Returns the new ``(rep, code, idx)``: the first slot
+    of a list keeps the old rep, the others get ``depth - 1``; codes are inherited; an
+    expanded slot's index is its item's index in the list's values, other slots -1."""
+    owner = np.repeat(np.arange(len(counts)), counts)
+    firsts = np.cumsum(counts) - counts
+    within = np.arange(len(owner), dtype=np.int64) - firsts[owner]
+    exp_o = expand[owner]
+    new_idx = np.where(exp_o, offs[:-1][safe][owner] + within if len(offs) > 1 else 0, -1)
+    new_rep = np.where(within == 0, rep[owner], depth - 1).astype(np.uint16)
+    return new_rep, code[owner], new_idx
+
+
+def _expand(expand, counts, rep, code, offs, safe, depth):
+    """:func:`_expand_readable` with fewer passes over the new slots: the new index is
+    ``arange + base`` with the per-slot ``base`` repeated (``start - first`` for an
+    expanded slot, ``-1 - first`` for one that stays: its single slot then reads -1), the
+    rep a fill of ``depth - 1`` with the old reps scattered at each list's first slot."""
+    counts = counts.astype(np.int64, copy=False)
+    ends = np.cumsum(counts)
+    firsts = ends - counts
+    total = int(ends[-1]) if len(ends) else 0
+    starts = offs[:-1][safe] if len(offs) > 1 else np.zeros(len(counts), np.int64)
+    base = np.where(expand, starts - firsts, -1 - firsts)
+    new_idx = np.arange(total, dtype=np.int64)
+    new_idx += np.repeat(base, counts)
+    new_rep = np.full(total, depth - 1, np.uint16)
+    new_rep[firsts] = rep  # every slot has at least one new slot (counts >= 1)
+    return new_rep, np.repeat(code, counts), new_idx
 
 
 def row_starts(sh: Shredded) -> np.ndarray:
