@@ -4,8 +4,9 @@ Field ids are handed out to every field in pre-order (parents too), but only lea
 (primitives, strings, fixed-size lists, and packed structs as a whole, see
 :mod:`.packed_struct`) get columns; each leaf's ``lance-encoding:*`` field metadata
 (:mod:`..hints`) steers its pages. For each flushed run of rows
-every leaf is shredded into rep/def levels and visible values (:mod:`.repdef`), cut
-into pages of at most :data:`MAX_LEVELS_PER_PAGE` level slots at row boundaries, and
+every leaf is shredded into rep/def levels and visible values (:mod:`.repdef`), a leaf
+under a list cut into pages of at most :data:`MAX_LEVELS_PER_PAGE` level slots at row
+boundaries, and
 each page is encoded with the layout :mod:`reference_impl.file.selection` picks. Page
 ``length`` is the number of top-level rows and ``priority`` the first row.
 """
@@ -39,10 +40,13 @@ from .repdef import Shredded, row_starts, shred, slice_levels
 from .rle import RleValues, run_count
 from .variable import VariableValues
 
-# Pages carrying levels are cut at row boundaries to at most this many level slots (pylance
-# cuts at 65,535 levels; any cut at row boundaries decodes). The chunks inside a page are
-# planned separately (mini_block.plan_chunks: byte budget and level count per chunk), so a
-# page this large still has small chunks; smaller pages only cost per-page overhead.
+# Pages carrying repetition levels (a list on the path) are cut at row boundaries to at most
+# this many level slots: pylance 14.0.2's write_dataset cuts list pages at about 65,535 levels
+# and leaves pages with definition levels only whole (FILE-ENCODINGS §1.2 [E]); any cut at
+# row boundaries decodes. The chunks inside a page are planned separately
+# (mini_block.plan_chunks: byte budget and level count per chunk), so a large page still has
+# small chunks; smaller pages only cost per-page overhead (a nullable string column cut every
+# 65,536 rows trained an FSST table per piece).
 MAX_LEVELS_PER_PAGE = 1 << 16
 
 # With lance-encoding:structural-encoding=miniblock, values up to this size stay in
@@ -223,9 +227,10 @@ class FieldEncoder21:
         return map_ordered(one, todo)
 
     def _pages(self, sh: Shredded):
-        """Cut a shredded run of rows into pages of at most MAX_LEVELS_PER_PAGE level slots
-        (at least one row each), at row boundaries."""
-        if (sh.rep is None and sh.deff is None) or sh.num_levels <= MAX_LEVELS_PER_PAGE:
+        """Cut a shredded run of rows with repetition levels into pages of at most
+        MAX_LEVELS_PER_PAGE level slots (at least one row each), at row boundaries; a run
+        without repetition levels is one page."""
+        if sh.rep is None or sh.num_levels <= MAX_LEVELS_PER_PAGE:
             yield sh, 0
             return
         starts = row_starts(sh)
