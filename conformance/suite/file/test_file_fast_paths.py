@@ -8,6 +8,8 @@ Each fast path sits beside a reference and is checked equal to it on generated i
   and against the token-by-token :func:`fsst.decode_value`;
 * 2.1/2.2 mini-block pages decoded as runs of chunks on threads
   (:func:`reader._decode_page_split`) against the one-piece page decode;
+* inline bit-packed blocks read as a strided view of the page (``bitpacking._block_words``)
+  against a gathered copy;
 * consecutive small mini-block pages decoded as one (:func:`reader._decode_page_group`,
   :func:`mini_block.decode_pages`) against page by page;
 * 2.0 ``Binary`` pages: the ASCII shortcut of the UTF-8 check, zero-copy buffers, projections
@@ -28,7 +30,7 @@ from hypothesis import strategies as st
 from reference_impl.errors import FormatError
 from reference_impl.file import parallel
 from reference_impl.file import reader as reader_mod
-from reference_impl.file.encodings.v2_1 import bitpacking, fsst, mini_block
+from reference_impl.file.encodings.v2_1 import bitpacking, chunks, fsst, mini_block
 from reference_impl.file.encodings.v2_1.values import Var
 from reference_impl.file.reader import LanceFileReader
 from reference_impl.file.writer import LanceFileWriter, write_lance_file
@@ -114,6 +116,22 @@ def test_all_chunk_levels_at_once_equal_chunk_by_chunk(case):
         assert got is None
     else:
         assert got is not None and np.array_equal(got, want)
+
+
+@given(T=st.sampled_from([8, 16, 32, 64]), k=st.integers(0, 6), nw=st.integers(0, 40),
+       gap=st.integers(0, 24), first=st.integers(0, 9), seed=st.integers(0, 1000),
+       uneven=st.booleans())
+def test_block_words_view_equals_gather(T, k, nw, gap, first, seed, uneven):
+    """Inline bit-packed blocks read as a strided view of the page equal the gathered copy."""
+    size = T // 8
+    step = nw * size + gap
+    starts = first + step * np.arange(k, dtype=np.int64)
+    if uneven and k > 1:
+        starts[-1] += 1
+    data = np.random.default_rng(seed).integers(0, 256, int(first + step * k + 8), dtype=np.uint8)
+    got = bitpacking._block_words(data, starts, nw, bitpacking.UINT[T])
+    want = chunks.gather_ranges(data, starts, np.full(k, nw * size)).view(bitpacking.UINT[T]).reshape(k, nw)
+    assert got.shape == want.shape and np.array_equal(got, want)
 
 
 def _column_values(kind: str, n: int, seed: int) -> pa.Array:

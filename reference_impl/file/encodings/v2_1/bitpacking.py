@@ -228,15 +228,37 @@ def decode_inline_set(cs, counts, T: int) -> np.ndarray:
         raise FormatError(f"packed width above {T} bits", rule=RULE)
     if np.any(sizes < (1 + 1024 * widths // T) * B):
         raise FormatError("inline bit-packed block shorter than its width needs", rule=RULE)
-    blocks = np.zeros((n, 1024), dt)
-    for W in np.unique(widths).tolist():
-        idx = np.nonzero(widths == W)[0]
+    uniq = np.unique(widths).tolist()
+    if len(uniq) == 1:  # one width for the page (the usual case): unpack straight into place
+        W = uniq[0]
         nw = 1024 * W // T
-        if nw == 0:
-            continue
-        raw = gather_ranges(cs.data, starts[idx] + B, np.full(len(idx), nw * B))
-        blocks[idx] = unpack_blocks(raw.view(dt).reshape(len(idx), nw), T, W)
+        blocks = unpack_blocks(_block_words(cs.data, starts + B, nw, dt), T, W) if nw else \
+            np.zeros((n, 1024), dt)
+    else:
+        blocks = np.zeros((n, 1024), dt)
+        for W in uniq:
+            idx = np.nonzero(widths == W)[0]
+            nw = 1024 * W // T
+            if nw == 0:
+                continue
+            blocks[idx] = unpack_blocks(_block_words(cs.data, starts[idx] + B, nw, dt), T, W)
     if np.all(counts == 1024):
         return blocks.reshape(-1)
+    if n and np.all(counts[:-1] == 1024):  # only the last block is short: a prefix of the blocks
+        return blocks.reshape(-1)[:1024 * (n - 1) + int(counts[-1])]
     keep = np.arange(1024)[None, :] < counts[:, None]
     return blocks[keep]
+
+
+def _block_words(data: np.ndarray, starts: np.ndarray, nw: int, dt) -> np.ndarray:
+    """``nw`` words of type ``dt`` at each of ``starts`` in ``data``, as a ``(len(starts), nw)``
+    array: a strided view of ``data`` when the starts are equally spaced (chunks of one size,
+    back to back), else a gathered copy. Callers have checked every range lies in ``data``."""
+    k = len(starts)
+    size = np.dtype(dt).itemsize
+    if k > 1:
+        step = int(starts[1] - starts[0])
+        if step >= nw * size and bool(np.all(np.diff(starts) == step)):
+            return np.ndarray((k, nw), dt, buffer=data, offset=int(starts[0]), strides=(step, size))
+    raw = gather_ranges(data, starts, np.full(k, nw * size))
+    return raw.view(dt).reshape(k, nw)
