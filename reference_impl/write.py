@@ -123,7 +123,7 @@ def write_fragments(store, table: pa.Table, fields, *, file_version: str,
 
     if max_rows_per_file <= 0:
         raise InvalidInput("max_rows_per_file must be positive")
-    from .file.parallel import map_ordered
+    from .file.parallel import map_ordered, threads
 
     def one_file(start: int) -> table_pb2.DataFragment:
         chunk = table.slice(start, max_rows_per_file)
@@ -148,8 +148,16 @@ def write_fragments(store, table: pa.Table, fields, *, file_version: str,
                                 file_size_bytes=wf.size)
         return table_pb2.DataFragment(id=0, files=[df], physical_rows=wf.num_rows)
 
-    # the files are independent: written on the decode threads, listed in row order
-    return map_ordered(one_file, list(range(0, table.num_rows, max_rows_per_file)))
+    # the files are independent: written on the decode threads, listed in row order, a few at
+    # a time. One map over every file would let each idle thread start another file while the
+    # ones begun wait for their fields (a 10M-row, 20-column table then held ten files' pages
+    # at once: 5.5 GB more than the table, and half the CPU time went to page faults).
+    starts = list(range(0, table.num_rows, max_rows_per_file))
+    at_once = max(1, threads())
+    fragments: list[table_pb2.DataFragment] = []
+    for i in range(0, len(starts), at_once):
+        fragments.extend(map_ordered(one_file, starts[i:i + at_once]))
+    return fragments
 
 
 def _resolve_store(uri, storage_options):

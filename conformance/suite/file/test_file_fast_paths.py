@@ -15,11 +15,14 @@ Each fast path sits beside a reference and is checked equal to it on generated i
 * 2.0 ``Binary`` pages: the ASCII shortcut of the UTF-8 check, zero-copy buffers, projections
   that read only the wanted columns, against the written table and a full validation;
 * memory-mapped local reads against the in-memory store;
-* the writer's fields and fragments encoded on threads: byte-identical files;
+* the writer's fields and fragments encoded on threads: byte-identical files, a few files at
+  a time;
 * the dataset scan (fragments on threads) and the deep validator (one decode per data file).
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -375,6 +378,34 @@ def test_dataset_scan_and_write_on_threads_equal_serial(monkeypatch, tmp_path, v
     monkeypatch.setenv(parallel.ENV, "1")
     serial = ri.open_dataset(str(tmp_path / "d")).to_table(with_row_id=True)
     assert threaded.equals(serial) and threaded.drop_columns(["_rowid"]).equals(table)
+
+
+def test_write_dataset_holds_only_a_few_files_at_once(monkeypatch, tmp_path):
+    """Files are written a wave of ``threads()`` at a time: an idle thread never starts one
+    more file while the ones begun are unfinished, so the pages held stay bounded."""
+    import reference_impl as ri
+    from reference_impl.file import writer as writer_mod
+
+    monkeypatch.setenv(parallel.ENV, "2")
+    lock, running, most = threading.Lock(), [0], [0]
+    real = writer_mod.write_lance_file
+
+    def counting(*args, **kwargs):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            return real(*args, **kwargs)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(writer_mod, "write_lance_file", counting)
+    table = pa.table({"i": pa.array(np.arange(6_000)), "s": pa.array([str(i) for i in range(6_000)])})
+    ds = ri.write_dataset(table, str(tmp_path / "d"), data_storage_version="2.2", max_rows_per_file=500)
+    assert len(ds.get_fragments()) == 12
+    assert 1 <= most[0] <= 2
+    assert ds.to_table().equals(table)
 
 
 def test_deep_validation_decodes_each_2_0_file_once(monkeypatch, tmp_path):
