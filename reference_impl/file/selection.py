@@ -259,17 +259,9 @@ def distinct_lower_bound(values: pa.Array, limit: float | None = None) -> tuple[
         keys = string_keys(starts, ends)
         exact = False
     else:
-        if pa.types.is_boolean(t) or pa.types.is_fixed_size_list(t):
+        keys = _raw_words(values)
+        if keys is None:
             return None
-        try:
-            bits = fixed_bits(t)
-        except Exception:  # noqa: BLE001
-            return None
-        if bits not in (8, 16, 32, 64):
-            return None
-        from .encode.arrow_data import fixed_values
-
-        keys = fixed_values(values).view(f"<u{bits // 8}")
         if valid is not None:
             keys = keys[valid]
         keys = keys.astype(np.uint64)
