@@ -162,6 +162,14 @@ def encode_mini_block(
         level_start = lend
 
     meta = np.array(words, "<u4" if large else "<u2").tobytes()
+    rep_index_bytes = np.array(rep_index, "<u8").reshape(-1).tobytes() if starts is not None else None
+    return _page(sh, values, large, rep_w, def_w, meta, b"".join(chunks), dictionary, rep_index_bytes)
+
+
+def _page(sh: Shredded, values, large: bool, rep_w: int, def_w: int, meta: bytes, chunk_data: bytes,
+          dictionary, rep_index: bytes | None):
+    """``(buffers, PageLayout)`` of a mini-block page from its chunk metadata, chunk data, the
+    optional dictionary and the repetition index (present iff the page has rep levels)."""
     layout = pb.PageLayout()
     mb = layout.mini_block_layout
     mb.SetInParent()
@@ -172,18 +180,18 @@ def encode_mini_block(
     mb.value_compression.CopyFrom(values.encoding())
     mb.layers.extend(sh.layers)
     mb.num_buffers = values.num_buffers
-    mb.num_items = nvis
+    mb.num_items = len(sh.values)
     if large:
         mb.has_large_chunk = True
-    buffers = [meta, b"".join(chunks)]
+    buffers = [meta, chunk_data]
     if dictionary is not None:
         block, enc, n_items = dictionary
         mb.dictionary.CopyFrom(enc)
         mb.num_dictionary_items = n_items
         buffers.append(block)
-    if starts is not None:
+    if rep_index is not None:
         mb.repetition_index_depth = 1
-        buffers.append(np.array(rep_index, "<u8").reshape(-1).tobytes())
+        buffers.append(rep_index)
     return buffers, layout
 
 
@@ -301,29 +309,9 @@ def encode_mini_block_fast(
             extend(pieces[i])
             append(pads[i])
 
-    layout = pb.PageLayout()
-    mb = layout.mini_block_layout
-    mb.SetInParent()
-    if sh.rep is not None:
-        mb.rep_compression.CopyFrom(out_of_line_bitpacking_encoding(16, rep_w))
-    if sh.deff is not None:
-        mb.def_compression.CopyFrom(out_of_line_bitpacking_encoding(16, def_w))
-    mb.value_compression.CopyFrom(values.encoding())
-    mb.layers.extend(sh.layers)
-    mb.num_buffers = values.num_buffers
-    mb.num_items = nvis
-    if large:
-        mb.has_large_chunk = True
-    buffers = [words.astype("<u4" if large else "<u2").tobytes(), b"".join(parts)]
-    if dictionary is not None:
-        block, enc, n_items = dictionary
-        mb.dictionary.CopyFrom(enc)
-        mb.num_dictionary_items = n_items
-        buffers.append(block)
-    if sh.rep is not None:
-        mb.repetition_index_depth = 1
-        buffers.append(_repetition_index(sh, lstart, lend).tobytes())
-    return buffers, layout
+    rep_index = _repetition_index(sh, lstart, lend).tobytes() if sh.rep is not None else None
+    meta = words.astype("<u4" if large else "<u2").tobytes()
+    return _page(sh, values, large, rep_w, def_w, meta, b"".join(parts), dictionary, rep_index)
 
 
 def _repetition_index(sh: Shredded, lstart: np.ndarray, lend: np.ndarray) -> np.ndarray:
