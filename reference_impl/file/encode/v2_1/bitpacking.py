@@ -225,10 +225,11 @@ def out_of_line_bitpacking_encoding(T: int, W: int) -> pb.CompressiveEncoding:
     return enc
 
 
-def out_of_line_pack_many(values: np.ndarray, bounds, T: int, W: int) -> list[bytes]:
-    """``[out_of_line_pack(values[a:b], T, W) for a, b in bounds]`` with one
-    :func:`fastlanes_pack` call for the blocks of every range (the rep/def levels of all
-    chunks of a page), so the same bytes."""
+def _ranges_in_blocks(values: np.ndarray, bounds, T: int, W: int):
+    """The block plan of out-of-line packing for each range ``[a, b)`` of ``bounds``:
+    ``(values as little-endian T-bit words, dt, a, n, full, r, padded, nblocks, total)`` where
+    a range of ``n`` values has ``full`` whole blocks and a tail of ``r`` values, padded to a
+    block when that is shorter than raw (see above); ``nblocks`` blocks each, ``total`` in all."""
     dt = np.dtype(UINT[T]).newbyteorder("<")
     values = values.astype(dt, copy=False)
     bounds = np.asarray(bounds, np.int64).reshape(-1, 2)
@@ -236,7 +237,14 @@ def out_of_line_pack_many(values: np.ndarray, bounds, T: int, W: int) -> list[by
     full, r = np.divmod(n, BLOCK)
     padded = (r > 0) & (W * (BLOCK - r) < (T - W) * r)
     nblocks = full + padded
-    total = int(nblocks.sum())
+    return values, dt, a, n, full, r, padded, nblocks, int(nblocks.sum())
+
+
+def out_of_line_pack_many(values: np.ndarray, bounds, T: int, W: int) -> list[bytes]:
+    """``[out_of_line_pack(values[a:b], T, W) for a, b in bounds]`` with one
+    :func:`fastlanes_pack` call for the blocks of every range (the rep/def levels of all
+    chunks of a page), so the same bytes."""
+    values, dt, a, n, full, r, padded, nblocks, total = _ranges_in_blocks(values, bounds, T, W)
     packed = b""
     if total:
         owner = np.repeat(np.arange(len(n)), nblocks)
@@ -265,14 +273,7 @@ def out_of_line_pack_many_fast(values: np.ndarray, bounds, T: int, W: int):
     are built from a sliding-window view of the zero-extended values (one row gather, then
     the tails past each range's end zeroed) and packed with :func:`fastlanes_pack_fast`;
     the pieces are memoryviews into that packed buffer and into the raw values."""
-    dt = np.dtype(UINT[T]).newbyteorder("<")
-    values = values.astype(dt, copy=False)
-    bounds = np.asarray(bounds, np.int64).reshape(-1, 2)
-    a, n = bounds[:, 0], bounds[:, 1] - bounds[:, 0]
-    full, r = np.divmod(n, BLOCK)
-    padded = (r > 0) & (W * (BLOCK - r) < (T - W) * r)
-    nblocks = full + padded
-    total = int(nblocks.sum())
+    values, dt, a, n, full, r, padded, nblocks, total = _ranges_in_blocks(values, bounds, T, W)
     size = W * (BLOCK // T) * (T // 8)  # bytes of one packed block
     packed = memoryview(b"")
     if total:
