@@ -450,16 +450,16 @@ def _decode_page_group(container: FileContainer, group, path, field_: pa.Field) 
         return _decode_page_split(container, pages[0], path, field_)
     try:
         shape, bits = arrow_types.value_shape(path[-1])
-        if shape == "null":
-            raise ValueError("null-typed leaves are decoded page by page")
-        rows = sum(int(p.length) for p in pages)
-        rep, dfn, values = mini_block.decode_pages(
-            layouts, [read_page_buffers(container, p) for p in pages], container.version_name)
-        n_slots = len(rep) if rep is not None else (len(dfn) if dfn is not None else rows)
-        return _levels_to_node(container, path, layouts[0], list(layouts[0].layers), rep, dfn, values,
-                               None, n_slots, rows, shape, bits)
+        if shape != "null":  # a null-typed leaf's pages are checked page by page
+            rows = sum(int(p.length) for p in pages)
+            rep, dfn, values = mini_block.decode_pages(
+                layouts, [read_page_buffers(container, p) for p in pages], container.version_name)
+            n_slots = len(rep) if rep is not None else (len(dfn) if dfn is not None else rows)
+            return _levels_to_node(container, path, layouts[0], list(layouts[0].layers), rep, dfn,
+                                   values, None, n_slots, rows, shape, bits)
     except (FormatError, UnsupportedFeature, ValueError, IndexError):
-        return _concat_nodes([_decode_page_split(container, p, path, field_) for p in pages])
+        pass
+    return _concat_nodes([_decode_page_split(container, p, path, field_) for p in pages])
 
 
 def _row_aligned_runs(index, rows_per_run: int) -> list:
