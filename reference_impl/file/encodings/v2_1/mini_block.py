@@ -206,19 +206,21 @@ def decode_pages(layouts: list, buffers_list: list, version: str):
     parts = [page_chunks(lay, bufs, version) for lay, bufs in zip(layouts, buffers_list, strict=True)]
     if len(parts) == 1:
         return decode_chunks(first, parts[0], buffers_list[0])
-    base = np.cumsum([0] + [len(p.data) for p in parts[:-1]])
+    base = np.cumsum([0] + [len(p.data) for p in parts[:-1]])  # each page's data in the joined data
 
-    def joined(get):
-        return [np.concatenate([get(p)[k] + b for p, b in zip(parts, base, strict=True)])
+    def joined(get, shift: bool) -> list:
+        """Per level kind / value buffer, the pages' arrays ``get(page)[k]`` concatenated;
+        positions (``shift``) moved to where their page's data lands."""
+        return [np.concatenate([get(p)[k] + (b if shift else 0) for p, b in zip(parts, base, strict=True)])
                 for k in range(len(get(parts[0])))]
 
     ch = Chunks(
         np.concatenate([p.data for p in parts]),
         np.concatenate([p.n_levels for p in parts]),
         np.concatenate([p.counts for p in parts]),
-        joined(lambda p: p.level_starts),
-        [np.concatenate([p.level_sizes[k] for p in parts]) for k in range(len(parts[0].level_sizes))],
-        joined(lambda p: p.value_starts),
-        [np.concatenate([p.value_sizes[k] for p in parts]) for k in range(len(parts[0].value_sizes))],
+        joined(lambda p: p.level_starts, True),
+        joined(lambda p: p.level_sizes, False),
+        joined(lambda p: p.value_starts, True),
+        joined(lambda p: p.value_sizes, False),
     )
     return decode_chunks(first, ch, None)
