@@ -514,6 +514,13 @@ COMPRESSION_CASES = {
     # pylance's bss=auto heuristic says no for uniform floats; ours says yes (documented)
     "float64 zstd": (lambda: pa.array(RNG.random(N)), hinted(compression="zstd"),
                      f"general {{ {ZSTD} values {{ {BSS64} }} }}", False),
+    # RLE has two buffers per chunk; general compresses buffer 0 only, the run lengths stay
+    # raw (FILE-ENCODINGS §4.9). pylance writes plain RLE here and reads ours.
+    "runny int32 lz4 bss off (rle inside general)": (
+        lambda: pa.array(np.repeat(np.arange(30), 100).astype(np.int32)),
+        hinted(compression="lz4", bss="off"),
+        f"general {{ {LZ4} values {{ rle {{ values {{ flat {{ bits_per_value: 32 }} }} "
+        "run_lengths { flat { bits_per_value: 8 } } } } }", False),
     "int64 none": (_ints, hinted(compression="none"), "flat { bits_per_value: 64 }", True),
     "uint8 zstd (left alone)": (lambda: pa.array(RNG.integers(0, 200, N).astype(np.uint8)),
                                 hinted(compression="zstd"), "flat { bits_per_value: 8 }", True),

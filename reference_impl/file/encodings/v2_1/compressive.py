@@ -39,9 +39,13 @@ GROUPED_MIN_CHUNKS = 8
 
 
 def mini_block_buffers(node) -> int:
+    """Value buffers per mini-block chunk of an encoding. ``general`` compresses only buffer 0
+    and leaves the others raw (FILE-ENCODINGS §4.9), so it has as many as what it wraps."""
     k = kind(node)
     if k == "rle":
         return 2
+    if k == "general":
+        return mini_block_buffers(node.general.values)
     if k == "variable" and variable.generic_offsets(node.variable):
         return 1 + needs_bytes(node.variable.offsets)  # 2.3: (offsets bytes,) value bytes
     if k == "fixed_size_list":
