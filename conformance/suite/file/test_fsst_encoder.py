@@ -10,6 +10,8 @@
 * Files our writer makes with FSST pages (2.1 and 2.2; mini-block and full-zip; nulls;
   large_utf8; list<utf8>) are read back equal by pylance 14.0.2 and by our reader, and
   their page layouts really hold ``fsst`` nodes.
+* The tokeniser: at every position the look-up tables pick the token the plain-Python
+  rule ``longest_symbol_at`` names (random tables, symbols crossing a value's end).
 * The choice: short strings (< 5 bytes), small pages (< 32 KiB), the binary type,
   dictionary pages and pages FSST would not shrink stay plain ``variable``.
 """
@@ -21,7 +23,7 @@ import struct
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from reference_impl.errors import InvalidInput
@@ -248,6 +250,57 @@ def test_round_trip_utf8_with_nulls_and_slices(values, start):
     offsets, data = variable_parts(arr)
     table = fsst.build_symbol_table(arr)
     check_round_trip(table, offsets, data)
+
+
+def readable_tokens(table: bytes, offsets, data) -> list[tuple[int, int, int]]:
+    """``(position, code, length)`` of every token, segment by segment, by the plain
+    Python rule :func:`fsst.longest_symbol_at`."""
+    symbols, lengths = fsst.parse_table(table)
+    raw = bytes(np.asarray(data, np.uint8))
+    out = []
+    for i in range(len(offsets) - 1):
+        for start in range(int(offsets[i]), int(offsets[i + 1]), fsst.SEGMENT_BYTES):
+            end = min(start + fsst.SEGMENT_BYTES, int(offsets[i + 1]))
+            pos = start
+            while pos < end:
+                code, length = fsst.longest_symbol_at(symbols, lengths, raw, pos, end)
+                out.append((pos, code, length))
+                pos += length
+    return out
+
+
+symbol_strategy = st.one_of(
+    st.binary(min_size=1, max_size=8),
+    # symbols over a two-letter alphabet: many long ones share their first two bytes
+    st.text(alphabet="ab", min_size=1, max_size=8).map(str.encode),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    values=st.lists(
+        st.one_of(st.binary(max_size=150), st.text(alphabet="ab", max_size=150).map(str.encode)),
+        max_size=30,
+    ),
+    symbols=st.lists(symbol_strategy, min_size=1, max_size=255),
+)
+# the second-longest symbol of a prefix matches across the end of a value ("ab" | "ax")
+@example(values=[b"ab", b"ax"], symbols=[b"abab", b"aba"])
+# a fifth long symbol of prefix "ab" would match where the four tried do not
+@example(values=[b"abaaa"], symbols=[b"abbbbbbb", b"abbbbbb", b"abbbbb", b"abbbb", b"abaa"])
+def test_fast_tokeniser_equals_the_readable_rule(values, symbols):
+    """The look-up tables of ``_Matcher`` (both walks: with and without long symbols)
+    pick at every position the token ``longest_symbol_at`` names: tables with duplicates,
+    more long symbols per prefix than are tried, symbols that would cross a value's end
+    or a segment's end."""
+    syms = np.array([int.from_bytes(s, "little") for s in symbols], np.uint64)
+    table = fsst.table_bytes(syms, np.array([len(s) for s in symbols], np.uint8))
+    offsets, data = parts(values, pa.binary())
+    symbols_, lengths_ = fsst.parse_table(table)
+    positions, codes, _ = fsst._tokenise(fsst._Matcher(symbols_, lengths_), offsets, data)
+    got_lengths = [1 if c == fsst.ESCAPE else int(lengths_[c]) for c in codes.tolist()]
+    got = list(zip(positions.tolist(), codes.tolist(), got_lengths, strict=True))
+    assert got == readable_tokens(table, offsets, data)
 
 
 def test_longest_symbol_wins_and_segment_ends_are_respected():
