@@ -213,8 +213,8 @@ def _write(table: pa.Table, version: str) -> bytes:
 
 
 def _readable(mp: pytest.MonkeyPatch) -> None:
-    mp.setattr(column, "encode_mini_block", mini_block.encode_mini_block)
-    mp.setattr(packed_struct, "encode_mini_block", mini_block.encode_mini_block)
+    mp.setattr(column, "encode_mini_block_fast", mini_block.encode_mini_block)
+    mp.setattr(packed_struct, "encode_mini_block_fast", mini_block.encode_mini_block)
     readable_shred = repdef.shred
     mp.setattr(column, "shred", lambda arr, path: readable_shred(arr, path, fast=False))
 

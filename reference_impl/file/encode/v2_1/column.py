@@ -34,7 +34,7 @@ from .flat import FlatValues
 from .fsst import FsstValues
 from .full_zip import encode_full_zip
 from .general import LZ4, ZSTD, GeneralValues, compress
-from .mini_block import encode_mini_block_fast as encode_mini_block
+from .mini_block import encode_mini_block_fast
 from .packed_struct import check_packable, encode_packed_struct_page, leaf_fields
 from .repdef import Shredded, row_starts, shred, slice_levels
 from .rle import RleValues, run_count
@@ -149,7 +149,7 @@ def encode_leaf_page(
         indices, block, enc, n_items = arrow_dictionary(
             values, version, hints.dict_values_compression
         )
-        return encode_mini_block(sh, value_encoder(indices, hints), version, (block, enc, n_items))
+        return encode_mini_block_fast(sh, value_encoder(indices, hints), version, (block, enc, n_items))
     if version != "2.1":
         value = constant_value(values) if selection.maybe_constant(values) else None
         if value is not None:
@@ -172,10 +172,10 @@ def encode_leaf_page(
         indices, block, enc, n_items = build_dictionary(
             values, version, hints.dict_values_compression
         )
-        return encode_mini_block(sh, value_encoder(indices, hints), version, (block, enc, n_items))
+        return encode_mini_block_fast(sh, value_encoder(indices, hints), version, (block, enc, n_items))
     if hints.structural_encoding == "fullzip":
         return encode_full_zip(sh, hints.compression)
-    return encode_mini_block(sh, value_encoder(values, hints), version)
+    return encode_mini_block_fast(sh, value_encoder(values, hints), version)
 
 
 class FieldEncoder21:

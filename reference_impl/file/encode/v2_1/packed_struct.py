@@ -37,7 +37,7 @@ from ..hints import parse_hints
 from ..v2_0.packed_struct import check_children_valid, child_layout, packed_rows
 from .flat import chunk_values_for_width
 from .full_zip import _ragged_copy, encode_full_zip
-from .mini_block import encode_mini_block_fast as encode_mini_block
+from .mini_block import encode_mini_block_fast
 from .repdef import ITEM, LIST, Shredded
 
 
@@ -146,7 +146,7 @@ def encode_packed_struct_page(sh: Shredded, version: str, name: str):
     layout = child_layout(values.type, name, allow_variable=version != "2.1")
     check_children_valid(values, name)
     if all(bits is not None for bits in layout):
-        return encode_mini_block(sh, PackedStructValues(values, [int(b) for b in layout]), version)
+        return encode_mini_block_fast(sh, PackedStructValues(values, [int(b) for b in layout]), version)
     rows = variable_rows(values, layout)
     page = Shredded(
         sh.rep, sh.deff, sh.layers, rows, sh.visible, sh.num_rows, sh.max_rep, sh.max_visible_def
