@@ -185,9 +185,10 @@ def priorities(ctx):
     yield from _check(ctx, checks.priorities, "FILE-014")
 
 
-@rule("FILE-015", title="page encodings are direct Anys of the version's layout type", severity="error",
+@rule("FILE-015", title="page and column encodings are direct Anys of the version's types", severity="error",
       spec="FILE-ENCODINGS", section="0. Conventions that hold in every version",
-      clause="`Page.encoding` and `ColumnMetadata.encoding` are always `direct`.", scope="data_file", deep=True,
+      clause="`Page.encoding` and `ColumnMetadata.encoding` are always `direct`. The `DirectEncoding.encoding` "
+             "bytes are a serialized `google.protobuf.Any`", scope="data_file", deep=True,
       refusal='a file whose columns, pages or metadata break this cannot be mapped to the rows it holds')
 def page_encodings(ctx):
     from reference_impl.file import checks

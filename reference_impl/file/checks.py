@@ -12,7 +12,9 @@ Every function takes a parsed :class:`~reference_impl.file.container.FileContain
 * :func:`priorities` (FILE-014) -- in 2.1+, each page's priority is the running row start;
   pages are contiguous and non-overlapping;
 * :func:`encodings` (FILE-015) -- page encodings are ``direct`` Anys of the version's type
-  (``/lance.encodings.ArrayEncoding`` for 2.0, ``/lance.encodings21.PageLayout`` for 2.1/2.2);
+  (``/lance.encodings.ArrayEncoding`` for 2.0, ``/lance.encodings21.PageLayout`` for 2.1/2.2),
+  and in 2.1+ every column's encoding a ``direct`` Any of ``/lance.encodings.ColumnEncoding``
+  that parses (pylance refuses the file otherwise, missing and empty ones included);
 * :func:`layout_grammar` (ENC-042) -- ``has_large_chunk`` set in 2.2 mini-block pages and not
   in 2.1; constant layout with a value only in 2.2;
 * :func:`decode_all` (ENC-*) -- decoding every column gives the declared number of rows with
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 from reference_impl.errors import FormatError, LanceError, UnsupportedFeature
 
-from .page import page_layout
+from .page import column_encoding, page_layout
 
 ALIGN = 64
 ANY_URLS = {"2.0": "/lance.encodings.ArrayEncoding", "2.1": "/lance.encodings21.PageLayout",
@@ -113,6 +115,11 @@ def encodings(container) -> list:
             continue
         if a.type_url != want:
             out.append(("FILE-015", f"column {ci} page {pi}: type {a.type_url!r}, {want!r} expected", None))
+    for ci, meta in enumerate(container.columns if container.version_name != "2.0" else ()):
+        try:  # (a 2.0 file's column encodings are FILE-050's, checked as its columns are built)
+            column_encoding(meta, path=container.path, column=ci)
+        except FormatError as exc:
+            out.append(("FILE-015", exc.message, None))
     return out
 
 

@@ -14,9 +14,11 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError
 
 from reference_impl.errors import FormatError, UnsupportedFeature
-from reference_impl.proto import encodings_v2_1_pb2
+from reference_impl.proto import encodings_v2_0_pb2, encodings_v2_1_pb2
 
 PAGE_LAYOUT_URL = "/lance.encodings21.PageLayout"
+#: every 2.x version keeps the 2.0 package at column level (FILE-ENCODINGS §0)
+COLUMN_ENCODING_URL = "/lance.encodings.ColumnEncoding"
 RULE_ENCODING = "FILE-015"  # page encodings are direct Anys of the layout type
 RULE_BUFFERS = "FILE-011"  # page buffers pair up and lie inside the file
 MAX_SPAN = 1 << 31
@@ -35,9 +37,23 @@ def unpack_any(encoding, expected_url: str, message, *, path: str, offset=None):
                               rule=RULE_ENCODING, path=path, offset=offset)
         message.ParseFromString(wrapper.value)
     except (DecodeError, RuntimeError, ValueError) as exc:
-        raise FormatError(f"page encoding does not parse: {exc}", rule=RULE_ENCODING, path=path,
+        raise FormatError(f"encoding does not parse: {exc}", rule=RULE_ENCODING, path=path,
                           offset=offset) from None
     return message
+
+
+def column_encoding(meta, *, path: str, column: int):
+    """The ``ColumnEncoding`` of a ``ColumnMetadata``: a ``direct`` Any of
+    ``/lance.encodings.ColumnEncoding`` in every 2.x version (FILE-ENCODINGS §0). pylance
+    refuses a file whose column encoding is missing, empty, of another type or does not parse
+    ("Error reading file metadata"), so the reader does too (FILE-015)."""
+    try:
+        return unpack_any(meta.encoding, COLUMN_ENCODING_URL, encodings_v2_0_pb2.ColumnEncoding(),
+                          path=path)
+    except (FormatError, UnsupportedFeature) as exc:
+        detail = exc.message if isinstance(exc, FormatError) else str(exc)
+        raise FormatError(f"column {column}: column encoding: {detail}", rule=RULE_ENCODING,
+                          path=path) from None
 
 
 def page_layout(page, *, path: str):

@@ -58,7 +58,7 @@ from .encodings.v2_1 import constant as constant_layout
 from .encodings.v2_1 import full_zip, mini_block, repdef
 from .encodings.v2_1.values import Fixed, Var, concat
 from .encodings.v2_3 import planar
-from .page import page_layout, read_page_buffers
+from .page import column_encoding, page_layout, read_page_buffers
 from .random_access import chunk_runs, load_page_index, read_run
 
 DECODERS: dict[str, Callable] = {}
@@ -542,6 +542,9 @@ class LanceFileReader:
             return
         from reference_impl.table import blob
 
+        if family(self.version) != "2.0":  # (2.0 checks them as it builds its columns)
+            for i, meta in enumerate(self.container.columns):
+                column_encoding(meta, path=key, column=i)
         # pylance writes a blob v2 column's descriptor fields detached, with id -1 (BLOB-001)
         self.fields, descriptors = blob.split_file_fields(self.container.fields, path=key)
         try:

@@ -233,6 +233,54 @@ def test_encoding_type_rule(sample):
     assert not run_rule("FILE-015", tmp_path, "f22.lance")
 
 
+def _column_encoding_variant(meta, kind: str) -> None:
+    """Damage ``meta``'s column encoding as ``kind`` says."""
+    a = any_pb2.Any.FromString(meta.encoding.direct.encoding)
+    if kind == "other type":
+        a.type_url = "/lance.encodings.ArrayEncoding"
+    elif kind == "value does not parse":
+        a.value = b"\xff\xff\xff"
+    elif kind == "type url not UTF-8":
+        meta.encoding.direct.encoding = a.SerializeToString().replace(b"Column", b"Col\xe3mn")
+        return
+    elif kind == "empty":
+        meta.encoding.direct.encoding = b""
+        return
+    elif kind == "missing":
+        meta.ClearField("encoding")
+        return
+    meta.encoding.direct.encoding = a.SerializeToString()
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.1", "2.2"])
+@pytest.mark.parametrize(
+    "kind", ["other type", "value does not parse", "type url not UTF-8", "empty", "missing"]
+)
+def test_a_column_encoding_that_is_not_a_column_encoding_is_refused(pylance, tmp_path, version, kind):
+    """Every 2.x column carries ``direct`` Any(/lance.encodings.ColumnEncoding) (FILE-ENCODINGS
+    §0; every release in the cross-release corpus writes it). pylance 14.0.2 refuses a file
+    whose column encoding is of another type, does not parse, is empty or missing ("Error
+    reading file metadata"); so do our reader and, for 2.1+, the validator's FILE-015 (a 2.0
+    file's column encodings are FILE-050's, reported as its columns are built)."""
+    table = pa.table({"a": pa.array(range(300), pa.int64()), "s": pa.array([f"v{i}" for i in range(300)])})
+    write(pylance, tmp_path / "f.lance", table, version)
+    raw = (tmp_path / "f.lance").read_bytes()
+    c = read_container(LocalStore(str(tmp_path)), "f.lance")
+    cols = [file2_pb2.ColumnMetadata.FromString(m.SerializeToString()) for m in c.columns]
+    _column_encoding_variant(cols[1], kind)
+    (tmp_path / "bad.lance").write_bytes(rewrite_tail(raw, c, columns=cols))
+    with pytest.raises(Exception, match="ColumnEncoding|missing its encoding"):  # the oracle
+        pylance.file.LanceFileReader(str(tmp_path / "bad.lance")).read_all().to_table()
+    with pytest.raises(FormatError) as err:
+        LanceFileReader(LocalStore(str(tmp_path)), "bad.lance").read_all()
+    assert err.value.rule == ("FILE-050" if version == "2.0" else "FILE-015")
+    assert LanceFileReader(LocalStore(str(tmp_path)), "f.lance").read_all().equals(table)
+    assert not run_rule("FILE-015", tmp_path, "f.lance")
+    if version != "2.0":
+        found = run_rule("FILE-015", tmp_path, "bad.lance")
+        assert found and "column 1: column encoding" in str(found[0]), found
+
+
 def test_checks_clean_on_pylance_files(sample):
     tmp_path, _ = sample
     for name in ("f21.lance", "f22.lance"):

@@ -145,12 +145,14 @@ def column_from_metadata(
     file_buffers: Sequence = (),
 ) -> Column:
     """Build a :class:`Column` from a parsed ``ColumnMetadata`` and a ranged reader."""
-    is_blob = False
-    if meta.encoding.WhichOneof("location") == "direct" and meta.encoding.direct.encoding:
-        col_enc = unpack_any(
-            meta.encoding.direct.encoding, COLUMN_ENCODING_URL, enc_pb.ColumnEncoding(), path=path
-        )
-        is_blob = col_enc.WhichOneof("column_encoding") == "blob"
+    # always a direct Any of ColumnEncoding: pylance refuses a file whose column encoding is
+    # missing or empty as it refuses one of another type (FILE-ENCODINGS §0)
+    if meta.encoding.WhichOneof("location") != "direct":
+        raise FormatError("2.0 column encodings must be direct", rule="FILE-050", path=path)
+    col_enc = unpack_any(
+        meta.encoding.direct.encoding, COLUMN_ENCODING_URL, enc_pb.ColumnEncoding(), path=path
+    )
+    is_blob = col_enc.WhichOneof("column_encoding") == "blob"
     column_buffers = [
         read_range(o, s) for o, s in zip(meta.buffer_offsets, meta.buffer_sizes, strict=False)
     ]
