@@ -92,9 +92,9 @@ def _pylance_pins(v: tuple[int, ...]) -> list[str]:
 
 def _lancedb_pins(v: tuple[int, ...]) -> list[str]:
     # lancedb 0.21-0.29 crashes at import with pyarrow 22 and later (seen with 0.25.3);
-    # 0.21 imports numpy without requiring it (seen with 0.21.2)
+    # 0.21 imports numpy and pandas without requiring them (seen with 0.21.2)
     if (0, 21) <= v < (0, 30):
-        return ["pyarrow<22", "numpy"]
+        return ["pyarrow<22", "numpy", "pandas"]
     return []
 
 

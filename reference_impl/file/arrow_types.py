@@ -102,17 +102,34 @@ def _fixed_array(t: pa.DataType, v: Fixed, valid) -> pa.Array:
     return pa.Array.from_buffers(t, n, [_bitmap(valid), data])
 
 
+def invalid_utf8(arr: pa.Array, data) -> str | None:
+    """Why the values of a utf8 array are not valid UTF-8 (Arrow requires it of the type, and
+    pylance refuses such a page), or None. Bytes all below 0x80 are valid UTF-8 whatever the
+    offsets, so the full check (several times slower) runs only on other bytes."""
+    view = np.frombuffer(data, np.uint8)
+    if not len(view) or int(view.max()) < 0x80:
+        return None
+    try:
+        arr.validate(full=True)
+    except pa.ArrowInvalid as exc:
+        return str(exc)
+    return None
+
+
 def _var_array(t: pa.DataType, v: Var, valid) -> pa.Array:
     large = pa.types.is_large_string(t) or pa.types.is_large_binary(t)
     if not large and len(v.data) >= 2 ** 31:
         raise FormatError("values exceed 32-bit offsets", rule=RULE)
     offs = v.offsets.astype(np.int64 if large else np.int32)
-    if pa.types.is_string_view(t) or pa.types.is_binary_view(t):
-        base = pa.string() if pa.types.is_string_view(t) else pa.binary()
-        return pa.Array.from_buffers(base, v.n, [_bitmap(valid), pa.py_buffer(offs.tobytes()),
-                                                 pa.py_buffer(v.data.tobytes())]).cast(t)
-    return pa.Array.from_buffers(t, v.n, [_bitmap(valid), pa.py_buffer(offs),
-                                          pa.py_buffer(np.ascontiguousarray(v.data))])
+    view = pa.types.is_string_view(t) or pa.types.is_binary_view(t)
+    base = (pa.string() if pa.types.is_string_view(t) else pa.binary()) if view else t
+    data = np.ascontiguousarray(v.data)
+    arr = pa.Array.from_buffers(base, v.n, [_bitmap(valid), pa.py_buffer(offs), pa.py_buffer(data)])
+    if pa.types.is_string(base) or pa.types.is_large_string(base):
+        problem = invalid_utf8(arr, data)
+        if problem:
+            raise FormatError(f"string values are not valid UTF-8: {problem}", rule=RULE)
+    return arr.cast(t) if view else arr
 
 
 def _fsl_array(t: pa.DataType, v: Fsl, valid) -> pa.Array:

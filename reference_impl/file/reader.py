@@ -514,7 +514,17 @@ def decode_column_2_1(container: FileContainer, column_index: int, field_: pa.Fi
             return arr, column_index + len(leaves), fr
         node = _concat_nodes(nodes)
         tree = node if tree is None else _merge(tree, node)
-    return _to_arrow(field_, tree), column_index + len(leaves), first_row
+    return _field_array(container, field_, tree), column_index + len(leaves), first_row
+
+
+def _field_array(container: FileContainer, f: pa.Field, node: Node) -> pa.Array:
+    """:func:`_to_arrow`, its errors naming the file."""
+    try:
+        return _to_arrow(f, node)
+    except FormatError as exc:
+        if exc.path is not None:
+            raise
+        raise FormatError(exc.message, rule=exc.rule, path=container.path, offset=exc.offset) from None
 
 
 register_decoder("2.1", decode_column_2_1)
@@ -758,7 +768,7 @@ class LanceFileReader:
                 sub_layout = type(layout)()
                 sub_layout.mini_block_layout.CopyFrom(sub)
                 node = _decode_page_2_1(c, page, path, f, layout=sub_layout, buffers=bufs, rows=rows)
-                arr = _to_arrow(f, node)
+                arr = _field_array(c, f, node)
                 if len(arr) != rows:
                     raise FormatError(f"chunks {c0}..{c1} decode {len(arr)} rows, index says {rows}",
                                       rule="ENC-041", path=c.path)

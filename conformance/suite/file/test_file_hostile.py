@@ -243,3 +243,43 @@ def test_hostile_blob_descriptors(pylance, tmp_path, seed):
     finally:
         tracemalloc.stop()
     assert peak < PEAK_LIMIT
+
+
+def _not_utf8_table() -> pa.Table:
+    """A utf8 column whose bytes are not UTF-8 (pyarrow builds it unchecked) beside valid
+    multi-byte text."""
+    words = ["d\u00e9f", "\u6f22\u5b57", None, "\U0001f600", "abc"]
+    good = pa.array([None if w is None else f"r{i}-{w}" for i, w in enumerate(words * 6)])
+    offsets, data = good.buffers()[1], bytearray(good.buffers()[2].to_pybytes())
+    data[4] = 0xFF  # row 0 is "r0-d\u00e9f": the first byte of its two-byte "\u00e9"
+    bad = pa.Array.from_buffers(pa.string(), len(good), [good.buffers()[0], offsets, pa.py_buffer(bytes(data))])
+    return pa.table({"ok": good, "s": bad})
+
+
+@pytest.mark.parametrize("version,rule", [("legacy", "FILE-063"), ("2.0", "ENC-052"), ("2.1", "ENC-045"),
+                                          ("2.2", "ENC-045")])
+def test_string_values_that_are_not_utf8_are_refused(pylance, tmp_path, version, rule):
+    """Arrow requires utf8 values to be UTF-8, and pylance 14.0.2 refuses to read such a page
+    at every storage version ("invalid utf-8 sequence"), though it writes one unchecked at
+    legacy and 2.0 (at 2.1+ our writer makes it, since pylance's checks the batch). The
+    reference reader refuses it too, naming the rule and the file, for a scan and for a take,
+    and ``validate --deep`` reports that rule; the valid multi-byte column next to it reads
+    as pylance reads it."""
+    from conformance.engine import local
+    from reference_impl import open_dataset, write_dataset
+
+    root = tmp_path / version
+    if version in ("legacy", "2.0"):
+        pylance.write_dataset(_not_utf8_table(), str(root), data_storage_version=version)
+    else:  # pylance 14.0.2's 2.1+ encoder checks the bytes of a multi-column batch; ours does not
+        write_dataset(_not_utf8_table(), str(root), data_storage_version=version)
+    with pytest.raises(Exception, match="(?i)utf-?8"):
+        pylance.dataset(str(root)).to_table()
+    ds = open_dataset(str(root))
+    for read in (lambda: ds.to_table(), lambda: ds.take([0, 2])):
+        with pytest.raises(FormatError) as err:
+            read()
+        assert err.value.rule == rule and err.value.path and "data/" in err.value.path
+    assert ds.to_table(columns=["ok"]).equals(pylance.dataset(str(root)).to_table(columns=["ok"]))
+    report = local.validate(str(root), deep=True)
+    assert {v.rule for v in report.violations} == {rule}, report.violations

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from reference_impl.file.arrow_types import invalid_utf8
+
 from ._common import RULE_NODE, RULE_OFFSETS, PageContext, bitmap_from_bools, need, register
 from .nullable import unsigned_values
 
@@ -53,19 +55,11 @@ def decode(node, ctx: PageContext, num_rows: int, data_type: pa.DataType) -> pa.
     arr = pa.Array.from_buffers(
         data_type, num_rows, [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
     )
-    if (pa.types.is_string(data_type) or pa.types.is_large_string(data_type)) and not _ascii(data):
-        try:
-            arr.validate(full=True)  # utf8 must be valid UTF-8
-        except pa.ArrowInvalid as exc:
-            raise ctx.error(f"string values are not valid UTF-8: {exc}", RULE_OFFSETS) from None
+    if pa.types.is_string(data_type) or pa.types.is_large_string(data_type):
+        problem = invalid_utf8(arr, data)
+        if problem:
+            raise ctx.error(f"string values are not valid UTF-8: {problem}", RULE_OFFSETS)
     return arr
-
-
-def _ascii(data) -> bool:
-    """True when every byte is below 0x80: such bytes are valid UTF-8 whatever the offsets
-    (which are checked above), so the full validation can be skipped."""
-    view = np.frombuffer(data, np.uint8)
-    return not len(view) or int(view.max()) < 0x80
 
 
 def _bytes(node, ctx: PageContext, total: int) -> memoryview:
