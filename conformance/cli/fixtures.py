@@ -14,6 +14,10 @@ contents (rows, versions, tags), not the same bytes (uuids and timestamps differ
 the table, and a regeneration into a temporary folder compared logically with ``expected/``.
 Exit 0 when every case verifies, 1 otherwise.
 
+``fixtures mutate [--count N] [--seed S] [--releases R,...]`` damages copies of the
+cross-release corpus and compares the kit's verdict with pylance 14.0.2
+(:mod:`.mutate`).
+
 ``fixtures from-case FILE OUT`` turns a case file of ``lance-conformance fuzz`` into a golden
 fixture ``OUT/<case id>/`` written by the reference writer, with the model's rows as the
 expected rows; ``lance-conformance run --impl X --suite read --fixtures OUT`` then reads it.
@@ -56,6 +60,14 @@ def register(subparsers) -> None:
                        description=cross_release.__doc__.split("\n\n")[0])
     cross_release.add_arguments(c)
     c.set_defaults(func=cross_release.run)
+    from . import mutate
+
+    m = sub.add_parser("mutate",
+                       help="damage copies of the cross-release corpus and compare the kit's "
+                            "verdict with pylance 14.0.2",
+                       description=mutate.__doc__.split("\n\n")[0])
+    mutate.add_arguments(m)
+    m.set_defaults(func=mutate.run)
 
     def _no_action(args) -> int:
         p.print_help(sys.stderr)

@@ -1,0 +1,84 @@
+"""``lance-conformance fixtures mutate``: damage copies of the cross-release corpus and compare
+the kit's verdict on them with pylance 14.0.2's reading.
+
+The work is done by :mod:`conformance.releases.mutations`. Every mutation copies one table root of the corpus, changes one data file (bit flips, bit
+flips in the file's tail, a run of zeros, a cut end), then runs ``validate --deep`` and the
+reference reader on it, and pylance 14.0.2 in its own virtualenv. Exit 0 when no mutation is
+a ``problem``, ``misread`` or ``lenient`` one, 1 otherwise (copies that need a look are kept
+under ``--work``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from pathlib import Path
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--count", type=int, default=100, help="mutations to judge (default 100)")
+    p.add_argument("--seed", type=int, default=1, help="the same seed gives the same mutations")
+    p.add_argument("--releases", default=None,
+                   help="comma-separated corpus folders to draw from (pylance-0.38.3,...); "
+                        "default: every one built")
+    p.add_argument("--corpus", default=None, help="corpus folder (default: the kit's cache)")
+    p.add_argument("--work", default=None,
+                   help="where the damaged copies go (default: a folder in the cache)")
+    p.add_argument("--reader-python", default=None,
+                   help="Python with pylance to compare with (default: the pylance 14.0.2 venv)")
+    p.add_argument("--json", dest="json_out", default=None, help="write every judged mutation here "
+                                                                 "(one JSON object per line)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from conformance.releases import corpus, mutations
+    from conformance.releases.venvs import Release, ReleaseUnavailable, cache_root, ensure_venv
+
+    corpus_dir = Path(args.corpus) if args.corpus else corpus.corpus_root()
+    releases = set(args.releases.split(",")) if args.releases else None
+    roots = mutations.corpus_roots(corpus_dir, releases) if corpus_dir.is_dir() else []
+    if not roots:
+        print(f"no table roots in {corpus_dir}: build the corpus first "
+              "(lance-conformance fixtures cross-release)", file=sys.stderr)
+        return 2
+    reader = args.reader_python
+    if reader is None:
+        try:
+            reader = str(ensure_venv(Release.parse(corpus.NEWEST_READER)))
+        except ReleaseUnavailable as exc:
+            print(f"{corpus.NEWEST_READER} unavailable: {exc}", file=sys.stderr)
+            return 2
+    work = Path(args.work) if args.work else cache_root() / "mutations"
+    out = open(args.json_out, "w") if args.json_out else None  # noqa: SIM115 - closed below
+    counts: collections.Counter = collections.Counter()
+
+    def progress(i, j):
+        counts[j.verdict] += 1
+        if j.verdict != "agree":
+            m = j.mutation
+            print(f"{j.verdict:9s} {Path(m.source).parent.parent.name}/{Path(m.source).parent.name} "
+                  f"{m.kind} {m.file} at {m.offsets}: kit {_said(j.kit)}; pylance {_said(j.pylance)}"
+                  f" -> {m.root}")
+        if out:
+            out.write(json.dumps(mutations.as_json(j)) + "\n")
+            out.flush()
+
+    try:
+        for _ in mutations.campaign(roots, args.count, args.seed, work, reader, progress):
+            pass
+    finally:
+        if out:
+            out.close()
+    print(f"{args.count} mutations of {len(roots)} roots (seed {args.seed}): "
+          + ", ".join(f"{v} {counts[v]}" for v in mutations.VERDICTS))
+    return 1 if any(counts[v] for v in mutations.FAILING) else 0
+
+
+def _said(o) -> str:
+    if o.crashed or o.untyped:
+        return o.error
+    if o.read:
+        return "reads" + (f", finds {','.join(o.findings)}" if o.findings else "")
+    return f"refuses ({o.error[:120]})"

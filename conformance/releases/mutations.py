@@ -1,0 +1,275 @@
+"""Damaged copies of the cross-release corpus, judged against the newest release.
+
+The corpus holds tables every release wrote and read back; this module damages them the way
+disks, copies and buggy writers do, and asks what the kit says about the damage compared
+with pylance 14.0.2 (``lance-conformance fixtures mutate``). One *mutation* copies one table
+root and changes one data file with one of :data:`KINDS`:
+
+* ``flip``: 1-4 random bits anywhere in the file;
+* ``tail-flip``: 1-2 random bits in the last 4 KiB (footer, offset tables, column metadata);
+* ``zero``: 1-16 bytes set to zero, the first of them not zero before;
+* ``truncate``: 1-64 bytes cut off the end.
+
+Both sides then read the copy, each in a process of its own with a time limit: the kit runs
+``validate --deep`` and ``open_dataset(...).to_table()`` (with an address-space limit, since
+bytes from disk must never make it allocate without bound); pylance reads
+``lance.dataset(...).to_table()``. The :func:`verdict` of a mutation:
+
+* ``problem``: the kit crashed, hung, ran out of its memory limit, raised an untyped error,
+  or its validator failed internally (an ``ENGINE`` finding) -- always a bug of the kit;
+* ``misread``: both read the copy, the kit's validator draws no error, and the rows differ;
+* ``lenient``: pylance refuses the copy, the kit reads it and its validator draws no error --
+  either the kit misses damage or pylance is stricter than the spec; each needs a look;
+* ``stricter``: pylance reads the copy, the kit refuses it or reports an error -- usually
+  damage pylance does not notice (its rows then differ from the undamaged table's);
+* ``agree``: otherwise (both refuse, or both read the same rows, or the kit flags what it
+  reads).
+
+The same seed gives the same mutations of the same corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import resource
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+KINDS = ("flip", "tail-flip", "zero", "truncate")
+VERDICTS = ("problem", "misread", "lenient", "stricter", "agree")
+#: the verdicts that fail a campaign (``stricter`` is listed for review only)
+FAILING = ("problem", "misread", "lenient")
+TAIL_BYTES = 4096
+MEMORY_LIMIT = 4 << 30  # address space of the kit's judging process
+TIMEOUT = 300.0  # seconds per judging process
+
+#: Run with the reader's Python: read the dataset with pylance, write its rows to an IPC file.
+_PYLANCE_READ = r"""
+import json, sys
+import pyarrow.ipc as ipc
+root, out = sys.argv[1:3]
+try:
+    import lance
+    table = lance.dataset(root).to_table()
+except Exception as exc:
+    print(json.dumps({"read": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}))
+else:
+    with ipc.new_file(out, table.schema) as w:
+        w.write_table(table)
+    print(json.dumps({"read": True}))
+"""
+
+
+@dataclass
+class Mutation:
+    """One damaged copy: the root it came from, the file and how it was changed."""
+
+    source: str
+    root: str
+    file: str
+    kind: str
+    offsets: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Outcome:
+    """What one side made of a damaged copy."""
+
+    read: bool = False
+    error: str = ""  # the refusal ("RuleError: message") or the crash
+    untyped: bool = False  # the kit raised something other than its typed errors
+    crashed: bool = False  # non-zero exit, signal, time limit or memory limit
+    findings: list[str] = field(default_factory=list)  # error rule ids of validate --deep
+    engine: list[str] = field(default_factory=list)  # ENGINE findings: the validator failed
+
+
+@dataclass
+class Judged:
+    mutation: Mutation
+    kit: Outcome
+    pylance: Outcome
+    rows_differ: str
+    verdict: str
+    known: list[str] = field(default_factory=list)  # error rules of the undamaged root
+
+
+def corpus_roots(corpus: Path, releases=None) -> list[Path]:
+    """The table roots of the corpus that hold data files, in a fixed order."""
+    roots = []
+    for rel in sorted(p for p in corpus.iterdir() if p.is_dir()):
+        if releases and rel.name not in releases:
+            continue
+        for table in sorted(rel.glob("*/table")):
+            if any(table.glob("data/*.lance")) and any(table.glob("_versions/*")):
+                roots.append(table)
+    return roots
+
+
+def mutate(source: Path, dest: Path, rng: random.Random) -> Mutation:
+    """Copy ``source`` to ``dest`` and damage one of its data files."""
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(source, dest)
+    files = sorted(dest.glob("data/*.lance"))
+    target = rng.choice(files)
+    data = bytearray(target.read_bytes())
+    kind = rng.choice(KINDS)
+    offsets: list[int] = []
+    if not data:
+        kind = "truncate"
+    elif kind in ("flip", "tail-flip"):
+        lo = max(0, len(data) - TAIL_BYTES) if kind == "tail-flip" else 0
+        for _ in range(rng.randint(1, 2 if kind == "tail-flip" else 4)):
+            at = rng.randrange(lo, len(data))
+            data[at] ^= 1 << rng.randrange(8)
+            offsets.append(at)
+    elif kind == "zero":  # a run that starts on a byte that is not zero already
+        nonzero = np.flatnonzero(np.frombuffer(bytes(data), np.uint8))
+        at = int(nonzero[rng.randrange(len(nonzero))]) if len(nonzero) else 0
+        end = min(len(data), at + rng.randint(1, 16))
+        data[at:end] = bytes(end - at)
+        offsets.append(at)
+    if kind == "truncate":
+        cut = min(len(data), rng.randint(1, 64))
+        offsets.append(len(data) - cut)
+        del data[len(data) - cut:]
+    target.write_bytes(bytes(data))
+    return Mutation(str(source), str(dest), target.name, kind, offsets)
+
+
+def verdict(kit: Outcome, theirs: Outcome, rows_differ: str, known=()) -> str:
+    """The verdict of one mutation (module docstring). ``known``: the error rules the
+    undamaged root already draws (a release's known deviation), which say nothing about the
+    damage."""
+    if kit.crashed or kit.untyped or kit.engine:
+        return "problem"
+    new = [f for f in kit.findings if f not in known]
+    flagged = bool(new) or not kit.read
+    if kit.read and theirs.read and rows_differ and not new:
+        return "misread"
+    if not theirs.read and kit.read and not new:
+        return "lenient"
+    if theirs.read and flagged:
+        return "stricter"
+    return "agree"
+
+
+def judge_with_kit(root: str, rows_out: str | None = None) -> Outcome:
+    """The kit's side, in this process: ``validate --deep`` and a full read, whose rows go to
+    the IPC file ``rows_out`` when given."""
+    from conformance.engine import local
+    from reference_impl import open_dataset
+    from reference_impl.errors import LanceError
+
+    out = Outcome()
+    try:
+        report = local.validate(root, deep=True, timeout=TIMEOUT / 2)
+        out.findings = sorted({v.rule for v in report.violations if v.severity == "error"})
+        out.engine = [f"{v.rule}: {v.message[:200]}" for v in report.violations
+                      if v.rule.startswith("ENGINE")]
+    except LanceError as exc:
+        out.findings = [getattr(exc, "rule", None) or type(exc).__name__]
+    except Exception as exc:  # noqa: BLE001 - an untyped error is the finding
+        out.untyped, out.error = True, f"validate: {type(exc).__name__}: {exc}"[:400]
+        return out
+    try:
+        table = open_dataset(root).to_table()
+    except LanceError as exc:
+        out.error = f"{type(exc).__name__}: {exc}"[:400]
+    except Exception as exc:  # noqa: BLE001 - an untyped error is the finding
+        out.untyped, out.error = True, f"read: {type(exc).__name__}: {exc}"[:400]
+    else:
+        out.read = True
+        if rows_out:
+            with ipc.new_file(rows_out, table.schema) as w:
+                w.write_table(table)
+    return out
+
+
+def _run(cmd: list[str], limit_memory: bool) -> tuple[dict | None, str]:
+    def limits():
+        if limit_memory:
+            resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT,
+                              preexec_fn=limits)
+    except subprocess.TimeoutExpired:
+        return None, f"no answer within {TIMEOUT:.0f} s"
+    if done.returncode != 0:
+        tail = (done.stderr or "").strip().splitlines()[-3:]
+        return None, f"exit {done.returncode}: {' | '.join(tail)}"[:400]
+    return json.loads(done.stdout.strip().splitlines()[-1]), ""
+
+
+def _kit(root: str, rows_out: str | None = None) -> Outcome:
+    cmd = [sys.executable, "-m", "conformance.releases.mutations", "kit", root]
+    doc, crash = _run(cmd + ([rows_out] if rows_out else []), True)
+    return Outcome(**doc) if doc else Outcome(crashed=True, error=crash)
+
+
+def judge(mutation: Mutation, reader_python: str, known=()) -> Judged:
+    """Both sides read the damaged copy, each in a process of its own."""
+    root = mutation.root
+    kit = _kit(root, root + ".kit.arrow")
+    doc, crash = _run([reader_python, "-c", _PYLANCE_READ, root, root + ".pylance.arrow"], False)
+    theirs = Outcome(read=doc["read"], error=doc.get("error", "")) if doc else \
+        Outcome(crashed=True, error=crash)
+    differ = ""
+    if kit.read and theirs.read:
+        from .corpus import table_difference
+
+        differ = table_difference(_load(root + ".pylance.arrow"), _load(root + ".kit.arrow"))
+    for suffix in (".kit.arrow", ".pylance.arrow"):
+        Path(root + suffix).unlink(missing_ok=True)
+    return Judged(mutation, kit, theirs, differ, verdict(kit, theirs, differ, known), list(known))
+
+
+def _load(path: str) -> pa.Table:
+    with pa.memory_map(path) as source:
+        return ipc.open_file(source).read_all()
+
+
+def campaign(roots: list[Path], count: int, seed: int, work: Path, reader_python: str,
+             progress=None):
+    """Yield ``count`` judged mutations of randomly chosen ``roots``; the copies of those
+    whose verdict is ``agree`` are removed, the others kept under ``work`` for a look."""
+    rng = random.Random(seed)
+    work.mkdir(parents=True, exist_ok=True)
+    known: dict[Path, list[str]] = {}  # error rules of each undamaged root, found once
+    for i in range(count):
+        source = rng.choice(roots)
+        m = mutate(source, work / f"m{i:05d}", rng)
+        if source not in known:
+            known[source] = _kit(str(source)).findings
+        j = judge(m, reader_python, known[source])
+        if j.verdict == "agree":
+            shutil.rmtree(m.root, ignore_errors=True)
+        if progress:
+            progress(i, j)
+        yield j
+
+
+def as_json(j: Judged) -> dict:
+    return asdict(j)
+
+
+def main(argv: list[str]) -> int:
+    """``python -m conformance.releases.mutations kit ROOT [ROWS_OUT]``: the kit's side of one
+    copy, printed as JSON."""
+    if len(argv) not in (2, 3) or argv[0] != "kit":
+        print("usage: python -m conformance.releases.mutations kit ROOT [ROWS_OUT]", file=sys.stderr)
+        return 2
+    print(json.dumps(asdict(judge_with_kit(*argv[1:]))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

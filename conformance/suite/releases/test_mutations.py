@@ -1,0 +1,102 @@
+"""Mutation campaigns over the cross-release corpus (``lance-conformance fixtures mutate``).
+
+* The verdict of a mutation from what both sides made of it: a crash, untyped error or
+  validator failure of the kit is a ``problem``; rows that differ with no new finding a
+  ``misread``; a copy pylance refuses and the kit reads without a new finding ``lenient``;
+  findings the undamaged root already draws say nothing about the damage.
+* The damage is reproducible: the same seed gives the same bytes, and each kind changes the
+  file as it says (tail flips in the last 4 KiB, a cut end, a run of zeros).
+* A small campaign over a table pylance 14.0.2 wrote, judged against the same pylance: every
+  mutation gets a verdict and none is a failing one; the command exits 0 and writes one JSON
+  line per mutation, and exits 2 on a folder without a corpus.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+
+import pyarrow as pa
+import pytest
+
+from conformance.cli import main
+from conformance.releases import mutations as mu
+from conformance.releases.mutations import Outcome
+
+
+def _kit(read=True, findings=(), **kw) -> Outcome:
+    return Outcome(read=read, findings=list(findings), **kw)
+
+
+@pytest.mark.parametrize("kit,theirs,differ,known,want", [
+    (_kit(crashed=True), _kit(), "", (), "problem"),
+    (_kit(untyped=True), _kit(read=False), "", (), "problem"),
+    (_kit(engine=["ENGINE-001: boom"]), _kit(), "", (), "problem"),
+    (_kit(), _kit(), "column a row 3: 1 != 2", (), "misread"),
+    (_kit(findings=["ENC-040"]), _kit(), "column a row 3: 1 != 2", (), "stricter"),
+    (_kit(findings=["DATAFILE-002"]), _kit(), "column a row 3", ["DATAFILE-002"], "misread"),
+    (_kit(), _kit(read=False), "", (), "lenient"),
+    (_kit(findings=["DATAFILE-002"]), _kit(read=False), "", ["DATAFILE-002"], "lenient"),
+    (_kit(findings=["FILE-015"]), _kit(read=False), "", (), "agree"),
+    (_kit(read=False, findings=["FILE-015"]), _kit(read=False), "", (), "agree"),
+    (_kit(read=False), _kit(), "", (), "stricter"),
+    (_kit(), _kit(), "", (), "agree"),
+])
+def test_the_verdict_of_a_mutation(kit, theirs, differ, known, want):
+    assert mu.verdict(kit, theirs, differ, known) == want
+
+
+@pytest.fixture(scope="module")
+def small_corpus(pylance, tmp_path_factory):
+    """``<corpus>/pylance-14.0.2/<scenario>/table``: two tables pylance 14.0.2 wrote."""
+    corpus = tmp_path_factory.mktemp("corpus")
+    t = pa.table({"i": pa.array(range(2000), pa.int64()),
+                  "s": pa.array([f"value {i}" for i in range(2000)]),
+                  "l": pa.array([list(range(i % 5)) for i in range(2000)], pa.list_(pa.int32()))})
+    for scenario, version in (("types-2.0", "2.0"), ("types-2.2", "2.2")):
+        root = corpus / "pylance-14.0.2" / scenario / "table"
+        pylance.write_dataset(t, str(root), data_storage_version=version, max_rows_per_file=1000)
+    return corpus
+
+
+def test_the_same_seed_gives_the_same_damage(small_corpus, tmp_path):
+    roots = mu.corpus_roots(small_corpus)
+    assert [r.parent.name for r in roots] == ["types-2.0", "types-2.2"]
+    seen = {}
+    for attempt in ("a", "b"):
+        rng = random.Random(5)
+        for i in range(12):
+            m = mu.mutate(roots[i % 2], tmp_path / f"{attempt}{i}", rng)
+            damaged = (tmp_path / f"{attempt}{i}" / "data" / m.file).read_bytes()
+            original = (roots[i % 2] / "data" / m.file).read_bytes()
+            assert damaged != original, m
+            if m.kind == "truncate":
+                assert original.startswith(damaged) and len(damaged) == m.offsets[0]
+            else:
+                assert len(damaged) == len(original)
+                changed = [k for k in range(len(original)) if damaged[k] != original[k]]
+                assert min(changed) >= min(m.offsets) and max(changed) <= max(m.offsets) + 15
+            if m.kind == "tail-flip":
+                assert min(m.offsets) >= len(original) - mu.TAIL_BYTES
+            seen.setdefault(i, []).append((m.file, m.kind, m.offsets, damaged))
+    assert all(a == b for a, b in seen.values())
+    assert {v[0][1] for v in seen.values()} >= {"flip", "tail-flip", "truncate"}
+
+
+def test_a_campaign_judges_every_mutation_and_passes_on_sound_kit(small_corpus, tmp_path, capsys):
+    out = tmp_path / "judged.jsonl"
+    code = main(["fixtures", "mutate", "--corpus", str(small_corpus), "--count", "4", "--seed", "2",
+                 "--work", str(tmp_path / "work"), "--reader-python", sys.executable,
+                 "--json", str(out)])
+    printed = capsys.readouterr().out
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 4 and all(j["verdict"] in mu.VERDICTS for j in lines)
+    assert not [j for j in lines if j["verdict"] in mu.FAILING], printed
+    assert code == 0 and "4 mutations of 2 roots (seed 2)" in printed
+    assert all(j["kit"]["read"] or j["kit"]["error"] or j["kit"]["findings"] for j in lines)
+
+
+def test_a_campaign_without_a_corpus_is_a_usage_error(tmp_path, capsys):
+    assert main(["fixtures", "mutate", "--corpus", str(tmp_path), "--count", "1"]) == 2
+    assert "build the corpus first" in capsys.readouterr().err
