@@ -51,7 +51,7 @@ TAIL_BYTES = 4096
 MEMORY_LIMIT = 4 << 30  # address space of the kit's judging process
 TIMEOUT = 300.0  # seconds per judging process
 
-#: Run with the reader's Python: read the dataset with pylance, write its rows to an IPC file.
+#: Run with the reader's Python: read the dataset with pylance, write its rows as an IPC stream.
 _PYLANCE_READ = r"""
 import json, sys
 import pyarrow.ipc as ipc
@@ -62,7 +62,7 @@ try:
 except Exception as exc:
     print(json.dumps({"read": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}))
 else:
-    with ipc.new_file(out, table.schema) as w:
+    with ipc.new_stream(out, table.schema) as w:  # (a stream: dictionaries may change per batch)
         w.write_table(table)
     print(json.dumps({"read": True}))
 """
@@ -187,8 +187,8 @@ def judge_with_kit(root: str, rows_out: str | None = None) -> Outcome:
         out.untyped, out.error = True, f"read: {type(exc).__name__}: {exc}"[:400]
     else:
         out.read = True
-        if rows_out:
-            with ipc.new_file(rows_out, table.schema) as w:
+        if rows_out:  # an IPC stream: dictionaries may change from batch to batch
+            with ipc.new_stream(rows_out, table.schema) as w:
                 w.write_table(table)
     return out
 
@@ -218,23 +218,23 @@ def _kit(root: str, rows_out: str | None = None) -> Outcome:
 def judge(mutation: Mutation, reader_python: str, known=()) -> Judged:
     """Both sides read the damaged copy, each in a process of its own."""
     root = mutation.root
-    kit = _kit(root, root + ".kit.arrow")
-    doc, crash = _run([reader_python, "-c", _PYLANCE_READ, root, root + ".pylance.arrow"], False)
+    kit = _kit(root, root + ".kit.arrows")
+    doc, crash = _run([reader_python, "-c", _PYLANCE_READ, root, root + ".pylance.arrows"], False)
     theirs = Outcome(read=doc["read"], error=doc.get("error", "")) if doc else \
         Outcome(crashed=True, error=crash)
     differ = ""
     if kit.read and theirs.read:
         from .corpus import table_difference
 
-        differ = table_difference(_load(root + ".pylance.arrow"), _load(root + ".kit.arrow"))
-    for suffix in (".kit.arrow", ".pylance.arrow"):
+        differ = table_difference(_load(root + ".pylance.arrows"), _load(root + ".kit.arrows"))
+    for suffix in (".kit.arrows", ".pylance.arrows"):
         Path(root + suffix).unlink(missing_ok=True)
     return Judged(mutation, kit, theirs, differ, verdict(kit, theirs, differ, known), list(known))
 
 
 def _load(path: str) -> pa.Table:
     with pa.memory_map(path) as source:
-        return ipc.open_file(source).read_all()
+        return ipc.open_stream(source).read_all()
 
 
 def campaign(roots: list[Path], count: int, seed: int, work: Path, reader_python: str,

@@ -53,7 +53,11 @@ def small_corpus(pylance, tmp_path_factory):
     corpus = tmp_path_factory.mktemp("corpus")
     t = pa.table({"i": pa.array(range(2000), pa.int64()),
                   "s": pa.array([f"value {i}" for i in range(2000)]),
-                  "l": pa.array([list(range(i % 5)) for i in range(2000)], pa.list_(pa.int32()))})
+                  "l": pa.array([list(range(i % 5)) for i in range(2000)], pa.list_(pa.int32())),
+                  # a dictionary per file: the rows of both readers come in batches whose
+                  # dictionaries differ (an IPC file could not hold them)
+                  "d": pa.chunked_array([pa.array(["a", "b"] * 500).dictionary_encode(),
+                                         pa.array(["c", "d"] * 500).dictionary_encode()])})
     for scenario, version in (("types-2.0", "2.0"), ("types-2.2", "2.2")):
         root = corpus / "pylance-14.0.2" / scenario / "table"
         pylance.write_dataset(t, str(root), data_storage_version=version, max_rows_per_file=1000)
