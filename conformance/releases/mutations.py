@@ -25,6 +25,11 @@ bytes from disk must never make it allocate without bound); pylance reads
 * ``agree``: otherwise (both refuse, or both read the same rows, or the kit flags what it
   reads).
 
+Each verdict is taken against the undamaged root (:class:`Baseline`): error findings the
+kit already draws there (a release's known deviation) do not count as new, and where
+pylance 14.0.2 refuses the undamaged root (data only its writer reads), its refusal of a
+copy is no evidence, so only a ``problem`` can come of it.
+
 The same seed gives the same mutations of the same corpus.
 """
 
@@ -55,15 +60,16 @@ TIMEOUT = 300.0  # seconds per judging process
 _PYLANCE_READ = r"""
 import json, sys
 import pyarrow.ipc as ipc
-root, out = sys.argv[1:3]
+root, out = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None
 try:
     import lance
     table = lance.dataset(root).to_table()
 except Exception as exc:
     print(json.dumps({"read": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}))
 else:
-    with ipc.new_stream(out, table.schema) as w:  # (a stream: dictionaries may change per batch)
-        w.write_table(table)
+    if out:  # (a stream: dictionaries may change from batch to batch)
+        with ipc.new_stream(out, table.schema) as w:
+            w.write_table(table)
     print(json.dumps({"read": True}))
 """
 
@@ -92,13 +98,23 @@ class Outcome:
 
 
 @dataclass
+class Baseline:
+    """The undamaged root: the error rules the kit already finds there (a release's known
+    deviation) and whether pylance reads it (where it does not, its refusal of a damaged copy
+    says nothing about the damage)."""
+
+    known: list[str] = field(default_factory=list)
+    pylance_reads: bool = True
+
+
+@dataclass
 class Judged:
     mutation: Mutation
     kit: Outcome
     pylance: Outcome
     rows_differ: str
     verdict: str
-    known: list[str] = field(default_factory=list)  # error rules of the undamaged root
+    baseline: Baseline
 
 
 def corpus_roots(corpus: Path, releases=None) -> list[Path]:
@@ -144,13 +160,15 @@ def mutate(source: Path, dest: Path, rng: random.Random) -> Mutation:
     return Mutation(str(source), str(dest), target.name, kind, offsets)
 
 
-def verdict(kit: Outcome, theirs: Outcome, rows_differ: str, known=()) -> str:
-    """The verdict of one mutation (module docstring). ``known``: the error rules the
-    undamaged root already draws (a release's known deviation), which say nothing about the
-    damage."""
+def verdict(kit: Outcome, theirs: Outcome, rows_differ: str, base: Baseline | None = None) -> str:
+    """The verdict of one mutation (module docstring), given the undamaged root's
+    :class:`Baseline`."""
+    base = base or Baseline()
     if kit.crashed or kit.untyped or kit.engine:
         return "problem"
-    new = [f for f in kit.findings if f not in known]
+    if not base.pylance_reads:
+        return "agree"  # pylance refuses the root undamaged: no oracle for its copies
+    new = [f for f in kit.findings if f not in base.known]
     flagged = bool(new) or not kit.read
     if kit.read and theirs.read and rows_differ and not new:
         return "misread"
@@ -215,13 +233,24 @@ def _kit(root: str, rows_out: str | None = None) -> Outcome:
     return Outcome(**doc) if doc else Outcome(crashed=True, error=crash)
 
 
-def judge(mutation: Mutation, reader_python: str, known=()) -> Judged:
+def _pylance(reader_python: str, root: str, rows_out: str | None = None) -> Outcome:
+    cmd = [reader_python, "-c", _PYLANCE_READ, root]
+    doc, crash = _run(cmd + ([rows_out] if rows_out else []), False)
+    return Outcome(read=doc["read"], error=doc.get("error", "")) if doc else \
+        Outcome(crashed=True, error=crash)
+
+
+def baseline(source: Path, reader_python: str) -> Baseline:
+    """The :class:`Baseline` of an undamaged root."""
+    return Baseline(_kit(str(source)).findings, _pylance(reader_python, str(source)).read)
+
+
+def judge(mutation: Mutation, reader_python: str, base: Baseline | None = None) -> Judged:
     """Both sides read the damaged copy, each in a process of its own."""
     root = mutation.root
+    base = base or Baseline()
     kit = _kit(root, root + ".kit.arrows")
-    doc, crash = _run([reader_python, "-c", _PYLANCE_READ, root, root + ".pylance.arrows"], False)
-    theirs = Outcome(read=doc["read"], error=doc.get("error", "")) if doc else \
-        Outcome(crashed=True, error=crash)
+    theirs = _pylance(reader_python, root, root + ".pylance.arrows")
     differ = ""
     if kit.read and theirs.read:
         from .corpus import table_difference
@@ -229,7 +258,7 @@ def judge(mutation: Mutation, reader_python: str, known=()) -> Judged:
         differ = table_difference(_load(root + ".pylance.arrows"), _load(root + ".kit.arrows"))
     for suffix in (".kit.arrows", ".pylance.arrows"):
         Path(root + suffix).unlink(missing_ok=True)
-    return Judged(mutation, kit, theirs, differ, verdict(kit, theirs, differ, known), list(known))
+    return Judged(mutation, kit, theirs, differ, verdict(kit, theirs, differ, base), base)
 
 
 def _load(path: str) -> pa.Table:
@@ -243,13 +272,13 @@ def campaign(roots: list[Path], count: int, seed: int, work: Path, reader_python
     whose verdict is ``agree`` are removed, the others kept under ``work`` for a look."""
     rng = random.Random(seed)
     work.mkdir(parents=True, exist_ok=True)
-    known: dict[Path, list[str]] = {}  # error rules of each undamaged root, found once
+    bases: dict[Path, Baseline] = {}  # each undamaged root's, found once
     for i in range(count):
         source = rng.choice(roots)
         m = mutate(source, work / f"m{i:05d}", rng)
-        if source not in known:
-            known[source] = _kit(str(source)).findings
-        j = judge(m, reader_python, known[source])
+        if source not in bases:
+            bases[source] = baseline(source, reader_python)
+        j = judge(m, reader_python, bases[source])
         if j.verdict == "agree":
             shutil.rmtree(m.root, ignore_errors=True)
         if progress:

@@ -3,7 +3,8 @@
 * The verdict of a mutation from what both sides made of it: a crash, untyped error or
   validator failure of the kit is a ``problem``; rows that differ with no new finding a
   ``misread``; a copy pylance refuses and the kit reads without a new finding ``lenient``;
-  findings the undamaged root already draws say nothing about the damage.
+  findings the undamaged root already draws say nothing about the damage, nor does pylance's
+  refusal of a copy of a root it refuses undamaged.
 * The damage is reproducible: the same seed gives the same bytes, and each kind changes the
   file as it says (tail flips in the last 4 KiB, a cut end, a run of zeros).
 * A small campaign over a table pylance 14.0.2 wrote, judged against the same pylance: every
@@ -22,29 +23,35 @@ import pytest
 
 from conformance.cli import main
 from conformance.releases import mutations as mu
-from conformance.releases.mutations import Outcome
+from conformance.releases.mutations import Baseline, Outcome
 
 
 def _kit(read=True, findings=(), **kw) -> Outcome:
     return Outcome(read=read, findings=list(findings), **kw)
 
 
-@pytest.mark.parametrize("kit,theirs,differ,known,want", [
-    (_kit(crashed=True), _kit(), "", (), "problem"),
-    (_kit(untyped=True), _kit(read=False), "", (), "problem"),
-    (_kit(engine=["ENGINE-001: boom"]), _kit(), "", (), "problem"),
-    (_kit(), _kit(), "column a row 3: 1 != 2", (), "misread"),
-    (_kit(findings=["ENC-040"]), _kit(), "column a row 3: 1 != 2", (), "stricter"),
-    (_kit(findings=["DATAFILE-002"]), _kit(), "column a row 3", ["DATAFILE-002"], "misread"),
-    (_kit(), _kit(read=False), "", (), "lenient"),
-    (_kit(findings=["DATAFILE-002"]), _kit(read=False), "", ["DATAFILE-002"], "lenient"),
-    (_kit(findings=["FILE-015"]), _kit(read=False), "", (), "agree"),
-    (_kit(read=False, findings=["FILE-015"]), _kit(read=False), "", (), "agree"),
-    (_kit(read=False), _kit(), "", (), "stricter"),
-    (_kit(), _kit(), "", (), "agree"),
+REFUSED_UNDAMAGED = Baseline(pylance_reads=False)
+
+
+@pytest.mark.parametrize("kit,theirs,differ,base,want", [
+    (_kit(crashed=True), _kit(), "", None, "problem"),
+    (_kit(untyped=True), _kit(read=False), "", None, "problem"),
+    (_kit(engine=["ENGINE-001: boom"]), _kit(), "", None, "problem"),
+    (_kit(), _kit(), "column a row 3: 1 != 2", None, "misread"),
+    (_kit(findings=["ENC-040"]), _kit(), "column a row 3: 1 != 2", None, "stricter"),
+    (_kit(findings=["DATAFILE-002"]), _kit(), "column a row 3", Baseline(["DATAFILE-002"]), "misread"),
+    (_kit(), _kit(read=False), "", None, "lenient"),
+    (_kit(findings=["DATAFILE-002"]), _kit(read=False), "", Baseline(["DATAFILE-002"]), "lenient"),
+    (_kit(findings=["FILE-015"]), _kit(read=False), "", None, "agree"),
+    (_kit(read=False, findings=["FILE-015"]), _kit(read=False), "", None, "agree"),
+    (_kit(read=False), _kit(), "", None, "stricter"),
+    (_kit(), _kit(), "", None, "agree"),
+    # pylance refuses the undamaged root: its refusal of a copy is no evidence
+    (_kit(), _kit(read=False), "", REFUSED_UNDAMAGED, "agree"),
+    (_kit(untyped=True), _kit(read=False), "", REFUSED_UNDAMAGED, "problem"),
 ])
-def test_the_verdict_of_a_mutation(kit, theirs, differ, known, want):
-    assert mu.verdict(kit, theirs, differ, known) == want
+def test_the_verdict_of_a_mutation(kit, theirs, differ, base, want):
+    assert mu.verdict(kit, theirs, differ, base) == want
 
 
 @pytest.fixture(scope="module")
