@@ -17,8 +17,8 @@ bytes from disk must never make it allocate without bound); pylance reads
 
 * ``problem``: the kit crashed, hung, ran out of its memory limit, raised an untyped error,
   or its validator failed internally (an ``ENGINE`` finding) -- always a bug of the kit;
-* ``misread``: both read the copy, the kit's validator draws no error, and the rows differ;
-* ``lenient``: pylance refuses the copy, the kit reads it and its validator draws no error --
+* ``misread``: both read the copy, the kit's validator draws no new error, and the rows differ;
+* ``lenient``: pylance refuses the copy, the kit reads it and its validator draws no new error --
   either the kit misses damage or pylance is stricter than the spec; each needs a look;
 * ``stricter``: pylance reads the copy, the kit refuses it or reports an error -- usually
   damage pylance does not notice (its rows then differ from the undamaged table's);
