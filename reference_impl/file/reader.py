@@ -127,11 +127,21 @@ def _layout(container: FileContainer, page):
 
 def _decode_page_2_1(container: FileContainer, page, path, field_: pa.Field, *, layout=None,
                      buffers=None, rows=None) -> Node:
-    """Decode one page of one leaf column into a node chain.
+    """Decode one page of one leaf column into a node chain; an error the page's decoders
+    raise names the file and, when it names no offset, the page's first buffer.
 
     ``layout``/``buffers``/``rows`` override the page's own (random access decodes a run of
     mini-block chunks as a small page, see :mod:`.random_access`).
     """
+    try:
+        return _decode_page_nodes(container, page, path, field_, layout, buffers, rows)
+    except FormatError as exc:
+        first = int(page.buffer_offsets[0]) if len(page.buffer_offsets) else None
+        raise naming(exc, container.path, first) from None
+
+
+def _decode_page_nodes(container: FileContainer, page, path, field_: pa.Field, layout, buffers,
+                       rows) -> Node:
     if layout is None:
         layout = _layout(container, page)
     if buffers is None:
@@ -522,9 +532,18 @@ def _field_array(container: FileContainer, f: pa.Field, node: Node) -> pa.Array:
     try:
         return _to_arrow(f, node)
     except FormatError as exc:
-        if exc.path is not None:
-            raise
-        raise FormatError(exc.message, rule=exc.rule, path=container.path, offset=exc.offset) from None
+        raise naming(exc, container.path) from None
+
+
+def naming(exc: FormatError, path: str, offset: int | None = None) -> FormatError:
+    """``exc`` (of whatever FormatError class) made to name the file ``path``, and ``offset``
+    where it names no offset, if it named no file."""
+    if exc.path is None:
+        exc.path = path
+        if exc.offset is None:
+            exc.offset = offset
+        exc.args = (str(exc),)
+    return exc
 
 
 register_decoder("2.1", decode_column_2_1)
@@ -560,8 +579,8 @@ class LanceFileReader:
         try:
             self.schema = fields_to_arrow(self.fields, dict(self.container.descriptor.schema.metadata))
             self.schema = blob.with_descriptor_types(self.schema, descriptors)
-        except FormatError:
-            raise
+        except FormatError as exc:
+            raise naming(exc, key) from None
         except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
             raise FormatError(f"file schema cannot be converted: {exc}", rule=RULE_SCHEMA, path=key) from None
 
@@ -574,8 +593,8 @@ class LanceFileReader:
         self.fields = list(fields) if fields is not None else self.legacy.schema_fields()
         try:
             self.schema = fields_to_arrow(self.fields)
-        except FormatError:
-            raise
+        except FormatError as exc:
+            raise naming(exc, self.key) from None
         except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
             raise FormatError(f"file schema cannot be converted: {exc}", rule=RULE_SCHEMA, path=self.key) from None
 

@@ -153,6 +153,7 @@ def read_hostile(data: bytes):
         return "unsupported"
     except FormatError as exc:
         assert exc.rule and str(exc.rule).startswith(("FILE-", "ENC-", "SCHEMA-", "BLOB-")), exc
+        assert exc.path == "h.lance", f"the refusal does not name the file: {exc}"
         return "format"
 
 
