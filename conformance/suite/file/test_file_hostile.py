@@ -284,3 +284,29 @@ def test_string_values_that_are_not_utf8_are_refused(pylance, tmp_path, version,
     assert ds.to_table(columns=["ok"]).equals(pylance.dataset(str(root)).to_table(columns=["ok"]))
     report = local.validate(str(root), deep=True)
     assert {v.rule for v in report.violations} == {rule}, report.violations
+
+
+@pytest.mark.parametrize("length", [2**64 - 1, 2**63 + 5, 2**63, 10**6])
+def test_a_full_zip_length_past_the_row_is_refused(length):
+    """A full-zip value's u64 length prefix of 2^63 or more reads as a negative int64; the
+    walk must refuse it (ENC-043) like any length past its row, not step backwards (numpy
+    indexes from the end) and fail with an IndexError or read other bytes. Found by the
+    mutation campaign on a pylance 6.1.0 table."""
+    from reference_impl.file.page import page_layout
+    from reference_impl.file.writer import write_lance_file
+
+    store = MemoryStore()
+    table = pa.table({"s": pa.array(["x" * 300 + str(i) for i in range(50)], pa.large_string())})
+    write_lance_file(store, "f.lance", table, version="2.1")
+    c = read_container(store, "f.lance")
+    page = c.columns[0].pages[0]
+    lay = page_layout(page, path="f.lance").full_zip_layout
+    assert (lay.bits_per_offset, lay.bits_rep, lay.bits_def) == (64, 0, 0)  # no control word
+    data = bytearray(store.get("f.lance"))
+    row = 7 * (8 + 301)  # row 7: an 8-byte length, then its 301 bytes
+    struct.pack_into("<Q", data, int(page.buffer_offsets[0]) + row, length)
+    store.put("h.lance", bytes(data))
+    with pytest.raises(FormatError) as err:
+        LanceFileReader(store, "h.lance").read_all()
+    assert err.value.rule == "ENC-043" and err.value.path == "h.lance"
+    assert read_hostile(bytes(data)) == "format"

@@ -397,3 +397,29 @@ def test_null_typed_column(pylance, tmp_path, version):
     r = ours(tmp_path)
     assert_same(r.read_all(), oracle(pylance, path))
     assert r.take([3, 1]).column("n").null_count == 2
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("pos_delta,size", [(2**63, None), (0, 2**64 - 1), (0, 2**63 + 1)])
+def test_blob_descriptors_of_2_63_or_more_are_refused(pylance, tmp_path, version, pos_delta, size):
+    """A blob v1 descriptor's u64 position or size of 2^63 or more reads as a negative int64;
+    it must be refused like any descriptor pointing outside the file (ENC-047), not slip past
+    a sum that wraps around and reach the store with a negative range."""
+    import struct
+
+    from reference_impl.errors import FormatError
+
+    f = pa.field("b", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    table = pa.table({"b": pa.array([b"x" * 1000, b"yz" * 600], pa.large_binary())},
+                     schema=pa.schema([f]))
+    path = write(pylance, tmp_path, table, version)
+    raw = bytearray(open(path, "rb").read())
+    blob_pos = bytes(raw).index(b"x" * 1000)
+    old = struct.pack("<QQ", blob_pos, 1000)
+    assert bytes(raw).count(old) == 1, "the first descriptor is stored as plain (u64, u64)"
+    at = bytes(raw).index(old)
+    struct.pack_into("<QQ", raw, at, (blob_pos + pos_delta) % 2**64, 1000 if size is None else size)
+    open(path, "wb").write(bytes(raw))
+    with pytest.raises(FormatError) as err:
+        ours(tmp_path).read_all()
+    assert err.value.rule == "ENC-047"

@@ -29,7 +29,8 @@ def decode(container, layout, buffers, rows: int):
     desc = values.data.view("<u8").reshape(rows, 2).astype(np.int64)
     pos, size = desc[:, 0], desc[:, 1]
     live = size > 0
-    if np.any(pos[live] + size[live] > container.size) or np.any(size < 0):
+    # (u64 values of 2^63 or more read as negative; compare without adding, which could wrap)
+    if np.any(size < 0) or np.any(pos[live] < 0) or np.any(size[live] > container.size - pos[live]):
         raise FormatError("blob descriptor points outside the file", rule=RULE, path=container.path)
     has_nulls = any(k in (3,) for k in layout.layers)
     valid = None

@@ -110,6 +110,10 @@ def decode(layout, buffers: list, rows: int, max_visible: int):
                     raise FormatError("full-zip length runs past its row", rule=RULE)
                 ln[has] = _read_le(data, p[has], lw)
                 p = p + np.where(has, lw, 0)
+                # a u64 length of 2^63 or more reads as negative: it must not move the walk
+                # backwards (numpy would index from the end) any more than past the row
+                if np.any((ln < 0) | (ln > end[active] - p)):
+                    raise FormatError("full-zip value length runs past its row", rule=RULE)
             vstart.append(np.where(has, p, 0))
             vlen.append(ln)
             p = p + ln
