@@ -181,7 +181,7 @@ def verdict(kit: Outcome, theirs: Outcome, rows_differ: str, base: Baseline | No
 
 def judge_with_kit(root: str, rows_out: str | None = None) -> Outcome:
     """The kit's side, in this process: ``validate --deep`` and a full read, whose rows go to
-    the IPC file ``rows_out`` when given."""
+    the IPC stream file ``rows_out`` when given."""
     from conformance.engine import local
     from reference_impl import open_dataset
     from reference_impl.errors import LanceError

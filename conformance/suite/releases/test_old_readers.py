@@ -31,8 +31,9 @@ from reference_impl.write import write_dataset
 VERSIONS = ("2.0", "2.1", "2.2")
 ROWS = 150_000
 
-#: Run by each release's Python: read every copy, print {name: outcome} as JSON. One copy
-#: per process, since an old release may abort the whole process on a file it cannot read.
+#: Run by each release's Python on one copy: print its outcome ("equal", "different" or
+#: "refused") as JSON. One copy per process, since an old release may abort the whole
+#: process on a file it cannot read.
 _READ_ONE = r"""
 import json, sys
 import pyarrow.ipc as ipc

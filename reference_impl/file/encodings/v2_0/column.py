@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from reference_impl.errors import FormatError
+from reference_impl.file.page import COLUMN_ENCODING_URL
 from reference_impl.proto import encodings_v2_0_pb2 as enc_pb
 from reference_impl.proto import file2_pb2
 
@@ -41,7 +42,6 @@ from .list import decode_list_page
 ARRAY_ENCODING_URL = "/lance.encodings.ArrayEncoding"
 #: bound on one page's value count: an all-null page has no buffer to check it against
 MAX_PAGE_VALUES = (1 << 31) - 1
-COLUMN_ENCODING_URL = "/lance.encodings.ColumnEncoding"
 
 
 @dataclass
