@@ -1,8 +1,10 @@
 """``lance-conformance fixtures mutate``: damage copies of the cross-release corpus and compare
 the kit's verdict on them with pylance 14.0.2's reading.
 
-The work is done by :mod:`conformance.releases.mutations`. Every mutation copies one table root of the corpus, changes one data file (bit flips, bit
-flips in the file's tail, a run of zeros, a cut end), then runs ``validate --deep`` and the
+The work is done by :mod:`conformance.releases.mutations`. Every mutation copies one table
+root of the corpus and changes one of its files (bit flips, bit flips in the file's tail, a run
+of zeros, a cut end): a data file by default, or with ``--targets`` a manifest, deletion file,
+transaction file, index file or any file. It then runs ``validate --deep`` and the
 reference reader on it, and pylance 14.0.2 in its own virtualenv. Exit 0 when no mutation is
 a ``problem``, ``misread`` or ``lenient`` one, 1 otherwise (copies that need a look are kept
 under ``--work``).
@@ -23,6 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--releases", default=None,
                    help="comma-separated corpus folders to draw from (pylance-0.38.3,...); "
                         "default: every one built")
+    p.add_argument("--targets", default="data",
+                   help="which files to damage, comma-separated: data, manifest, deletion, "
+                        "transaction, index, or any (every file of the table); default data")
     p.add_argument("--corpus", default=None, help="corpus folder (default: the kit's cache)")
     p.add_argument("--work", default=None,
                    help="where the damaged copies go (default: a folder in the cache)")
@@ -38,10 +43,16 @@ def run(args: argparse.Namespace) -> int:
 
     corpus_dir = Path(args.corpus) if args.corpus else corpus.corpus_root()
     releases = set(args.releases.split(",")) if args.releases else None
-    roots = mutations.corpus_roots(corpus_dir, releases) if corpus_dir.is_dir() else []
+    targets = tuple(t for t in args.targets.split(",") if t)
+    unknown = [t for t in targets if t not in mutations.TARGETS and t != mutations.ANY_TARGET]
+    if unknown or not targets:
+        print(f"unknown --targets {','.join(unknown) or '(none)'}: choose from "
+              f"{', '.join(mutations.TARGETS)} or {mutations.ANY_TARGET}", file=sys.stderr)
+        return 2
+    roots = mutations.corpus_roots(corpus_dir, releases, targets) if corpus_dir.is_dir() else []
     if not roots:
-        print(f"no table roots in {corpus_dir}: build the corpus first "
-              "(lance-conformance fixtures cross-release)", file=sys.stderr)
+        print(f"no table roots with {args.targets} files in {corpus_dir}: build the corpus "
+              "first (lance-conformance fixtures cross-release)", file=sys.stderr)
         return 2
     reader = args.reader_python
     if reader is None:
@@ -66,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             out.flush()
 
     try:
-        for _ in mutations.campaign(roots, args.count, args.seed, work, reader, progress):
+        for _ in mutations.campaign(roots, args.count, args.seed, work, reader, progress, targets):
             pass
     finally:
         if out:

@@ -3,7 +3,9 @@
 The corpus holds tables every release wrote and read back; this module damages them the way
 disks, copies and buggy writers do, and asks what the kit says about the damage compared
 with pylance 14.0.2 (``lance-conformance fixtures mutate``). One *mutation* copies one table
-root and changes one data file with one of :data:`KINDS`:
+root and changes one of its files with one of :data:`KINDS`. Which files may be chosen is
+the campaign's *targets* (:data:`TARGETS`): data files by default, or the manifests, deletion
+files, transaction files or index files, or any file of the table:
 
 * ``flip``: 1-4 random bits anywhere in the file;
 * ``tail-flip``: 1-2 random bits in the last 4 KiB (footer, offset tables, column metadata);
@@ -49,6 +51,15 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 KINDS = ("flip", "tail-flip", "zero", "truncate")
+#: the files of a table root a mutation may damage, by target name (globs under the root)
+TARGETS = {
+    "data": ("data/*.lance",),
+    "manifest": ("_versions/*.manifest", "_latest.manifest"),
+    "deletion": ("_deletions/*",),
+    "transaction": ("_transactions/*",),
+    "index": ("_indices/**/*",),
+}
+ANY_TARGET = "any"
 VERDICTS = ("problem", "misread", "lenient", "stricter", "agree")
 #: the verdicts that fail a campaign (``stricter`` is listed for review only)
 FAILING = ("problem", "misread", "lenient")
@@ -80,7 +91,7 @@ class Mutation:
 
     source: str
     root: str
-    file: str
+    file: str  # relative to the root: data/<name>.lance, _versions/<n>.manifest ...
     kind: str
     offsets: list[int] = field(default_factory=list)
 
@@ -117,23 +128,35 @@ class Judged:
     baseline: Baseline
 
 
-def corpus_roots(corpus: Path, releases=None) -> list[Path]:
-    """The table roots of the corpus that hold data files, in a fixed order."""
+def target_files(root: Path, targets=("data",)) -> list[Path]:
+    """The files of ``root`` that the ``targets`` (names of :data:`TARGETS`, or ``any`` for
+    every file of the table) let a mutation damage, in a fixed order."""
+    if ANY_TARGET in targets:
+        return sorted(p for p in root.rglob("*") if p.is_file())
+    found = {p for t in targets for pattern in TARGETS[t] for p in root.glob(pattern)
+             if p.is_file()}
+    return sorted(found)
+
+
+def corpus_roots(corpus: Path, releases=None, targets=("data",)) -> list[Path]:
+    """The table roots of the corpus that hold data files, a version and at least one file of
+    the ``targets``, in a fixed order."""
     roots = []
     for rel in sorted(p for p in corpus.iterdir() if p.is_dir()):
         if releases and rel.name not in releases:
             continue
         for table in sorted(rel.glob("*/table")):
-            if any(table.glob("data/*.lance")) and any(table.glob("_versions/*")):
+            if (any(table.glob("data/*.lance")) and any(table.glob("_versions/*"))
+                    and target_files(table, targets)):
                 roots.append(table)
     return roots
 
 
-def mutate(source: Path, dest: Path, rng: random.Random) -> Mutation:
-    """Copy ``source`` to ``dest`` and damage one of its data files."""
+def mutate(source: Path, dest: Path, rng: random.Random, targets=("data",)) -> Mutation:
+    """Copy ``source`` to ``dest`` and damage one of its files of the ``targets``."""
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(source, dest)
-    files = sorted(dest.glob("data/*.lance"))
+    files = target_files(dest, targets)
     target = rng.choice(files)
     data = bytearray(target.read_bytes())
     kind = rng.choice(KINDS)
@@ -157,7 +180,7 @@ def mutate(source: Path, dest: Path, rng: random.Random) -> Mutation:
         offsets.append(len(data) - cut)
         del data[len(data) - cut:]
     target.write_bytes(bytes(data))
-    return Mutation(str(source), str(dest), target.name, kind, offsets)
+    return Mutation(str(source), str(dest), target.relative_to(dest).as_posix(), kind, offsets)
 
 
 def verdict(kit: Outcome, theirs: Outcome, rows_differ: str, base: Baseline | None = None) -> str:
@@ -267,15 +290,16 @@ def _load(path: str) -> pa.Table:
 
 
 def campaign(roots: list[Path], count: int, seed: int, work: Path, reader_python: str,
-             progress=None):
-    """Yield ``count`` judged mutations of randomly chosen ``roots``; the copies of those
-    whose verdict is ``agree`` are removed, the others kept under ``work`` for a look."""
+             progress=None, targets=("data",)):
+    """Yield ``count`` judged mutations of randomly chosen ``roots``, each damaging one file of
+    the ``targets``; the copies of those whose verdict is ``agree`` are removed, the others
+    kept under ``work`` for a look."""
     rng = random.Random(seed)
     work.mkdir(parents=True, exist_ok=True)
     bases: dict[Path, Baseline] = {}  # each undamaged root's, found once
     for i in range(count):
         source = rng.choice(roots)
-        m = mutate(source, work / f"m{i:05d}", rng)
+        m = mutate(source, work / f"m{i:05d}", rng, targets)
         if source not in bases:
             bases[source] = baseline(source, reader_python)
         j = judge(m, reader_python, bases[source])

@@ -267,6 +267,89 @@ def details_present(ctx):
                           _loc(ctx, i))
 
 
+# -- index files ---------------------------------------------------------------------------
+
+_FILES_CACHE = "index.files_decoded"  # table cache: (base path, uuid) -> [(file, error)]
+MAGIC = b"LANC"
+
+
+def _index_files(ctx, i: ix.Index):
+    """``(store, [(name, key)])`` of the files of index ``i``: those its entry lists (field
+    10), or every file under its directory for entries that list none (pylance before
+    0.36 lists none). Raises FormatError/LanceError when the directory cannot be resolved."""
+    if i.files:
+        named = [f.path for f in i.files if _relative(f.path)]  # others: INDEX-013
+        out = []
+        store = None
+        for name in named:
+            store, key = ctx.location("index", f"{i.uuid}/{name}", i.base_id)
+            out.append((name, key))
+        return store, out
+    store, probe = ctx.location("index", f"{i.uuid}/index.idx", i.base_id)
+    folder = probe.rsplit("/", 1)[0] + "/"
+    return store, sorted((o.key[len(folder):], o.key) for o in store.list(folder))
+
+
+def _decode_index_file(store, key: str) -> str | None:
+    """Why the index file at ``key`` does not decode as a Lance file, or None when it does
+    or is not one this check reads. A ``.lance`` file must be a Lance file; any other file
+    is read only when it ends in the ``LANC`` footer magic (an index plugin may store
+    anything else), and a version 0.1 file is left alone: its metadata is the old vector
+    index's ``Index`` message rather than a data file's."""
+    from reference_impl.file.reader import LanceFileReader
+
+    from .file_v2_0 import _arrow_errors
+
+    size = store.size(key)
+    tail = store.get_range(key, max(0, size - 16), min(size, 16))
+    if len(tail) < 16 or tail[-4:] != MAGIC:
+        return "it ends without the Lance footer magic LANC" if key.endswith(".lance") else None
+    if (int.from_bytes(tail[8:10], "little"), int.from_bytes(tail[10:12], "little")) == (0, 1):
+        return None
+    try:
+        LanceFileReader(store, key, size=size).read_all()
+    except LanceError as exc:
+        return str(exc)
+    except _arrow_errors() as exc:
+        # pyarrow refused the decoded buffers: the pages do not hold what they claim
+        return f"decoded pages are not valid Arrow data: {exc}"
+    return None
+
+
+@rule("INDEX-015", title="index files in the Lance file format decode", severity="error",
+      spec="001", section="Dataset Directory", deep=True,
+      clause="_indices/{UUID-*}/index.idx -- Secondary index, each index per directory.",
+      refusal="an index file in the Lance format (named .lance, or ending in the magic "
+              "LANC) whose footer, metadata or pages do not decode cannot be loaded by any "
+              "reader of the index: queries that use the index fail or read wrong rows",
+      releases="every release from 0.10 writes index files as Lance files (btree "
+               "page_data/page_lookup.lance, bitmap, inverted, ngram, zonemap, bloom filter, "
+               "vector index.idx/auxiliary.idx) at file version 0.2, 0.3 (2.0), 2.1, 2.2 or "
+               "the table's storage version; vector indexes of releases up to 0.22 write "
+               "index.idx at version 0.1, an older layout this check does not read")
+def index_files_decode(ctx):
+    """Every Lance-format file of every index decodes in full (checked once per index
+    directory per table, since an index is shared by the versions that list it)."""
+    done = ctx.table.cache.setdefault(_FILES_CACHE, {})
+    for i in indices(ctx):
+        if i.kind == "fragment_reuse" or i.kind == "mem_wal":
+            continue  # system indexes: their details are the index, no files
+        try:
+            store, files = _index_files(ctx, i)
+        except LanceError:
+            continue  # an unresolvable base path or location: BASEPATH / INDEX-008 report it
+        for name, key in files:
+            cache_key = (id(store), key)
+            if cache_key not in done:
+                try:
+                    done[cache_key] = _decode_index_file(store, key)
+                except LanceError:
+                    done[cache_key] = None  # missing or unreadable: INDEX-008 reports it
+            if done[cache_key]:
+                yield Finding(f"index {i.name!r} file {name!r} does not decode: {done[cache_key]}",
+                              _loc(ctx, i, file=name))
+
+
 # -- fragment reuse -----------------------------------------------------------------------
 
 def _reuse(ctx):

@@ -345,6 +345,22 @@ class SchemaTree:
         return out
 
 
+def check_parents_listed_first(fields: Sequence[file_pb2.Field]) -> None:
+    """Raise SCHEMA-003 for a field listed before its parent.
+
+    "Fields are listed in depth first order": a parent comes before its children. pylance
+    refuses a field list that breaks this at load ("references parent id 0, which must
+    appear earlier in the protobuf field list"). :class:`SchemaTree` does not need the
+    order, so it does not check it; parents that are missing altogether are its SCHEMA-002.
+    """
+    seen: set[int] = set()
+    for f in fields:
+        if f.parent_id != -1 and f.parent_id not in seen:
+            raise FormatError(f"field {f.name!r} (id {f.id}) is listed before its parent "
+                              f"{f.parent_id}", rule="SCHEMA-003")
+        seen.add(f.id)
+
+
 def field_by_id(fields: Sequence[file_pb2.Field], field_id: int) -> file_pb2.Field:
     return SchemaTree(fields).field_by_id(field_id)
 

@@ -45,14 +45,35 @@ class PageStats:
     max_value: pa.Array | None
 
 
-def read_page_stats(legacy_file, data_fields=None) -> dict[int, PageStats]:
+def read_page_stats(legacy_file) -> dict[int, PageStats]:
     """Decode the statistics of a :class:`reference_impl.file.legacy.LegacyFile`.
 
     Returns ``{data field id: PageStats}``; an empty dict when the file has none. The
-    statistics schema's ``logical_type`` strings give the types, so ``data_fields`` is
-    only used to cross-check them when given.
+    statistics schema's ``logical_type`` strings give the types (the STATS-006 check
+    compares them with the data fields').
+
+    Statistics that cannot be read are STATS-001, whatever part of them is broken: a
+    statistics schema that is not a sound field list (a parent id naming no field or listed
+    after its child, an id used twice, an unknown type: what SCHEMA-001..004 report in a
+    manifest), or a statistics page that lies outside the file. The message keeps the
+    underlying rule. pylance 14.0.2 refuses a file whose statistics schema has an unknown
+    type or a parent it has not yet seen ("Field '0' (id=0) references parent id -17") when
+    it opens it; it reads one with an id used twice (it never reads the statistics), but
+    then "each of these field ids corresponds to a field in the stats_schema" cannot hold.
     """
-    from reference_impl.table.schema import fields_to_arrow
+    try:
+        return _read_page_stats(legacy_file)
+    except FormatError as exc:
+        if exc.rule == RULE_STATS_LAYOUT:
+            raise
+        raise FormatError(f"statistics not readable: {exc.message}"
+                          + (f" ({exc.rule})" if exc.rule else ""),
+                          rule=RULE_STATS_LAYOUT, path=exc.path or legacy_file.path,
+                          offset=exc.offset) from exc
+
+
+def _read_page_stats(legacy_file) -> dict[int, PageStats]:
+    from reference_impl.table.schema import check_parents_listed_first, fields_to_arrow
 
     meta = legacy_file.metadata
     if not meta.HasField("statistics") or not meta.statistics.schema:
@@ -75,6 +96,7 @@ def read_page_stats(legacy_file, data_fields=None) -> dict[int, PageStats]:
         legacy_file, table, {fid: i for i, fid in enumerate(ids)}, {f.id: f for f in schema_fields}
     )
     schema = fields_to_arrow(schema_fields)
+    check_parents_listed_first(schema_fields)
     out: dict[int, PageStats] = {}
     for top in schema:
         try:

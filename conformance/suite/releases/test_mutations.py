@@ -9,7 +9,9 @@
   file as it says (tail flips in the last 4 KiB, a cut end, a run of zeros).
 * A small campaign over a table pylance 14.0.2 wrote, judged against the same pylance: every
   mutation gets a verdict and none is a failing one; the command exits 0 and writes one JSON
-  line per mutation, and exits 2 on a folder without a corpus.
+  line per mutation, and exits 2 on a folder without a corpus or on an unknown target.
+* ``--targets`` picks the files a mutation may damage (data, manifest, deletion, transaction,
+  index files, or any file); a campaign over manifests and deletion files runs the same way.
 """
 
 from __future__ import annotations
@@ -68,7 +70,28 @@ def small_corpus(pylance, tmp_path_factory):
     for scenario, version in (("types-2.0", "2.0"), ("types-2.2", "2.2")):
         root = corpus / "pylance-14.0.2" / scenario / "table"
         pylance.write_dataset(t, str(root), data_storage_version=version, max_rows_per_file=1000)
+    # a second version with a deletion file and a transaction file
+    pylance.dataset(str(corpus / "pylance-14.0.2" / "types-2.2" / "table")).delete("i % 7 = 0")
     return corpus
+
+
+def test_targets_name_the_files_a_mutation_may_damage(small_corpus, tmp_path):
+    v22 = small_corpus / "pylance-14.0.2" / "types-2.2" / "table"
+    files = {t: [p.relative_to(v22).parts[0] for p in mu.target_files(v22, (t,))]
+             for t in mu.TARGETS}
+    assert set(files["data"]) == {"data"} and len(files["data"]) == 2
+    assert set(files["manifest"]) == {"_versions"} and len(files["manifest"]) == 2
+    assert set(files["deletion"]) == {"_deletions"} and set(files["transaction"]) == {"_transactions"}
+    assert files["index"] == []
+    every = mu.target_files(v22, (mu.ANY_TARGET,))
+    assert set(mu.target_files(v22, tuple(mu.TARGETS))) <= set(every)
+    # roots without a file of the targets are not drawn from
+    assert [r.parent.name for r in mu.corpus_roots(small_corpus, targets=("deletion",))] == ["types-2.2"]
+    rng = random.Random(3)
+    for i in range(6):
+        m = mu.mutate(v22, tmp_path / f"m{i}", rng, ("manifest", "deletion"))
+        assert m.file.split("/")[0] in ("_versions", "_deletions")
+        assert (tmp_path / f"m{i}" / m.file).read_bytes() != (v22 / m.file).read_bytes()
 
 
 def test_the_same_seed_gives_the_same_damage(small_corpus, tmp_path):
@@ -79,8 +102,8 @@ def test_the_same_seed_gives_the_same_damage(small_corpus, tmp_path):
         rng = random.Random(5)
         for i in range(12):
             m = mu.mutate(roots[i % 2], tmp_path / f"{attempt}{i}", rng)
-            damaged = (tmp_path / f"{attempt}{i}" / "data" / m.file).read_bytes()
-            original = (roots[i % 2] / "data" / m.file).read_bytes()
+            damaged = (tmp_path / f"{attempt}{i}" / m.file).read_bytes()
+            original = (roots[i % 2] / m.file).read_bytes()
             assert damaged != original, m
             if m.kind == "truncate":
                 assert original.startswith(damaged) and len(damaged) == m.offsets[0]
@@ -108,6 +131,21 @@ def test_a_campaign_judges_every_mutation_and_passes_on_sound_kit(small_corpus, 
     assert all(j["kit"]["read"] or j["kit"]["error"] or j["kit"]["findings"] for j in lines)
 
 
+def test_a_campaign_over_manifests_and_deletion_files(small_corpus, tmp_path, capsys):
+    out = tmp_path / "judged.jsonl"
+    code = main(["fixtures", "mutate", "--corpus", str(small_corpus), "--count", "4", "--seed", "4",
+                 "--targets", "manifest,deletion", "--work", str(tmp_path / "work"),
+                 "--reader-python", sys.executable, "--json", str(out)])
+    printed = capsys.readouterr().out
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 4
+    assert all(j["mutation"]["file"].split("/")[0] in ("_versions", "_deletions") for j in lines)
+    assert not [j for j in lines if j["verdict"] in mu.FAILING], printed
+    assert code == 0
+
+
 def test_a_campaign_without_a_corpus_is_a_usage_error(tmp_path, capsys):
     assert main(["fixtures", "mutate", "--corpus", str(tmp_path), "--count", "1"]) == 2
     assert "build the corpus first" in capsys.readouterr().err
+    assert main(["fixtures", "mutate", "--corpus", str(tmp_path), "--targets", "data,footer"]) == 2
+    assert "unknown --targets footer" in capsys.readouterr().err

@@ -115,6 +115,55 @@ def test_pylance_indexes_pass_the_rules(all_indexes):
     assert not mine, report.render("text")
 
 
+def test_a_damaged_index_file_is_index_015(all_indexes, pylance, tmp_path):
+    """INDEX-015 (deep): the btree's page_data.lance keeps its size and footer, but its
+    first column metadata no longer parses. pylance 14.0.2 still scans the table, and fails
+    the query that uses the index; the kit names the index and the file."""
+    import struct
+
+    copy = tmp_path / "all"
+    shutil.copytree(all_indexes, copy)
+    btree = _decoded(str(copy))["id_idx"]
+    path = copy / "_indices" / btree.uuid / "page_data.lance"
+    raw = bytearray(path.read_bytes())
+    column_meta_start = struct.unpack("<Q", raw[-40:-32])[0]
+    raw[column_meta_start:column_meta_start + 8] = b"\xff" * 8
+    path.write_bytes(bytes(raw))
+    ds = pylance.dataset(str(copy))
+    assert ds.to_table().num_rows == N_ROWS
+    with pytest.raises(Exception):  # noqa: B017 - the oracle: the index cannot be loaded
+        ds.to_table(filter="id = 7")
+    report = validate(str(copy), deep=True)
+    found = [v for v in report.violations if v.rule == "INDEX-015"]
+    assert [(v.location["index"], v.location["file"]) for v in found] == [("id_idx", "page_data.lance")]
+    assert not (report.rules_violated("error") - {"INDEX-015"}), report.render("text")
+    assert not validate(str(copy)).rules_violated("error")  # a deep rule only
+
+
+def test_which_index_files_index_015_reads(tmp_path):
+    """A ``.lance`` file must be a Lance file; other files are read only when they end in
+    the magic ``LANC``; a version 0.1 file (the old vector index.idx layout) is left alone."""
+    from conformance.rules.index import _decode_index_file
+    from reference_impl.file.writer import write_lance_file
+    from reference_impl.io.local import LocalStore
+
+    store = LocalStore(tmp_path)
+    write_lance_file(store, "good.lance", pa.table({"x": pa.array([1, 2, 3])}), version="2.2")
+    good = (tmp_path / "good.lance").read_bytes()
+    (tmp_path / "custom.bin").write_bytes(b"an index plugin's own bytes")
+    (tmp_path / "cut.lance").write_bytes(good[:-3])
+    (tmp_path / "cut.idx").write_bytes(good[:-3])
+    (tmp_path / "old.idx").write_bytes(b"\x00" * 32 + (0).to_bytes(8, "little")
+                                      + b"\x00\x00\x01\x00" + b"LANC")
+    (tmp_path / "bad.idx").write_bytes(good[:8] + b"\xff" * (len(good) - 24) + good[-16:])
+    assert _decode_index_file(store, "good.lance") is None
+    assert _decode_index_file(store, "custom.bin") is None
+    assert "magic" in _decode_index_file(store, "cut.lance")
+    assert _decode_index_file(store, "cut.idx") is None  # no magic: not read as a Lance file
+    assert _decode_index_file(store, "old.idx") is None
+    assert _decode_index_file(store, "bad.idx").startswith("[FILE-")
+
+
 def test_inspect_shows_decoded_indexes(all_indexes):
     from conformance.cli.inspect import inspect_dataset, render_tree
 
@@ -235,10 +284,12 @@ INDEX_CASES = sorted(k for k in CORRUPTIONS if k.startswith("INDEX-"))
 
 @pytest.mark.parametrize("rule_id", INDEX_CASES)
 def test_each_index_rule_catches_its_case(base, tmp_path, rule_id):
+    from conformance.rules import get_rule
+
     copy = tmp_path / "case"
     shutil.copytree(base, copy)
     CORRUPTIONS[rule_id](copy)
-    report = validate(str(copy), versions="all")
+    report = validate(str(copy), versions="all", deep=get_rule(rule_id).deep)
     assert rule_id in report.rules_violated(None), report.render("text")
     assert not (report.rules_violated("error") - {rule_id}), report.render("text")
 

@@ -180,6 +180,58 @@ def test_stats_001_dangling_statistics_field(legacy):
     assert _findings(path, "STATS-001")
 
 
+def _orphan_struct(meta):
+    """The first statistics struct names a parent that is not there (a bit flip in a
+    0.12.3 file turned its parent id -1 into -17)."""
+    next(f for f in meta.statistics.schema if f.parent_id == -1).parent_id = -17
+
+
+def _id_twice(meta):
+    """Two statistics fields share an id (the statistics column list names it twice)."""
+    members = [f for f in meta.statistics.schema if f.parent_id != -1]
+    old, members[1].id = members[1].id, members[0].id
+    cols = [members[0].id if i == old else i for i in meta.statistics.fields]
+    del meta.statistics.fields[:]
+    meta.statistics.fields.extend(cols)
+
+
+def _unknown_type(meta):
+    """A statistics member of a logical type no release knows."""
+    next(f for f in meta.statistics.schema if f.name == "min_value").logical_type = "int33"
+
+
+def _parent_last(meta):
+    """The first statistics struct is moved behind its members."""
+    first = file_pb2.Field()
+    first.CopyFrom(meta.statistics.schema[0])
+    del meta.statistics.schema[0]
+    meta.statistics.schema.append(first)
+
+
+@pytest.mark.parametrize(("damage", "pylance_refuses"), [
+    (_orphan_struct, True), (_parent_last, True), (_unknown_type, False), (_id_twice, False),
+], ids=["orphan-struct", "parent-last", "unknown-type", "id-twice"])
+def test_stats_001_statistics_schema_that_is_not_sound(legacy, pylance, damage, pylance_refuses):
+    """A statistics schema that is not a sound field list is STATS-001. pylance 14.0.2
+    refuses the file when a parent is missing or listed after its child; it reads the data
+    of the other two (it never reads the statistics), whose statistics cannot be read: a
+    type no reader knows, an id that names two statistics fields. The first was caught as
+    SCHEMA-002 inside the statistics check and then reported by no rule at all, so the file
+    conformed; the second was read as if sound."""
+    path, data_file = legacy
+    assert not _findings(path, "STATS-001")
+    pylance.dataset(str(path)).to_table()
+    _rewrite_metadata(data_file, damage)
+    if pylance_refuses:
+        with pytest.raises(Exception, match="parent"):  # the oracle: pylance refuses
+            pylance.dataset(str(path)).to_table()
+    else:
+        pylance.dataset(str(path)).to_table()
+    (found,) = _findings(path, "STATS-001")
+    assert found.message.startswith("statistics not readable")
+    assert found.location["file"].endswith(".lance")
+
+
 def test_check_page_bounds_direct():
     from reference_impl.table.stats import PageStats
 
