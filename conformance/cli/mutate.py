@@ -26,8 +26,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated corpus folders to draw from (pylance-0.38.3,...); "
                         "default: every one built")
     p.add_argument("--targets", default="data",
-                   help="which files to damage, comma-separated: data, manifest, deletion, "
-                        "transaction, index, or any (every file of the table); default data")
+                   help="which files to damage, comma-separated: data, manifest, latest (the "
+                        "manifest readers open), deletion, transaction, index, or any (every "
+                        "file of the table); default data")
+    p.add_argument("--kinds", default=None,
+                   help="damage kinds, comma-separated: flip, tail-flip, zero, truncate, field "
+                        "(one protobuf field of a manifest or transaction file given another "
+                        "value of the same size); default the first four")
     p.add_argument("--corpus", default=None, help="corpus folder (default: the kit's cache)")
     p.add_argument("--work", default=None,
                    help="where the damaged copies go (default: a folder in the cache)")
@@ -49,6 +54,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"unknown --targets {','.join(unknown) or '(none)'}: choose from "
               f"{', '.join(mutations.TARGETS)} or {mutations.ANY_TARGET}", file=sys.stderr)
         return 2
+    kinds = tuple(k for k in args.kinds.split(",") if k) if args.kinds else mutations.KINDS
+    bad_kinds = [k for k in kinds if k not in mutations.ALL_KINDS]
+    if bad_kinds or not kinds:
+        print(f"unknown --kinds {','.join(bad_kinds) or '(none)'}: choose from "
+              f"{', '.join(mutations.ALL_KINDS)}", file=sys.stderr)
+        return 2
     roots = mutations.corpus_roots(corpus_dir, releases, targets) if corpus_dir.is_dir() else []
     if not roots:
         print(f"no table roots with {args.targets} files in {corpus_dir}: build the corpus "
@@ -69,15 +80,17 @@ def run(args: argparse.Namespace) -> int:
         counts[j.verdict] += 1
         if j.verdict != "agree":
             m = j.mutation
+            what = f"{m.kind} ({m.detail})" if m.detail else m.kind
             print(f"{j.verdict:9s} {Path(m.source).parent.parent.name}/{Path(m.source).parent.name} "
-                  f"{m.kind} {m.file} at {m.offsets}: kit {_said(j.kit)}; pylance {_said(j.pylance)}"
+                  f"{what} {m.file} at {m.offsets}: kit {_said(j.kit)}; pylance {_said(j.pylance)}"
                   f" -> {m.root}")
         if out:
             out.write(json.dumps(mutations.as_json(j)) + "\n")
             out.flush()
 
     try:
-        for _ in mutations.campaign(roots, args.count, args.seed, work, reader, progress, targets):
+        for _ in mutations.campaign(roots, args.count, args.seed, work, reader, progress, targets,
+                                    kinds):
             pass
     finally:
         if out:

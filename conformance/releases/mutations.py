@@ -4,13 +4,18 @@ The corpus holds tables every release wrote and read back; this module damages t
 disks, copies and buggy writers do, and asks what the kit says about the damage compared
 with pylance 14.0.2 (``lance-conformance fixtures mutate``). One *mutation* copies one table
 root and changes one of its files with one of :data:`KINDS`. Which files may be chosen is
-the campaign's *targets* (:data:`TARGETS`): data files by default, or the manifests, deletion
-files, transaction files or index files, or any file of the table:
+the campaign's *targets* (:data:`TARGETS`): data files by default, or the manifests (all, or
+only the ``latest`` one, which the readers open), deletion files, transaction files or index
+files, or any file of the table:
 
 * ``flip``: 1-4 random bits anywhere in the file;
 * ``tail-flip``: 1-2 random bits in the last 4 KiB (footer, offset tables, column metadata);
 * ``zero``: 1-16 bytes set to zero, the first of them not zero before;
-* ``truncate``: 1-64 bytes cut off the end.
+* ``truncate``: 1-64 bytes cut off the end;
+* ``field`` (only when asked for, see :func:`edit_field`): one field of the protobuf message a
+  manifest or transaction file holds gets another value of the same encoded size (a row
+  count, a field id, a path, an offset...), so the file still parses and only what it says
+  changes. A file that holds no such message gets a ``flip`` instead.
 
 Both sides then read the copy, each in a process of its own with a time limit: the kit runs
 ``validate --deep`` and ``open_dataset(...).to_table()`` (with an address-space limit, since
@@ -51,6 +56,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 KINDS = ("flip", "tail-flip", "zero", "truncate")
+#: every kind a campaign may ask for; :data:`KINDS` are the default ones
+ALL_KINDS = KINDS + ("field",)
 #: the files of a table root a mutation may damage, by target name (globs under the root)
 TARGETS = {
     "data": ("data/*.lance",),
@@ -58,6 +65,7 @@ TARGETS = {
     "deletion": ("_deletions/*",),
     "transaction": ("_transactions/*",),
     "index": ("_indices/**/*",),
+    "latest": (),  # the manifest of the version a reader opens (found, not globbed)
 }
 ANY_TARGET = "any"
 VERDICTS = ("problem", "misread", "lenient", "stricter", "agree")
@@ -94,6 +102,7 @@ class Mutation:
     file: str  # relative to the root: data/<name>.lance, _versions/<n>.manifest ...
     kind: str
     offsets: list[int] = field(default_factory=list)
+    detail: str = ""  # for a ``field`` edit: which field, old -> new value
 
 
 @dataclass
@@ -135,6 +144,15 @@ def target_files(root: Path, targets=("data",)) -> list[Path]:
         return sorted(p for p in root.rglob("*") if p.is_file())
     found = {p for t in targets for pattern in TARGETS[t] for p in root.glob(pattern)
              if p.is_file()}
+    if "latest" in targets:
+        from reference_impl.errors import LanceError
+        from reference_impl.io.local import LocalStore
+        from reference_impl.table.versions import latest_entry
+
+        try:
+            found.add(root / latest_entry(LocalStore(root)).key)
+        except LanceError:
+            pass  # no readable version: nothing to damage there
     return sorted(found)
 
 
@@ -152,15 +170,133 @@ def corpus_roots(corpus: Path, releases=None, targets=("data",)) -> list[Path]:
     return roots
 
 
-def mutate(source: Path, dest: Path, rng: random.Random, targets=("data",)) -> Mutation:
-    """Copy ``source`` to ``dest`` and damage one of its files of the ``targets``."""
+def _message_region(path: Path, data: bytes):
+    """``(start, end, message class)`` of the protobuf message a manifest or transaction file
+    holds, or None for other files (and manifests whose tail points nowhere)."""
+    import struct
+
+    from reference_impl.proto import table_pb2, transaction_pb2
+
+    if path.suffix == ".txn":
+        return 0, len(data), transaction_pb2.Transaction
+    if path.suffix == ".manifest" and len(data) >= 16:
+        pos = struct.unpack_from("<Q", data, len(data) - 16)[0]
+        if pos + 4 <= len(data) - 16:
+            (n,) = struct.unpack_from("<I", data, pos)
+            if pos + 4 + n <= len(data) - 16:
+                return pos + 4, pos + 4 + n, table_pb2.Manifest
+    return None
+
+
+def _leaves(msg, prefix: str = ""):
+    """``(message, field, index, name)`` of every scalar value set in ``msg``, nested
+    messages walked (map fields left out)."""
+    for fd, value in msg.ListFields():
+        name = prefix + fd.name
+        repeated = fd.is_repeated
+        if fd.type == fd.TYPE_MESSAGE:
+            if fd.message_type.GetOptions().map_entry:
+                continue
+            for i, sub in enumerate(value if repeated else [value]):
+                yield from _leaves(sub, f"{name}[{i}]." if repeated else name + ".")
+        else:
+            for i in range(len(value)) if repeated else [None]:
+                yield msg, fd, i, f"{name}[{i}]" if repeated else name
+
+
+def _other_values(fd, old, rng: random.Random) -> list:
+    """Values to try in place of ``old``, nearest first: a change by one, zero, a
+    doubling, then random values."""
+    if fd.type == fd.TYPE_BOOL:
+        return [not old]
+    if fd.type == fd.TYPE_ENUM:
+        return [v.number for v in fd.enum_type.values if v.number != old]
+    if fd.type in (fd.TYPE_STRING, fd.TYPE_BYTES):
+        raw = bytearray(old.encode() if isinstance(old, str) else old)
+        if not raw:
+            return []
+        out = []
+        for _ in range(4):
+            edited = bytearray(raw)
+            at = rng.randrange(len(edited))
+            if isinstance(old, str):
+                edited[at] = ord(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789-_/."))
+            else:
+                edited[at] ^= 1 << rng.randrange(8)
+            if edited != raw:
+                out.append(edited.decode(errors="replace") if isinstance(old, str) else bytes(edited))
+        return out
+    if fd.type in (fd.TYPE_FLOAT, fd.TYPE_DOUBLE):
+        return [old + 1.0, 0.0, -old, float("nan")]
+    unsigned = fd.type in (fd.TYPE_UINT32, fd.TYPE_UINT64, fd.TYPE_FIXED32, fd.TYPE_FIXED64)
+    bits = 32 if fd.type in (fd.TYPE_INT32, fd.TYPE_UINT32, fd.TYPE_SINT32, fd.TYPE_FIXED32,
+                             fd.TYPE_SFIXED32) else 64
+    lo, hi = (0, (1 << bits) - 1) if unsigned else (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    cands = [old + 1, old - 1, 0, old * 2, -1] + [rng.randint(lo, hi) for _ in range(4)]
+    return [v for v in dict.fromkeys(cands) if lo <= v <= hi and v != old]
+
+
+def edit_field(path: Path, data: bytes, rng: random.Random) -> tuple[bytes, int, str] | None:
+    """``(new bytes, offset of the message, "field: old -> new")``: one scalar field of the
+    message the file holds (:func:`_message_region`) set to another value whose encoding has
+    the same size, so the message is spliced back in place and every other byte stays. None
+    when the file holds no such message, the message does not parse, or re-encoding it does
+    not give back its bytes (another writer's field order)."""
+    from google.protobuf.message import DecodeError
+
+    region = _message_region(path, data)
+    if region is None:
+        return None
+    start, end, cls = region
+    raw = bytes(data[start:end])
+    try:
+        msg = cls.FromString(raw)
+    except DecodeError:
+        return None
+    if msg.SerializeToString() != raw:
+        return None
+    leaves = list(_leaves(msg))
+    rng.shuffle(leaves)
+    for owner, fd, i, name in leaves:
+        container = getattr(owner, fd.name)
+        old = container[i] if i is not None else container
+        for new in _other_values(fd, old, rng):
+            if i is not None:
+                container[i] = new
+            else:
+                setattr(owner, fd.name, new)
+            edited = msg.SerializeToString()
+            if len(edited) == len(raw):
+                shown = new if not isinstance(new, bytes | str) else repr(new)[:60]
+                return (bytes(data[:start]) + edited + bytes(data[end:]), start,
+                        f"{name}: {old if not isinstance(old, bytes | str) else repr(old)[:60]} "
+                        f"-> {shown}")
+            if i is not None:
+                container[i] = old
+            else:
+                setattr(owner, fd.name, old)
+    return None
+
+
+def mutate(source: Path, dest: Path, rng: random.Random, targets=("data",),
+           kinds=KINDS) -> Mutation:
+    """Copy ``source`` to ``dest`` and damage one of its files of the ``targets`` in one of
+    the ``kinds``."""
     shutil.rmtree(dest, ignore_errors=True)
     shutil.copytree(source, dest)
     files = target_files(dest, targets)
     target = rng.choice(files)
     data = bytearray(target.read_bytes())
-    kind = rng.choice(KINDS)
+    kind = rng.choice(kinds)
     offsets: list[int] = []
+    if kind == "field":
+        edited = edit_field(target, bytes(data), rng)
+        if edited is not None:
+            new, at, detail = edited
+            target.write_bytes(new)
+            return Mutation(str(source), str(dest), target.relative_to(dest).as_posix(), kind,
+                            [at], detail)
+        kind = "flip"
     if not data:
         kind = "truncate"
     elif kind in ("flip", "tail-flip"):
@@ -290,7 +426,7 @@ def _load(path: str) -> pa.Table:
 
 
 def campaign(roots: list[Path], count: int, seed: int, work: Path, reader_python: str,
-             progress=None, targets=("data",)):
+             progress=None, targets=("data",), kinds=KINDS):
     """Yield ``count`` judged mutations of randomly chosen ``roots``, each damaging one file of
     the ``targets``; the copies of those whose verdict is ``agree`` are removed, the others
     kept under ``work`` for a look."""
@@ -299,7 +435,7 @@ def campaign(roots: list[Path], count: int, seed: int, work: Path, reader_python
     bases: dict[Path, Baseline] = {}  # each undamaged root's, found once
     for i in range(count):
         source = rng.choice(roots)
-        m = mutate(source, work / f"m{i:05d}", rng, targets)
+        m = mutate(source, work / f"m{i:05d}", rng, targets, kinds)
         if source not in bases:
             bases[source] = baseline(source, reader_python)
         j = judge(m, reader_python, bases[source])

@@ -18,6 +18,9 @@ from .registry import Finding, rule
 _SEC = "Lance data files v2.x"
 DATA_FORMATS = {"0.1": "legacy", "legacy": "legacy", "2.0": (2, 0), "2.1": (2, 1),
                 "2.2": (2, 2), "2.3": (2, 3)}
+#: the ``data_format.version`` strings releases write and read (pylance 14.0.2 refuses any
+#: other, ``legacy`` included, though the kit's own lookup above accepts that spelling)
+STORAGE_VERSIONS = ("0.1", "2.0", "2.1", "2.2", "2.3")
 
 
 def normalize_version(major: int, minor: int):
@@ -178,6 +181,26 @@ def column_count(ctx):
         if top >= info.num_columns:
             yield Finding(f"column index {top} but the file has {info.num_columns} columns",
                           _loc(frag, df, key))
+
+
+@rule("DATAFILE-010", title="Manifest.data_format's version is a storage version", severity="error",
+      spec="004", section="Manifest",
+      clause="The max format version of the data files. The format of the version can vary by "
+             "file_format and is not required to follow semver.",
+      refusal="a reader cannot tell which file format a version it does not know names: "
+              "pylance 14.0.2 refuses to open such a table ('Unknown Lance storage version: "
+              "0./'), for malformed and unknown versions alike",
+      releases="every release from 0.16 writes 0.1, 2.0, 2.1, 2.2 or 2.3 (the corpus of 35 "
+               "writers holds no other); before 0.16 none is written, which draws no finding")
+def storage_version_known(ctx):
+    """``data_format.version`` of a ``lance`` table is one of the storage versions (the file
+    format of another ``file_format`` is not this rule's to judge: DATAFILE-007 warns)."""
+    m = ctx.manifest
+    if not m.HasField("data_format") or m.data_format.file_format != "lance":
+        return
+    if m.data_format.version not in STORAGE_VERSIONS:
+        yield Finding(f"data_format version {m.data_format.version!r} is none of "
+                      f"{', '.join(STORAGE_VERSIONS)}", {"path": ctx.manifest_key})
 
 
 @rule("DATAFILE-007", title="Manifest.data_format names a known format", severity="warning",

@@ -147,20 +147,29 @@ def unique_column_indices(ctx):
             yield Finding(f"column indices {dup} are used twice", _loc(frag, path=df.path))
 
 
-@rule("FRAG-008", title="a field is stored in at most one data file of a fragment",
+@rule("FRAG-008", title="a field is stored once in a fragment (one data file, one entry)",
       severity="error", spec="004", section="DataFile",
       clause="-2 is used for \"tombstoned\", meaning a field that is no longer in use. This is "
              "often because the original field id was reassigned to a different data file.")
 def field_in_one_file(ctx):
+    """A field id (other than the negative markers) appears once in the ``fields`` of a
+    fragment's data files: in two files, or twice in one file's list, it names two columns
+    and readers disagree on which one holds the field (pylance 14.0.2 and our reader return
+    different rows). No release writes either; the cross-release corpus has none."""
     for frag in ctx.manifest.fragments:
         seen: dict[int, str] = {}
         for df in frag.files:
+            in_file: set[int] = set()
             for fid in df.fields:
                 if fid < 0:
                     continue
-                if fid in seen and seen[fid] != df.path:
+                if fid in in_file:
+                    yield Finding(f"field {fid} is listed twice in {df.path}",
+                                  _loc(frag, field=int(fid)))
+                elif fid in seen and seen[fid] != df.path:
                     yield Finding(f"field {fid} is in both {seen[fid]} and {df.path}",
                                   _loc(frag, field=int(fid)))
+                in_file.add(fid)
                 seen.setdefault(fid, df.path)
 
 

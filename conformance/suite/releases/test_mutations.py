@@ -12,6 +12,8 @@
   line per mutation, and exits 2 on a folder without a corpus or on an unknown target.
 * ``--targets`` picks the files a mutation may damage (data, manifest, deletion, transaction,
   index files, or any file); a campaign over manifests and deletion files runs the same way.
+* ``--kinds field`` edits one protobuf field of a manifest or transaction file in place: the
+  file still parses and says one thing differently.
 """
 
 from __future__ import annotations
@@ -83,6 +85,9 @@ def test_targets_name_the_files_a_mutation_may_damage(small_corpus, tmp_path):
     assert set(files["manifest"]) == {"_versions"} and len(files["manifest"]) == 2
     assert set(files["deletion"]) == {"_deletions"} and set(files["transaction"]) == {"_transactions"}
     assert files["index"] == []
+    assert files["latest"] == ["_versions"]
+    assert mu.target_files(v22, ("latest",))[0] == max(mu.target_files(v22, ("manifest",)),
+                                                      key=lambda p: -int(p.stem))  # v2 names
     every = mu.target_files(v22, (mu.ANY_TARGET,))
     assert set(mu.target_files(v22, tuple(mu.TARGETS))) <= set(every)
     # roots without a file of the targets are not drawn from
@@ -131,6 +136,35 @@ def test_a_campaign_judges_every_mutation_and_passes_on_sound_kit(small_corpus, 
     assert all(j["kit"]["read"] or j["kit"]["error"] or j["kit"]["findings"] for j in lines)
 
 
+def test_a_field_edit_changes_one_value_and_keeps_the_file_parsing(small_corpus, tmp_path):
+    """``field``: one protobuf field of a manifest or transaction file gets another value of
+    the same encoded size; the bytes outside the message stay, the message still parses and
+    differs in exactly that field. Other files get a flip instead."""
+    from reference_impl.proto import table_pb2, transaction_pb2
+
+    v22 = small_corpus / "pylance-14.0.2" / "types-2.2" / "table"
+    rng = random.Random(8)
+    seen = set()
+    for i in range(12):
+        m = mu.mutate(v22, tmp_path / f"f{i}", rng, ("manifest", "transaction"), ("field",))
+        assert m.kind == "field" and ":" in m.detail and "->" in m.detail, m
+        old, new = (v22 / m.file).read_bytes(), (tmp_path / f"f{i}" / m.file).read_bytes()
+        assert len(old) == len(new) and old != new
+        start, end, cls = mu._message_region(tmp_path / f"f{i}" / m.file, new)
+        assert start == m.offsets[0] and old[:start] == new[:start] and old[end:] == new[end:]
+        before, after = cls.FromString(old[start:end]), cls.FromString(new[start:end])
+        assert before != after and cls in (table_pb2.Manifest, transaction_pb2.Transaction)
+        seen.add(m.file.split("/")[0])
+    assert seen == {"_versions", "_transactions"}
+    again = mu.mutate(v22, tmp_path / "again", random.Random(8), ("manifest", "transaction"),
+                      ("field",))
+    first = mu.mutate(v22, tmp_path / "first", random.Random(8), ("manifest", "transaction"),
+                      ("field",))
+    assert (again.file, again.detail) == (first.file, first.detail)
+    flipped = mu.mutate(v22, tmp_path / "d", random.Random(1), ("data",), ("field",))
+    assert flipped.kind == "flip" and not flipped.detail
+
+
 def test_a_campaign_over_manifests_and_deletion_files(small_corpus, tmp_path, capsys):
     out = tmp_path / "judged.jsonl"
     code = main(["fixtures", "mutate", "--corpus", str(small_corpus), "--count", "4", "--seed", "4",
@@ -149,3 +183,5 @@ def test_a_campaign_without_a_corpus_is_a_usage_error(tmp_path, capsys):
     assert "build the corpus first" in capsys.readouterr().err
     assert main(["fixtures", "mutate", "--corpus", str(tmp_path), "--targets", "data,footer"]) == 2
     assert "unknown --targets footer" in capsys.readouterr().err
+    assert main(["fixtures", "mutate", "--corpus", str(tmp_path), "--kinds", "flip,melt"]) == 2
+    assert "unknown --kinds melt" in capsys.readouterr().err
