@@ -173,6 +173,45 @@ def field_in_one_file(ctx):
                 seen.setdefault(fid, df.path)
 
 
+BLOB_V2 = "lance.blob.v2"
+
+
+def _one_column(f) -> bool:
+    """A struct field a 2.1+ file stores as one column: a packed struct (metadata
+    ``lance-encoding:packed`` or the bare ``packed`` key set to ``true``) or a blob v2 column
+    (extension ``lance.blob.v2``, whose children describe its descriptor)."""
+    if f.extension_name == BLOB_V2 or f.metadata.get("ARROW:extension:name", b"") == BLOB_V2.encode():
+        return True
+    return any(f.metadata.get(k, b"").lower() == b"true" for k in ("lance-encoding:packed", "packed"))
+
+
+@rule("FRAG-012", title="2.1+ data files list leaf fields only", severity="error",
+      spec="FACTS", section="Fragments, data files, deletion files",
+      clause="fields / column_indices: 2.1+ leaf field ids only with column_indices `[0..n)`",
+      refusal="a 2.1+ file stores one column per leaf: a list or struct id in DataFile.fields "
+              "names no column, and the leaf it displaced is not read (pylance 14.0.2 refuses "
+              "the table: 'Non-leaf field ... in data file')",
+      releases="pylance 0.17 and 0.18, where 2.1 was still unstable, listed list and struct "
+               "parents too; 14.0.2 refuses those tables (the kit's FILE rules refuse their "
+               "files as well). A packed struct and a blob v2 column are one column each, so "
+               "leaves; every release since 0.38 lists a packed struct so")
+def leaf_fields_only(ctx):
+    fields = list(ctx.manifest.fields)
+    parents = {f.parent_id for f in fields}
+    by_id = {f.id: f for f in fields}
+    for frag in ctx.manifest.fragments:
+        for df in frag.files:
+            if normalize_version(df.file_major_version, df.file_minor_version) in ("legacy", (2, 0)):
+                continue
+            for fid in df.fields:
+                f = by_id.get(fid)
+                if f is not None and fid in parents and not _one_column(f):
+                    yield Finding(f"{df.path} lists field {fid} ({f.name!r}, {f.logical_type}), "
+                                  f"which has children: a {df.file_major_version}."
+                                  f"{df.file_minor_version} file stores leaves only",
+                                  _loc(frag, field=int(fid)))
+
+
 @rule("FRAG-009", title="every fragment has at least one data file", severity="warning",
       spec="004", section=_SEC,
       clause="If column exists in the schema of a dataset, but the file for that column does "
