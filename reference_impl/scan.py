@@ -432,4 +432,56 @@ def _read_v2_x(df, store, key, fields):
     reader = LanceFileReader(store, key)
     _check_footer_version(df, key, reader.version, reader.version)
     table = reader.read_columns([_field_id(f) for f in fields])
-    return [table.column(i).combine_chunks() for i in range(table.num_columns)]
+    in_file = {_field_id(f): f for f in reader.schema if (f.metadata or {}).get(b"lance:field_id")}
+    out = []
+    for i, f in enumerate(fields):
+        arr = table.column(i).combine_chunks()
+        stored = in_file.get(_field_id(f))
+        out.append(arr if stored is None else nested_by_id(arr, stored, f))
+    return out
+
+
+def nested_by_id(arr: pa.Array, stored: pa.Field, wanted: pa.Field) -> pa.Array:
+    """``arr``, read under the data file's own field ``stored``, with the nested names of the
+    dataset's field ``wanted``: children are matched by field id, not by name.
+
+    A file keeps the names its fields had when it was written; renaming a nested field
+    (``alter_columns`` on ``s.a``) changes only the manifest. The dataset's names win, and a
+    child the file does not hold (added later) reads as nulls. Types are left to the caller's
+    cast. A field whose nested names already agree comes back as it is."""
+    if stored.type == wanted.type:
+        return arr
+    st, wt = stored.type, wanted.type
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(st) and pa.types.is_struct(wt):
+        by_id = {_child_id(c): j for j, c in enumerate(st)}
+        children = []
+        for c in wt:
+            j = by_id.get(_child_id(c))
+            children.append(pa.nulls(len(arr), c.type) if j is None or _child_id(c) is None
+                            else nested_by_id(arr.field(j), st.field(j), c))
+        return pa.StructArray.from_arrays(children, fields=list(wt), mask=mask)
+    if (pa.types.is_list(st) and pa.types.is_list(wt)) or \
+            (pa.types.is_large_list(st) and pa.types.is_large_list(wt)):
+        import pyarrow.compute as pc
+
+        offsets = arr.offsets  # this slice's: they need not start at 0
+        start, end = offsets[0].as_py(), offsets[-1].as_py()
+        values = nested_by_id(arr.values.slice(start, end - start), st.value_field, wt.value_field)
+        offsets = pc.subtract(offsets, pa.scalar(start, offsets.type))
+        cls = pa.ListArray if pa.types.is_list(wt) else pa.LargeListArray
+        return cls.from_arrays(offsets, values, type=pa.list_(wt.value_field)
+                               if pa.types.is_list(wt) else pa.large_list(wt.value_field), mask=mask)
+    if pa.types.is_fixed_size_list(st) and pa.types.is_fixed_size_list(wt) \
+            and st.list_size == wt.list_size:
+        size = st.list_size
+        values = arr.values.slice(arr.offset * size, len(arr) * size)
+        values = nested_by_id(values, st.value_field, wt.value_field)
+        return pa.FixedSizeListArray.from_arrays(values, type=pa.list_(wt.value_field, size),
+                                                 mask=mask)
+    return arr
+
+
+def _child_id(f: pa.Field) -> int | None:
+    raw = (f.metadata or {}).get(b"lance:field_id")
+    return int(raw) if raw is not None else None
