@@ -12,10 +12,11 @@ files, or any file of the table:
 * ``tail-flip``: 1-2 random bits in the last 4 KiB (footer, offset tables, column metadata);
 * ``zero``: 1-16 bytes set to zero, the first of them not zero before;
 * ``truncate``: 1-64 bytes cut off the end;
-* ``field`` (only when asked for, see :func:`edit_field`): one field of the protobuf message a
-  manifest or transaction file holds gets another value of the same encoded size (a row
-  count, a field id, a path, an offset...), so the file still parses and only what it says
-  changes. A file that holds no such message gets a ``flip`` instead.
+* ``field`` (only when asked for, see :func:`edit_field`): one field of a protobuf message a
+  manifest, transaction file or 2.x Lance file (its column metadata) holds gets another value
+  of the same encoded size (a row count, a field id, a path, a buffer offset...), so the file
+  still parses and only what it says changes. A file that holds no such message gets a
+  ``flip`` instead.
 
 Both sides then read the copy, each in a process of its own with a time limit: the kit runs
 ``validate --deep`` and ``open_dataset(...).to_table()`` (with an address-space limit, since
@@ -170,22 +171,35 @@ def corpus_roots(corpus: Path, releases=None, targets=("data",)) -> list[Path]:
     return roots
 
 
-def _message_region(path: Path, data: bytes):
-    """``(start, end, message class)`` of the protobuf message a manifest or transaction file
-    holds, or None for other files (and manifests whose tail points nowhere)."""
+def _message_regions(path: Path, data: bytes) -> list:
+    """``[(start, end, message class)]`` of the protobuf messages a file holds: the manifest
+    of a manifest file, the transaction of a transaction file, the column metadata of a
+    2.x Lance file (found through its footer's offset table); empty for other files."""
     import struct
 
-    from reference_impl.proto import table_pb2, transaction_pb2
+    from reference_impl.proto import file2_pb2, table_pb2, transaction_pb2
 
     if path.suffix == ".txn":
-        return 0, len(data), transaction_pb2.Transaction
+        return [(0, len(data), transaction_pb2.Transaction)]
     if path.suffix == ".manifest" and len(data) >= 16:
         pos = struct.unpack_from("<Q", data, len(data) - 16)[0]
         if pos + 4 <= len(data) - 16:
             (n,) = struct.unpack_from("<I", data, pos)
             if pos + 4 + n <= len(data) - 16:
-                return pos + 4, pos + 4 + n, table_pb2.Manifest
-    return None
+                return [(pos + 4, pos + 4 + n, table_pb2.Manifest)]
+    if path.suffix in (".lance", ".idx") and len(data) >= 40 and data[-4:] == b"LANC":
+        _cm, cmo, _gbo, _ng, ncols, major, minor = struct.unpack_from("<QQQIIHH", data, len(data) - 40)
+        if (major, minor) == (0, 3) or major >= 2:
+            out = []
+            for c in range(min(ncols, 4096)):
+                at = cmo + 16 * c
+                if at + 16 > len(data) - 40:
+                    break
+                start, size = struct.unpack_from("<QQ", data, at)
+                if size and start + size <= len(data) - 40:
+                    out.append((start, start + size, file2_pb2.ColumnMetadata))
+            return out
+    return []
 
 
 def _leaves(msg, prefix: str = ""):
@@ -237,17 +251,17 @@ def _other_values(fd, old, rng: random.Random) -> list:
 
 
 def edit_field(path: Path, data: bytes, rng: random.Random) -> tuple[bytes, int, str] | None:
-    """``(new bytes, offset of the message, "field: old -> new")``: one scalar field of the
-    message the file holds (:func:`_message_region`) set to another value whose encoding has
+    """``(new bytes, offset of the message, "field: old -> new")``: one scalar field of a
+    message the file holds (:func:`_message_regions`) set to another value whose encoding has
     the same size, so the message is spliced back in place and every other byte stays. None
     when the file holds no such message, the message does not parse, or re-encoding it does
     not give back its bytes (another writer's field order)."""
     from google.protobuf.message import DecodeError
 
-    region = _message_region(path, data)
-    if region is None:
+    regions = _message_regions(path, data)
+    if not regions:
         return None
-    start, end, cls = region
+    start, end, cls = rng.choice(regions)
     raw = bytes(data[start:end])
     try:
         msg = cls.FromString(raw)

@@ -12,8 +12,8 @@
   line per mutation, and exits 2 on a folder without a corpus or on an unknown target.
 * ``--targets`` picks the files a mutation may damage (data, manifest, deletion, transaction,
   index files, or any file); a campaign over manifests and deletion files runs the same way.
-* ``--kinds field`` edits one protobuf field of a manifest or transaction file in place: the
-  file still parses and says one thing differently.
+* ``--kinds field`` edits one protobuf field of a manifest, transaction file or 2.x data
+  file's column metadata in place: the file still parses and says one thing differently.
 """
 
 from __future__ import annotations
@@ -150,8 +150,9 @@ def test_a_field_edit_changes_one_value_and_keeps_the_file_parsing(small_corpus,
         assert m.kind == "field" and ":" in m.detail and "->" in m.detail, m
         old, new = (v22 / m.file).read_bytes(), (tmp_path / f"f{i}" / m.file).read_bytes()
         assert len(old) == len(new) and old != new
-        start, end, cls = mu._message_region(tmp_path / f"f{i}" / m.file, new)
-        assert start == m.offsets[0] and old[:start] == new[:start] and old[end:] == new[end:]
+        ((start, end, cls),) = [r for r in mu._message_regions(tmp_path / f"f{i}" / m.file, new)
+                                if r[0] == m.offsets[0]]
+        assert old[:start] == new[:start] and old[end:] == new[end:]
         before, after = cls.FromString(old[start:end]), cls.FromString(new[start:end])
         assert before != after and cls in (table_pb2.Manifest, transaction_pb2.Transaction)
         seen.add(m.file.split("/")[0])
@@ -161,7 +162,18 @@ def test_a_field_edit_changes_one_value_and_keeps_the_file_parsing(small_corpus,
     first = mu.mutate(v22, tmp_path / "first", random.Random(8), ("manifest", "transaction"),
                       ("field",))
     assert (again.file, again.detail) == (first.file, first.detail)
-    flipped = mu.mutate(v22, tmp_path / "d", random.Random(1), ("data",), ("field",))
+    # a 2.x data file: one column metadata message
+    from reference_impl.proto import file2_pb2
+
+    col = mu.mutate(v22, tmp_path / "d", random.Random(1), ("data",), ("field",))
+    assert col.kind == "field" and col.file.startswith("data/")
+    new = (tmp_path / "d" / col.file).read_bytes()
+    ((start, end, cls),) = [r for r in mu._message_regions(tmp_path / "d" / col.file, new)
+                            if r[0] == col.offsets[0]]
+    assert cls is file2_pb2.ColumnMetadata
+    assert cls.FromString(new[start:end]) != cls.FromString((v22 / col.file).read_bytes()[start:end])
+    # a file that holds no protobuf message gets a flip
+    flipped = mu.mutate(v22, tmp_path / "del", random.Random(1), ("deletion",), ("field",))
     assert flipped.kind == "flip" and not flipped.detail
 
 
