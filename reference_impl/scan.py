@@ -448,12 +448,15 @@ def nested_by_id(arr: pa.Array, stored: pa.Field, wanted: pa.Field) -> pa.Array:
     A file keeps the names its fields had when it was written; renaming a nested field
     (``alter_columns`` on ``s.a``) changes only the manifest. The dataset's names win, and a
     child the file does not hold (added later) reads as nulls. Types are left to the caller's
-    cast. A field whose nested names already agree comes back as it is."""
-    if stored.type == wanted.type:
+    cast. A field whose nested names already agree comes back as it is, and so does a struct
+    whose children carry no field ids (a blob v2 column's descriptors)."""
+    if stored.type == wanted.type or arr.type == wanted.type or arr.type != stored.type:
         return arr
     st, wt = stored.type, wanted.type
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(st) and pa.types.is_struct(wt):
+        if any(_child_id(c) is None for c in st):
+            return arr  # not a schema's struct (a blob v2 column's descriptors): left as read
         by_id = {_child_id(c): j for j, c in enumerate(st)}
         children = []
         for c in wt:

@@ -270,8 +270,9 @@ def _extension_metadata(t: pa.BaseExtensionType) -> bytes:
 class SchemaTree:
     """The parent/child structure of a flat field list, checked once.
 
-    Raises ``FormatError`` for duplicate ids (SCHEMA-001) and for fields whose parent
-    does not exist or that nest deeper than ``MAX_DEPTH`` (SCHEMA-002)."""
+    Raises ``FormatError`` for duplicate ids (SCHEMA-001), for fields whose parent
+    does not exist or that nest deeper than ``MAX_DEPTH`` (SCHEMA-002) and for two siblings
+    of one name (SCHEMA-007)."""
 
     def __init__(self, fields: Iterable[file_pb2.Field]):
         self.fields: list[file_pb2.Field] = list(fields)
@@ -285,10 +286,16 @@ class SchemaTree:
                 raise FormatError(f"field {f.name!r} has a negative id {f.id}", rule="SCHEMA-008")
             self._by_id[f.id] = f
             self._children.setdefault(f.id, [])
+        names: set[tuple[int, str]] = set()
         for f in self.fields:
             if f.parent_id != -1 and f.parent_id not in self._by_id:
                 raise FormatError(f"field {f.name!r} (id {f.id}) names parent {f.parent_id}, "
                                   f"which is not in the schema", rule="SCHEMA-002")
+            if (f.parent_id, f.name) in names:
+                # columns are looked up by name: two siblings of one name cannot both be read
+                raise FormatError(f"two fields named {f.name!r} under parent {f.parent_id}",
+                                  rule="SCHEMA-007")
+            names.add((f.parent_id, f.name))
             self._children[f.parent_id].append(f)
         # every field must be reachable from the top level within MAX_DEPTH
         seen = 0

@@ -196,6 +196,10 @@ def test_malformed_logical_type(lt):
     ([_field(0, "m", "map"), _field(1, "e", "int32", 0)], "SCHEMA-005"),
     ([_field(0, "i", "int32"), _field(1, "x", "int32", 0)], "SCHEMA-005"),
     ([_field(0, "l", "list.struct"), _field(1, "x", "int32", 0)], "SCHEMA-005"),
+    # two siblings of one name: the scan looked columns up by name and met a KeyError
+    ([_field(0, "s", "int32"), _field(1, "s", "string")], "SCHEMA-007"),
+    ([_field(0, "st", "struct"), _field(1, "a", "int32", 0), _field(2, "a", "int64", 0)],
+     "SCHEMA-007"),
 ])
 def test_bad_trees(fields, rule):
     with pytest.raises(FormatError) as err:
