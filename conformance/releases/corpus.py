@@ -28,18 +28,23 @@ from .venvs import Release, cache_root, ensure_venv
 
 PROGRAM = Path(__file__).with_name("release_program.py")
 
-#: The writers of the documented full corpus (one per era the issue names, and lancedb).
+#: The writers of the documented full corpus: every minor release line of pylance from 0.10
+#: (its last patch release, mostly) and ten lancedb releases.
 FULL_WRITERS = (
-    "pylance==0.10.18", "pylance==0.11.1", "pylance==0.12.1", "pylance==0.13.0",
-    "pylance==0.14.1", "pylance==0.16.1", "pylance==0.18.2",
-    "pylance==0.20.0", "pylance==0.22.0", "pylance==0.25.2", "pylance==0.27.2",
-    "pylance==0.30.0", "pylance==0.32.1", "pylance==0.34.0", "pylance==0.36.0",
-    "pylance==0.38.3", "pylance==0.39.0", "pylance==1.0.4", "pylance==2.0.1",
-    "pylance==3.0.2", "pylance==4.0.2", "pylance==6.1.0", "pylance==7.1.0",
+    "pylance==0.10.18", "pylance==0.11.1", "pylance==0.12.1", "pylance==0.12.3",
+    "pylance==0.13.0", "pylance==0.14.1", "pylance==0.15.0", "pylance==0.16.1",
+    "pylance==0.17.0", "pylance==0.18.2", "pylance==0.19.2", "pylance==0.20.0",
+    "pylance==0.21.0", "pylance==0.22.0", "pylance==0.23.2", "pylance==0.24.1",
+    "pylance==0.25.2", "pylance==0.26.1", "pylance==0.27.2", "pylance==0.28.0",
+    "pylance==0.29.0", "pylance==0.30.0", "pylance==0.31.1", "pylance==0.32.1",
+    "pylance==0.33.0", "pylance==0.34.0", "pylance==0.35.0", "pylance==0.36.0",
+    "pylance==0.37.0", "pylance==0.38.3", "pylance==0.39.0", "pylance==1.0.4",
+    "pylance==2.0.1", "pylance==3.0.2", "pylance==4.0.2", "pylance==6.1.0", "pylance==7.1.0",
     "pylance==8.0.1", "pylance==9.0.1", "pylance==10.0.0", "pylance==11.0.0",
-    "pylance==12.0.0", "pylance==13.0.0", "pylance==14.0.2",
-    "lancedb==0.20.0", "lancedb==0.25.3", "lancedb==0.30.2", "lancedb==0.36.0",
-    "lancedb==0.40.0",
+    "pylance==12.0.0", "pylance==13.0.0", "pylance==14.0.0", "pylance==14.0.2",
+    "lancedb==0.20.0", "lancedb==0.21.2", "lancedb==0.22.1", "lancedb==0.25.3",
+    "lancedb==0.29.2", "lancedb==0.30.2", "lancedb==0.33.0", "lancedb==0.36.0",
+    "lancedb==0.38.0", "lancedb==0.40.0",
 )
 
 #: The subset CI builds under the ``compat`` marker: a legacy-era release, 0.38, the newest.

@@ -190,7 +190,7 @@ def column_count(ctx):
       refusal="a reader cannot tell which file format a version it does not know names: "
               "pylance 14.0.2 refuses to open such a table ('Unknown Lance storage version: "
               "0./'), for malformed and unknown versions alike",
-      releases="every release from 0.16 writes 0.1, 2.0, 2.1, 2.2 or 2.3 (the corpus of 35 "
+      releases="every release from 0.16 writes 0.1, 2.0, 2.1, 2.2 or 2.3 (the corpus of 53 "
                "writers holds no other); before 0.16 none is written, which draws no finding")
 def storage_version_known(ctx):
     """``data_format.version`` of a ``lance`` table is one of the storage versions (the file
