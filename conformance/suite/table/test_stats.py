@@ -232,6 +232,20 @@ def test_stats_001_statistics_schema_that_is_not_sound(legacy, pylance, damage, 
     assert found.location["file"].endswith(".lance")
 
 
+def test_a_missing_data_file_is_not_a_statistics_finding(legacy):
+    """A legacy data file that is not there is DATAFILE-001; it held no statistics to judge
+    (upstream's 0.5.9 ``dataset_with_fragments`` drew STATS-001 beside it)."""
+    import os
+
+    from conformance.engine.local import validate
+
+    path, data_file = legacy
+    os.remove(data_file)
+    report = validate(str(path), deep=True)
+    assert "DATAFILE-001" in report.rules_violated("error")
+    assert "STATS-001" not in report.rules_violated(None)
+
+
 def test_check_page_bounds_direct():
     from reference_impl.table.stats import PageStats
 
