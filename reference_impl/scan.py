@@ -233,11 +233,17 @@ def _field_id(f: pa.Field) -> int:
     return int((f.metadata or {})[b"lance:field_id"])
 
 
+def _id_or_none(f: pa.Field) -> int | None:
+    """The field id ``f`` carries, or None (a fixed-size list's item, a blob descriptor)."""
+    raw = (f.metadata or {}).get(b"lance:field_id")
+    return int(raw) if raw is not None else None
+
+
 def _subtree_ids(f: pa.Field) -> set[int]:
     """The field ids of ``f`` and every nested child that has one (a fixed-size list is one
     Lance field, so its item carries no id)."""
-    raw = (f.metadata or {}).get(b"lance:field_id")
-    out = {int(raw)} if raw is not None else set()
+    fid = _id_or_none(f)
+    out = {fid} if fid is not None else set()
     t = f.type
     if pa.types.is_map(t):
         children = [t.key_field, t.item_field]
@@ -432,7 +438,7 @@ def _read_v2_x(df, store, key, fields):
     reader = LanceFileReader(store, key)
     _check_footer_version(df, key, reader.version, reader.version)
     table = reader.read_columns([_field_id(f) for f in fields])
-    in_file = {_field_id(f): f for f in reader.schema if (f.metadata or {}).get(b"lance:field_id")}
+    in_file = {fid: f for f in reader.schema if (fid := _id_or_none(f)) is not None}
     out = []
     for i, f in enumerate(fields):
         arr = table.column(i).combine_chunks()
@@ -455,13 +461,13 @@ def nested_by_id(arr: pa.Array, stored: pa.Field, wanted: pa.Field) -> pa.Array:
     st, wt = stored.type, wanted.type
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(st) and pa.types.is_struct(wt):
-        if any(_child_id(c) is None for c in st):
+        if any(_id_or_none(c) is None for c in st):
             return arr  # not a schema's struct (a blob v2 column's descriptors): left as read
-        by_id = {_child_id(c): j for j, c in enumerate(st)}
+        by_id = {_id_or_none(c): j for j, c in enumerate(st)}
         children = []
         for c in wt:
-            j = by_id.get(_child_id(c))
-            children.append(pa.nulls(len(arr), c.type) if j is None or _child_id(c) is None
+            j = by_id.get(_id_or_none(c))
+            children.append(pa.nulls(len(arr), c.type) if j is None
                             else nested_by_id(arr.field(j), st.field(j), c))
         return pa.StructArray.from_arrays(children, fields=list(wt), mask=mask)
     if (pa.types.is_list(st) and pa.types.is_list(wt)) or \
@@ -484,7 +490,3 @@ def nested_by_id(arr: pa.Array, stored: pa.Field, wanted: pa.Field) -> pa.Array:
                                                  mask=mask)
     return arr
 
-
-def _child_id(f: pa.Field) -> int | None:
-    raw = (f.metadata or {}).get(b"lance:field_id")
-    return int(raw) if raw is not None else None

@@ -177,6 +177,7 @@ def _message_regions(path: Path, data: bytes) -> list:
     2.x Lance file (found through its footer's offset table); empty for other files."""
     import struct
 
+    from reference_impl.file.container import FOOTER, FOOTER_SIZE, MAGIC
     from reference_impl.proto import file2_pb2, table_pb2, transaction_pb2
 
     if path.suffix == ".txn":
@@ -187,16 +188,17 @@ def _message_regions(path: Path, data: bytes) -> list:
             (n,) = struct.unpack_from("<I", data, pos)
             if pos + 4 + n <= len(data) - 16:
                 return [(pos + 4, pos + 4 + n, table_pb2.Manifest)]
-    if path.suffix in (".lance", ".idx") and len(data) >= 40 and data[-4:] == b"LANC":
-        _cm, cmo, _gbo, _ng, ncols, major, minor = struct.unpack_from("<QQQIIHH", data, len(data) - 40)
+    if path.suffix in (".lance", ".idx") and len(data) >= FOOTER_SIZE and data[-4:] == MAGIC:
+        end = len(data) - FOOTER_SIZE
+        _cm, cmo, _gbo, _ng, ncols, major, minor, _magic = FOOTER.unpack_from(data, end)
         if (major, minor) == (0, 3) or major >= 2:
             out = []
             for c in range(min(ncols, 4096)):
                 at = cmo + 16 * c
-                if at + 16 > len(data) - 40:
+                if at + 16 > end:
                     break
                 start, size = struct.unpack_from("<QQ", data, at)
-                if size and start + size <= len(data) - 40:
+                if size and start + size <= end:
                     out.append((start, start + size, file2_pb2.ColumnMetadata))
             return out
     return []
@@ -272,24 +274,27 @@ def edit_field(path: Path, data: bytes, rng: random.Random) -> tuple[bytes, int,
     leaves = list(_leaves(msg))
     rng.shuffle(leaves)
     for owner, fd, i, name in leaves:
-        container = getattr(owner, fd.name)
-        old = container[i] if i is not None else container
+        old = getattr(owner, fd.name)[i] if i is not None else getattr(owner, fd.name)
         for new in _other_values(fd, old, rng):
-            if i is not None:
-                container[i] = new
-            else:
-                setattr(owner, fd.name, new)
+            _set(owner, fd, i, new)
             edited = msg.SerializeToString()
             if len(edited) == len(raw):
-                shown = new if not isinstance(new, bytes | str) else repr(new)[:60]
                 return (bytes(data[:start]) + edited + bytes(data[end:]), start,
-                        f"{name}: {old if not isinstance(old, bytes | str) else repr(old)[:60]} "
-                        f"-> {shown}")
-            if i is not None:
-                container[i] = old
-            else:
-                setattr(owner, fd.name, old)
+                        f"{name}: {_shown(old)} -> {_shown(new)}")
+            _set(owner, fd, i, old)
     return None
+
+
+def _set(owner, fd, i, value) -> None:
+    """Set field ``fd`` of ``owner`` (element ``i`` of it when repeated) to ``value``."""
+    if i is not None:
+        getattr(owner, fd.name)[i] = value
+    else:
+        setattr(owner, fd.name, value)
+
+
+def _shown(value) -> str:
+    return repr(value)[:60] if isinstance(value, bytes | str) else str(value)
 
 
 def mutate(source: Path, dest: Path, rng: random.Random, targets=("data",),

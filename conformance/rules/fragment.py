@@ -173,16 +173,17 @@ def field_in_one_file(ctx):
                 seen.setdefault(fid, df.path)
 
 
-BLOB_V2 = "lance.blob.v2"
-
-
 def _one_column(f) -> bool:
     """A struct field a 2.1+ file stores as one column: a packed struct (metadata
     ``lance-encoding:packed`` or the bare ``packed`` key set to ``true``) or a blob v2 column
     (extension ``lance.blob.v2``, whose children describe its descriptor)."""
-    if f.extension_name == BLOB_V2 or f.metadata.get("ARROW:extension:name", b"") == BLOB_V2.encode():
+    from reference_impl.file.arrow_types import PACKED_KEYS
+    from reference_impl.table.blob import EXTENSION_KEY, EXTENSION_NAME
+
+    if f.extension_name == EXTENSION_NAME \
+            or f.metadata.get(EXTENSION_KEY.decode(), b"") == EXTENSION_NAME.encode():
         return True
-    return any(f.metadata.get(k, b"").lower() == b"true" for k in ("lance-encoding:packed", "packed"))
+    return any(f.metadata.get(k.decode(), b"").lower() == b"true" for k in PACKED_KEYS)
 
 
 @rule("FRAG-012", title="2.1+ data files list leaf fields only", severity="error",

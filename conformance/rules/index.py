@@ -269,8 +269,7 @@ def details_present(ctx):
 
 # -- index files ---------------------------------------------------------------------------
 
-_FILES_CACHE = "index.files_decoded"  # table cache: (base path, uuid) -> [(file, error)]
-MAGIC = b"LANC"
+_FILES_CACHE = "index.files_decoded"  # table cache: (id of store, key) -> why it fails | None
 
 
 def _index_files(ctx, i: ix.Index):
@@ -296,15 +295,18 @@ def _decode_index_file(store, key: str) -> str | None:
     is read only when it ends in the ``LANC`` footer magic (an index plugin may store
     anything else), and a version 0.1 file is left alone: its metadata is the old vector
     index's ``Index`` message rather than a data file's."""
+    from reference_impl.file.container import MAGIC
+    from reference_impl.file.legacy import TAIL
     from reference_impl.file.reader import LanceFileReader
 
     from .file_v2_0 import _arrow_errors
 
     size = store.size(key)
-    tail = store.get_range(key, max(0, size - 16), min(size, 16))
-    if len(tail) < 16 or tail[-4:] != MAGIC:
+    tail = store.get_range(key, max(0, size - TAIL.size), min(size, TAIL.size))
+    if len(tail) < TAIL.size or tail[-4:] != MAGIC:
         return "it ends without the Lance footer magic LANC" if key.endswith(".lance") else None
-    if (int.from_bytes(tail[8:10], "little"), int.from_bytes(tail[10:12], "little")) == (0, 1):
+    _pos, major, minor, _magic = TAIL.unpack(tail)
+    if (major, minor) == (0, 1):
         return None
     try:
         LanceFileReader(store, key, size=size).read_all()
