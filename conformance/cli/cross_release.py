@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _family(scenario: str) -> str:
     """``types-2.1`` -> ``types``; ``upgraded-index-btree`` -> ``upgraded``."""
-    for prefix in ("upgraded", "index", "lancedb"):
+    for prefix in ("upgraded", "downgraded", "index", "lancedb"):
         if scenario.startswith(prefix + "-") or scenario == prefix:
             return prefix
     head = scenario.split("-")
@@ -110,7 +110,10 @@ def markdown_table(verdicts: list[dict]) -> str:
     cells: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     notes: dict[str, set[str]] = defaultdict(set)
     for v in verdicts:
-        writer = v["writer"].split(" then ")[0]
+        # a row per corpus: the release that wrote it first, or the older release that
+        # modified the newest release's table (``downgraded-``)
+        chain = v["writer"].split(" then ")
+        writer = chain[-1] if v["scenario"].startswith("downgraded-") else chain[0]
         fam = _family(v["scenario"])
         cells[writer][fam].append(bool(v["ok"]))
         if not v["ok"]:

@@ -75,9 +75,12 @@ class ExpectedFinding:
     def applies(self, writer: str, scenario: str) -> bool:
         from fnmatch import fnmatch
 
-        first = Release.parse(writer.split(" then ")[0])
-        return (first.package == self.package and self.since <= first.version_tuple < self.until
-                and fnmatch(scenario.removeprefix("upgraded-"), self.scenarios))
+        if not fnmatch(scenario.removeprefix("upgraded-").removeprefix("downgraded-"),
+                       self.scenarios):
+            return False
+        # a root two releases wrote draws the finding when either of them writes it
+        return any(r.package == self.package and self.since <= r.version_tuple < self.until
+                   for r in map(Release.parse, writer.split(" then ")))
 
 
 EXPECTED_FINDINGS: list[ExpectedFinding] = [
@@ -123,9 +126,24 @@ def _is_current(out: Path) -> bool:
     return info.get("program") == _program_digest() and "seconds" in info
 
 
+#: Bumped when the downgrade stage changes, so that cached corpora gain (or redo) it alone.
+DOWNGRADE_STAGE = "1"
+
+
+def _downgrades(release: Release) -> bool:
+    """Whether ``release`` modifies the newest release's tables in its corpus: every pylance
+    release but the newest (lancedb's Python API drives the same Lance core)."""
+    return release.package == "pylance" and release.name != NEWEST_READER
+
+
 def _build(release: Release, out: Path, force: bool, timeout: float) -> Path:
     stamp = out / "writer.json"
     if not force and _is_current(out):
+        info = json.loads(stamp.read_text())
+        if _downgrades(release) and info.get("downgraded") != DOWNGRADE_STAGE:
+            _downgrade_newest(out, release, timeout)
+            info["downgraded"] = DOWNGRADE_STAGE
+            stamp.write_text(json.dumps(info, indent=1))
         return out
     py = ensure_venv(release)
     if out.exists():
@@ -143,6 +161,9 @@ def _build(release: Release, out: Path, force: bool, timeout: float) -> Path:
         _read_with_newest(out, release, timeout)
         _upgrade_with_newest(out, release, timeout)
     info = json.loads(stamp.read_text())
+    if _downgrades(release):
+        _downgrade_newest(out, release, timeout)
+        info["downgraded"] = DOWNGRADE_STAGE
     info.update({"program": _program_digest(), "release": release.name,
                  "seconds": round(time.monotonic() - started, 1)})
     stamp.write_text(json.dumps(info, indent=1))
@@ -170,7 +191,7 @@ def _upgrade_with_newest(out: Path, release: Release, timeout: float) -> None:
     newest = Release.parse(NEWEST_READER)
     py = str(ensure_venv(newest))
     for folder in scenarios(out):
-        if folder.name.startswith("upgraded-"):
+        if folder.name.startswith(("upgraded-", "downgraded-")):
             continue
         info = json.loads((folder / "scenario.json").read_text())
         if not info.get("versions") or info.get("unreadable_versions"):
@@ -193,6 +214,49 @@ def _upgrade_with_newest(out: Path, release: Release, timeout: float) -> None:
         up.update({"writer": f"{release.name} then {NEWEST_READER}",
                    "scenario": target.name, "refused_columns": {}})
         (target / "scenario.json").write_text(json.dumps(up, indent=1, sort_keys=True))
+
+
+def _downgrade_newest(out: Path, release: Release, timeout: float) -> None:
+    """Copy each root of the newest release's corpus to ``downgraded-<scenario>/`` and let
+    ``release`` modify it as :func:`_upgrade_with_newest` does (insert, optimize indices,
+    compact, delete), then read it back: a table written by a new release and changed by an
+    older one (a pinned job, another engine), as upstream's downgrade tests make them.
+
+    The newest release reads each result too (``read-by/``). A root the older release leaves
+    as it was (it refuses the table, or every step) is dropped; a root it breaks is kept, for
+    the kit must then refuse what the newest release refuses.
+    """
+    import shutil
+
+    source = build(Release.parse(NEWEST_READER), timeout=timeout)
+    py = str(ensure_venv(release))
+    staging = out / "_downgrading"
+    shutil.rmtree(staging, ignore_errors=True)
+    for folder in scenarios(source):
+        if folder.name.startswith(("upgraded-", "downgraded-")):
+            continue
+        info = json.loads((folder / "scenario.json").read_text())
+        if not info.get("versions") or info.get("unreadable_versions"):
+            continue
+        target = staging / f"downgraded-{folder.name}"
+        shutil.copytree(folder / "table", target / "table", symlinks=True)
+        before = len(list((target / "table" / "_versions").glob("*.manifest")))
+        done = subprocess.run([py, str(PROGRAM), "upgrade", str(target / "table"), str(target)],
+                              capture_output=True, text=True, timeout=timeout)
+        after = len(list((target / "table" / "_versions").glob("*.manifest")))
+        if done.returncode != 0 or not (target / "scenario.json").is_file() or after == before:
+            shutil.rmtree(target, ignore_errors=True)
+            continue
+        down = json.loads((target / "scenario.json").read_text())
+        down.update({"writer": f"{NEWEST_READER} then {release.name}",
+                     "scenario": target.name, "refused_columns": {}})
+        (target / "scenario.json").write_text(json.dumps(down, indent=1, sort_keys=True))
+    if staging.is_dir() and any(staging.iterdir()):
+        _read_with_newest(staging, release, timeout)
+        for target in sorted(staging.iterdir()):
+            shutil.rmtree(out / target.name, ignore_errors=True)
+            target.rename(out / target.name)
+    shutil.rmtree(staging, ignore_errors=True)
 
 
 # -- judging ------------------------------------------------------------------------------------
@@ -262,11 +326,13 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
     table = folder / "table"
     newest = _newest_reading(folder)
     refused_by_newest = set()
+    table_refused = False  # the newest release refuses to open the table at all
     if newest is not None:
         refused_by_newest = {int(v) for v in newest.get("unreadable_versions", {})
                              if v != "latest"}
         if "latest" in newest.get("unreadable_versions", {}):
             refused_by_newest = set(info.get("versions", []))
+            table_refused = True
     # a version the writer could not read back but the newest release reads is judged
     # against the newest release's rows (a runtime failure of an old release says nothing
     # about the bytes); a version no release reads must draw findings, which are then not
@@ -287,8 +353,14 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
         version = v.location.get("version")
         if version is not None and int(version) in refused_by_newest:
             continue  # the newest release refuses this version too
+        if version is None and table_refused:
+            continue  # a finding on the whole table, which the newest release refuses
         verdict.errors.append({"rule": v.rule, "message": v.message[:300],
                                "location": {k: str(x) for k, x in v.location.items()}})
+    if table_refused and any(v.location.get("version") is None for v in report.violations):
+        # an error on the whole table the newest release refuses to open covers every version
+        flagged_versions |= {str(v) for v in info.get("versions", [])}
+        flagged_versions |= set(info.get("unreadable_versions", {}))
     verdict.expected = sorted(seen)
     verdict.missing_expected = sorted(set(expected) - seen)
     for v in info.get("versions", []):
@@ -318,6 +390,8 @@ def _judge_refused(table: Path, version: int, flagged: set[str],
 
     unreadable = (newest or {}).get("unreadable_versions", {})
     why = unreadable.get(str(version)) or unreadable.get("latest", "")
+    if str(version) in flagged:  # an error finding on a version the newest release refuses
+        return VersionVerdict(version, "flagged", f"{NEWEST_READER} refuses it: {why}"[:300])
     try:
         ours = ri.open_dataset(str(table), version=version)
         got = ours.to_table()

@@ -66,6 +66,13 @@ def uuid_length(ctx):
                           _loc(ctx, i))
 
 
+def _details_kind(type_url: str | None) -> str:
+    """What an index's details are, for comparing segments: the kind of a known details
+    message (its package differs between releases), else the type URL ignoring case."""
+    known = ix.details_class(type_url) if type_url else None
+    return known[0] if known else (type_url or "").lower()
+
+
 @rule("INDEX-003", title="index names are unique per version (segments excepted)",
       severity="error", spec="004", section=_SEC,
       clause="Index name. Must be unique within one dataset version.",
@@ -74,7 +81,12 @@ def uuid_length(ctx):
               "adds one per batch of new fragments); create_index(replace=False) on a used "
               "name is refused. Entries sharing a name are accepted as segments when they "
               "agree on fields and type and their bitmaps do not overlap",
-      enforces="pylance")
+      enforces="pylance",
+      releases="pylance up to 6.1 names vector index details /lance.table.VectorIndexDetails, "
+               "7.1 and later /lance.index.pb.VectorIndexDetails (and 0.36 alone puts the "
+               "scalar details in lance.index.pb); every release reads both. A table one "
+               "release indexed and another optimized holds segments of both spellings, so "
+               "segments agree on type when their details are the same known message")
 def unique_names(ctx):
     for name, segs in ix.segments(indices(ctx)).items():
         if len(segs) < 2:
@@ -84,7 +96,7 @@ def unique_names(ctx):
             if s.fields != first.fields:
                 yield Finding(f"index {name!r}: entries cover different fields "
                               f"{list(first.fields)} and {list(s.fields)}", _loc(ctx, s))
-            if (s.type_url or "").lower() != (first.type_url or "").lower():
+            if _details_kind(s.type_url) != _details_kind(first.type_url):
                 yield Finding(f"index {name!r}: entries have different types "
                               f"{first.type_url!r} and {s.type_url!r}", _loc(ctx, s))
         both = ix.overlapping_fragments(segs)

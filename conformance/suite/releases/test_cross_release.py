@@ -110,8 +110,63 @@ def test_expected_findings_are_matched_by_release_range_and_scenario():
     assert corpus.expected_findings("pylance==0.25.2", "types-legacy") == {}
     assert corpus.expected_findings("pylance==8.0.1", "types-legacy") == {}
     assert corpus.expected_findings("pylance==0.30.0", "types-2.0") == {}
+    # a table 14.0.2 wrote and 0.30 modified holds 0.30's legacy files too
+    assert corpus.expected_findings("pylance==14.0.2 then pylance==0.30.0",
+                                    "downgraded-types-legacy")
+    assert corpus.expected_findings("pylance==14.0.2 then pylance==8.0.1",
+                                    "downgraded-types-legacy") == {}
     for e in corpus.EXPECTED_FINDINGS:  # every expected finding quotes the spec
         assert e.sentence.split(":")[0].split()[0] in ("000", "001", "002", "003", "004")
+
+
+def _mixed_names_root(tmp_path: Path, newest_refuses: bool) -> Path:
+    """A root like the ones pylance 0.16 makes of a 14.0.2 table: version 1 under its V2 name
+    and under the V1 name ``1.manifest``; the newest release may refuse to open it."""
+    from reference_impl.table import layout
+
+    rows = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+    folder = _fake_root(tmp_path, rows)
+    versions = folder / "table" / "_versions"
+    v2 = versions / layout.manifest_key(1, layout.SCHEME_V2).split("/")[-1]
+    (versions / "1.manifest").write_bytes(v2.read_bytes())
+    if newest_refuses:
+        newest = folder / "read-by" / Release.parse(corpus.NEWEST_READER).slug
+        newest.mkdir(parents=True)
+        (newest / "read.json").write_text(json.dumps({"versions": [], "unreadable_versions": {
+            "latest": "Found multiple manifest naming schemes in the same directory"}}))
+    return folder
+
+
+def test_an_error_on_a_table_the_newest_release_refuses_is_no_false_error(tmp_path):
+    """An older release that modifies a newer release's table may break it (pylance 0.16 adds
+    V1 names beside V2 names, which 14.0.2 refuses to open). The kit's error on the whole
+    table (MANIFEST-006) then agrees with the newest release, whatever the writer read."""
+    v = corpus.judge_scenario(_mixed_names_root(tmp_path, newest_refuses=True))
+    assert v.ok, v.as_dict()
+    assert [x.outcome for x in v.versions] == ["flagged"]
+
+
+def test_an_error_on_a_table_the_newest_release_reads_is_a_false_error(tmp_path):
+    v = corpus.judge_scenario(_mixed_names_root(tmp_path, newest_refuses=False))
+    assert not v.ok
+    assert "MANIFEST-006" in {e["rule"] for e in v.errors}
+
+
+def test_the_table_gives_downgraded_roots_to_the_older_release():
+    from conformance.cli.cross_release import markdown_table
+
+    def verdict(writer, scenario):
+        return {"writer": writer, "scenario": scenario, "ok": True, "errors": [],
+                "versions": []}
+
+    text = markdown_table([verdict("pylance==0.38.3", "ops-2.0"),
+                           verdict("pylance==0.38.3 then pylance==14.0.2", "upgraded-ops-2.0"),
+                           verdict("pylance==14.0.2 then pylance==0.38.3", "downgraded-ops-2.0"),
+                           verdict("pylance==14.0.2", "ops-2.0")])
+    header, _rule, old, new = text.splitlines()[:4]
+    assert header == "| writer | downgraded | ops | upgraded | roots ok |"
+    assert old == "| pylance==0.38.3 | 1/1 | 1/1 | 1/1 | 3/3 |"
+    assert new == "| pylance==14.0.2 |  | 1/1 |  | 1/1 |"
 
 
 # -- the corpus (compat marker; CI runs it) ---------------------------------------------------
@@ -163,6 +218,16 @@ def test_the_corpus_covers_every_operation_the_release_has(release_corpus):
             assert "done" in steps.get(required, set()), (name, required, steps.get(required))
         files = json.loads((folder / "files" / "scenario.json").read_text())["files"]
         assert {"basic-types-2.0", "large-2.0"} <= set(files), (name, files)
+    if corpus._downgrades(Release.parse(name)):
+        # the older release modified some of the newest release's tables (legacy ones at
+        # least: every release reads and writes those)
+        down = [s.name for s in corpus.scenarios(folder) if s.name.startswith("downgraded-")]
+        assert "downgraded-ops-legacy" in down, (name, down)
+        for s in down:
+            info = json.loads((folder / s / "scenario.json").read_text())
+            assert info["writer"] == f"{corpus.NEWEST_READER} then {name}"
+            assert (folder / s / "read-by" / Release.parse(corpus.NEWEST_READER).slug /
+                    "read.json").is_file()
 
 
 def test_a_version_only_the_newest_release_reads_is_judged_by_its_rows(tmp_path):

@@ -190,6 +190,37 @@ def test_segments_after_optimize_indices(tmp_path, pylance):
         pylance.dataset(root).create_scalar_index("id", "BTREE", replace=False)
 
 
+@pytest.mark.parametrize(("second_url", "flagged"), [
+    ("/lance.index.pb.BTreeIndexDetails", False),  # pylance 0.36's package for the same message
+    ("/LANCE.TABLE.BTREEINDEXDETAILS", False),
+    ("/lance.table.BitmapIndexDetails", True),      # another kind of index
+    ("/example.CustomIndexDetails", True),
+])
+def test_segments_agree_on_the_details_message_not_its_spelling(tmp_path, pylance, second_url,
+                                                                 flagged):
+    """pylance up to 6.1 names vector details ``lance.table``, 7.1 and later ``lance.index.pb``:
+    when an older release optimizes a newer release's index, its segments spell one message
+    two ways and both releases use the index. Segments of two kinds of index are INDEX-003."""
+    from conformance.fixtures.corruption import encode_manifest, latest_manifest, split_manifest
+
+    root = tmp_path / "seg"
+    t = pa.table({"id": np.arange(20, dtype=np.int64)})
+    pylance.write_dataset(t, str(root), max_rows_per_file=10).create_scalar_index("id", "BTREE")
+    pylance.write_dataset(t, str(root), mode="append")
+    pylance.dataset(str(root)).optimize.optimize_indices(num_indices_to_merge=0)
+
+    path = latest_manifest(root)
+    m, idx, txn = split_manifest(path.read_bytes())
+    section = table_pb2.IndexSection.FromString(idx)
+    assert [i.name for i in section.indices] == ["id_idx", "id_idx"]
+    section.indices[1].index_details.type_url = second_url
+    path.write_bytes(encode_manifest(m, index=section.SerializeToString(), txn=txn))
+    found = [v for v in validate(str(root)).violations if v.rule == "INDEX-003"]
+    assert bool(found) == flagged, found
+    if flagged:
+        assert "different types" in found[0].message
+
+
 # -- details type URLs ------------------------------------------------------------------------
 
 def test_type_urls_match_ignoring_case():
