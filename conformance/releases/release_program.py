@@ -423,6 +423,8 @@ def scenario_operations(out, release, storage, stable_row_ids=False):
     rec.step("add_columns", lambda: ds().add_columns({"doubled": "id * 2"}))
     rec.step("drop_columns", lambda: ds().drop_columns(["f64"] if "f64" in cols else ["m"]))
     rec.step("alter_columns", lambda: ds().alter_columns({"path": "m", "name": "m2"}))
+    if "st" in cols:  # a nested rename: data files keep the old name, readers go by field id
+        rec.step("alter_nested", lambda: ds().alter_columns({"path": "st.y", "name": "y2"}))
     rec.step("compact", lambda: ds().optimize.compact_files(target_rows_per_fragment=400))
     if "vec" in cols:
         rec.step("vector_index", lambda: ds().create_index(
@@ -884,6 +886,7 @@ def _lancedb_scenario(out, release, name, options):
                  .when_not_matched_insert_all().execute(make_table(cols, 790, 20)))
         rec.step("add_columns", lambda: t.add_columns({"doubled": "id * 2"}))
         rec.step("alter_columns", lambda: t.alter_columns({"path": "doubled", "rename": "dbl"}))
+        rec.step("alter_nested", lambda: t.alter_columns({"path": "st.y", "rename": "y2"}))
         rec.step("drop_columns", lambda: t.drop_columns(["f64"]))
         rec.step("scalar_index", lambda: t.create_scalar_index("id"))
         rec.step("fts_index", lambda: t.create_fts_index("s", **_kwargs_for(

@@ -210,7 +210,7 @@ def test_the_corpus_covers_every_operation_the_release_has(release_corpus):
         info = json.loads((s / "scenario.json").read_text())
         for st in info["steps"]:
             steps.setdefault(st["step"], set()).add(st["outcome"])
-    for required in ("create", "append", "delete", "compact"):
+    for required in ("create", "append", "delete", "compact", "alter_nested"):
         assert "done" in steps.get(required, set()), (name, required, steps.get(required))
     if Release.parse(name).version_tuple >= (0, 20):
         for required in ("update", "merge", "add_columns", "drop_columns", "tag",
