@@ -3,6 +3,9 @@
 :func:`build` runs ``release_program.py`` in a release's virtualenv; the result is a folder per
 scenario holding ``table/`` (the dataset), ``expected/v{N}.arrows`` (Arrow IPC stream: the rows that release reads
 back at version N) and ``scenario.json`` (steps, refused columns, unreadable versions).
+The newest release reads every root and modifies a copy (``upgraded-<scenario>``); every
+older pylance release modifies copies of the newest release's roots
+(``downgraded-<scenario>``), which both read back.
 
 :func:`judge` is the kit's side: for every scenario it validates every version (``--deep``)
 and reads every version with the reference reader. A root is judged *as its writer reads it*
