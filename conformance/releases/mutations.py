@@ -204,9 +204,14 @@ def _message_regions(path: Path, data: bytes) -> list:
     return []
 
 
-def _leaves(msg, prefix: str = ""):
-    """``(message, field, index, name)`` of every scalar value set in ``msg``, nested
-    messages walked (map fields left out)."""
+def _leaves(msg, prefix: str = "", repack: tuple = ()):
+    """``(message, field, index, name, repack)`` of every scalar value set in ``msg``, nested
+    messages walked (map fields left out).
+
+    A ``google.protobuf.Any`` whose type URL names a message the kit knows (the page and
+    column encodings of Lance files) is walked too, as the message it packs; ``repack`` then
+    holds the steps that write an edited inner message back into its ``Any`` values, innermost
+    first. An ``Any`` whose bytes do not re-encode to themselves is left as bytes."""
     for fd, value in msg.ListFields():
         name = prefix + fd.name
         repeated = fd.is_repeated
@@ -214,10 +219,76 @@ def _leaves(msg, prefix: str = ""):
             if fd.message_type.GetOptions().map_entry:
                 continue
             for i, sub in enumerate(value if repeated else [value]):
-                yield from _leaves(sub, f"{name}[{i}]." if repeated else name + ".")
+                at = f"{name}[{i}]" if repeated else name
+                inner = _unpacked(sub) if fd.message_type.full_name == ANY else None
+                if inner is None:
+                    yield from _leaves(sub, at + ".", repack)
+                    continue
+                yield from _leaves(sub, at + ".", repack)  # the type URL and the raw bytes
+
+                def write_back(sub=sub, inner=inner):
+                    sub.value = inner.SerializeToString()
+
+                yield from _leaves(inner, f"{at}<{inner.DESCRIPTOR.name}>.",
+                                   (write_back, *repack))
+        elif (msg.DESCRIPTOR.full_name, fd.name) in SERIALIZED_ANY and not repeated:
+            yield msg, fd, None, name, repack  # the bytes as bytes
+            outer = _any_of(value)
+            inner = _unpacked(outer) if outer is not None else None
+            if inner is None:
+                continue
+
+            def write_back(msg=msg, fd=fd, outer=outer, inner=inner):
+                outer.value = inner.SerializeToString()
+                setattr(msg, fd.name, outer.SerializeToString())
+
+            yield from _leaves(inner, f"{name}<{inner.DESCRIPTOR.name}>.", (write_back, *repack))
         else:
             for i in range(len(value)) if repeated else [None]:
-                yield msg, fd, i, f"{name}[{i}]" if repeated else name
+                yield msg, fd, i, f"{name}[{i}]" if repeated else name, repack
+
+
+ANY = "google.protobuf.Any"
+#: bytes fields that hold a serialized ``Any``: a 2.x file's direct page and column encodings
+SERIALIZED_ANY = {("lance.file.v2.DirectEncoding", "encoding")}
+
+
+def _any_of(raw: bytes):
+    """``raw`` parsed as a ``google.protobuf.Any`` that re-encodes to itself, else None."""
+    from google.protobuf import any_pb2
+    from google.protobuf.message import DecodeError
+
+    try:
+        outer = any_pb2.Any.FromString(raw)
+    except DecodeError:
+        return None
+    return outer if outer.type_url and outer.SerializeToString() == raw else None
+
+
+def _unpacked(any_msg):
+    """The message an ``Any`` packs, when its type URL names one of the kit's protobuf
+    messages and its bytes re-encode to themselves; else None."""
+    from google.protobuf import descriptor_pool, message_factory
+    from google.protobuf.message import DecodeError
+
+    # the modules that register the messages a Lance file packs in an Any
+    from reference_impl.proto import (  # noqa: F401
+        encodings_v2_0_pb2,
+        encodings_v2_1_pb2,
+        encodings_v2_3_pb2,
+    )
+
+    name = any_msg.type_url.rsplit("/", 1)[-1]
+    try:
+        cls = message_factory.GetMessageClass(
+            descriptor_pool.Default().FindMessageTypeByName(name))
+    except KeyError:
+        return None
+    try:
+        inner = cls.FromString(any_msg.value)
+    except DecodeError:
+        return None
+    return inner if inner.SerializeToString() == any_msg.value else None
 
 
 def _other_values(fd, old, rng: random.Random) -> list:
@@ -273,15 +344,19 @@ def edit_field(path: Path, data: bytes, rng: random.Random) -> tuple[bytes, int,
         return None
     leaves = list(_leaves(msg))
     rng.shuffle(leaves)
-    for owner, fd, i, name in leaves:
+    for owner, fd, i, name, repack in leaves:
         old = getattr(owner, fd.name)[i] if i is not None else getattr(owner, fd.name)
         for new in _other_values(fd, old, rng):
             _set(owner, fd, i, new)
+            for step in repack:
+                step()
             edited = msg.SerializeToString()
             if len(edited) == len(raw):
                 return (bytes(data[:start]) + edited + bytes(data[end:]), start,
                         f"{name}: {_shown(old)} -> {_shown(new)}")
             _set(owner, fd, i, old)
+            for step in repack:
+                step()
     return None
 
 

@@ -168,6 +168,10 @@ def _check_ipc_sizes(data: bytes, path: str | None, limit: int) -> None:
             b_off, b_len = msg.u("q", bstart + 16 * j), msg.u("q", bstart + 16 * j + 8)
             if b_len >= 8:
                 declared = f.u("q", body + b_off)
+                if declared < -1:  # Arrow's framing: -1 marks a buffer stored uncompressed
+                    raise FormatError(f"Arrow deletion buffer claims an uncompressed length of "
+                                      f"{declared}", rule="DELETION-003", path=path,
+                                      offset=body + b_off)
                 if declared > byte_limit:
                     raise FormatError(f"Arrow deletion buffer claims {declared} uncompressed "
                                       f"bytes", rule="DELETION-003", path=path, offset=body + b_off)

@@ -13,7 +13,8 @@
 * ``--targets`` picks the files a mutation may damage (data, manifest, deletion, transaction,
   index files, or any file); a campaign over manifests and deletion files runs the same way.
 * ``--kinds field`` edits one protobuf field of a manifest, transaction file or 2.x data
-  file's column metadata in place: the file still parses and says one thing differently.
+  file's column metadata in place (inside its page encodings too): the file still parses and
+  says one thing differently.
 """
 
 from __future__ import annotations
@@ -175,6 +176,44 @@ def test_a_field_edit_changes_one_value_and_keeps_the_file_parsing(small_corpus,
     # a file that holds no protobuf message gets a flip
     flipped = mu.mutate(v22, tmp_path / "del", random.Random(1), ("deletion",), ("field",))
     assert flipped.kind == "flip" and not flipped.detail
+
+
+@pytest.mark.parametrize("table", ["types-2.0", "types-2.2"])
+def test_field_edits_reach_inside_the_page_encodings(small_corpus, tmp_path, table):
+    """A 2.x page's encoding is a ``google.protobuf.Any`` serialized into a bytes field;
+    field edits walk the message it packs (``ArrayEncoding`` of 2.0, ``PageLayout`` of
+    2.1+) and write it back, so exactly one value inside the encoding changes."""
+    from google.protobuf import any_pb2
+
+    from reference_impl.proto import encodings_v2_0_pb2, encodings_v2_1_pb2, file2_pb2
+
+    path = next((small_corpus / "pylance-14.0.2" / table / "table" / "data").glob("*.lance"))
+    data = path.read_bytes()
+    rng = random.Random(3)
+    inner = []
+    for _ in range(60):
+        new, at, detail = mu.edit_field(path, data, rng)
+        assert len(new) == len(data) and new != data
+        if "<" in detail:
+            inner.append((new, at, detail))
+    assert len(inner) >= 5, "no edit reached inside a page encoding"
+    layout = {"types-2.0": encodings_v2_0_pb2.ArrayEncoding,
+              "types-2.2": encodings_v2_1_pb2.PageLayout}[table]
+    for new, at, detail in inner:
+        assert f"<{layout.DESCRIPTOR.name}>." in detail
+        ((start, end, cls),) = [r for r in mu._message_regions(path, new) if r[0] == at]
+        assert cls is file2_pb2.ColumnMetadata
+        before = cls.FromString(data[start:end])
+        after = cls.FromString(new[start:end])
+        changed = [i for i, (a, b) in enumerate(zip(before.pages, after.pages, strict=True))
+                   if a != b]
+        assert len(changed) == 1 and before.encoding == after.encoding, detail
+        a, b = before.pages[changed[0]], after.pages[changed[0]]
+        assert (a.length, list(a.buffer_offsets)) == (b.length, list(b.buffer_offsets))
+        ea = any_pb2.Any.FromString(a.encoding.direct.encoding)
+        eb = any_pb2.Any.FromString(b.encoding.direct.encoding)
+        assert ea.type_url == eb.type_url
+        assert layout.FromString(ea.value) != layout.FromString(eb.value)
 
 
 def test_a_campaign_over_manifests_and_deletion_files(small_corpus, tmp_path, capsys):

@@ -157,6 +157,27 @@ def test_compressed_size_claims_checked_before_decoding():
     assert err.value.rule == "DELETION-003"
 
 
+def test_an_uncompressed_length_other_than_minus_one_is_refused(tmp_path, pylance):
+    """In a body-compressed Arrow IPC file a buffer starts with its uncompressed length, and
+    -1 marks a buffer stored as is. pylance writes a one-row deletion file that way; with
+    that -1 turned into another negative number pylance refuses the table ("Invalid
+    uncompressed length"), so the kit refuses it too (pyarrow alone reads it as -1)."""
+    root = tmp_path / "t"
+    pylance.write_dataset(pa.table({"id": pa.array(range(10), pa.int64())}), str(root))
+    pylance.dataset(str(root)).delete("id = 3")
+    (path,) = (root / "_deletions").glob("*.arrow")
+    data = path.read_bytes()
+    at = data.index(b"\xff" * 8, 8)
+    assert D.decode_deletion_file(data, D.ARROW_ARRAY).tolist() == [3]
+    damaged = data[:at] + b"\xfe" + data[at + 1:]
+    with pytest.raises(FormatError) as err:
+        D.decode_deletion_file(damaged, D.ARROW_ARRAY, path="_deletions/x.arrow")
+    assert err.value.rule == "DELETION-003" and err.value.offset == at
+    path.write_bytes(damaged)
+    with pytest.raises(Exception, match="uncompressed length"):
+        pylance.dataset(str(root)).to_table()
+
+
 _VALID = {t: D.encode_deletion_file(np.arange(0, 300, 7), t) for t in (D.ARROW_ARRAY, D.BITMAP)}
 
 
