@@ -32,8 +32,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kinds", default=None,
                    help="damage kinds, comma-separated: flip, tail-flip, zero, truncate, field "
                         "(one protobuf field of a manifest, a transaction file or a 2.x data "
-                        "file's column metadata given another value of the same size); default "
-                        "the first four")
+                        "file's column metadata, its page encodings included, given another "
+                        "value of the same size); default the first four")
     p.add_argument("--corpus", default=None, help="corpus folder (default: the kit's cache)")
     p.add_argument("--work", default=None,
                    help="where the damaged copies go (default: a folder in the cache)")

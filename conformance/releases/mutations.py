@@ -13,9 +13,10 @@ files, or any file of the table:
 * ``zero``: 1-16 bytes set to zero, the first of them not zero before;
 * ``truncate``: 1-64 bytes cut off the end;
 * ``field`` (only when asked for, see :func:`edit_field`): one field of a protobuf message a
-  manifest, transaction file or 2.x Lance file (its column metadata) holds gets another value
-  of the same encoded size (a row count, a field id, a path, a buffer offset...), so the file
-  still parses and only what it says changes. A file that holds no such message gets a
+  manifest, transaction file or 2.x Lance file (its column metadata, and the encodings its
+  pages pack in an ``Any``) holds gets another value of the same encoded size (a row count, a
+  field id, a path, a buffer offset, a bit width...), so the file still parses and only what
+  it says changes. A file that holds no such message gets a
   ``flip`` instead.
 
 Both sides then read the copy, each in a process of its own with a time limit: the kit runs
