@@ -183,6 +183,19 @@ def _read_with_newest(out: Path, release: Release, timeout: float) -> None:
                            f"{tail}")
 
 
+def _read_back_roots(corpus: Path) -> list[Path]:
+    """The roots a corpus's own release wrote (no upgraded or downgraded copies) and read
+    back at every version: the ones worth handing to another release."""
+    roots = []
+    for folder in scenarios(corpus):
+        if folder.name.startswith(("upgraded-", "downgraded-")):
+            continue
+        info = json.loads((folder / "scenario.json").read_text())
+        if info.get("versions") and not info.get("unreadable_versions"):
+            roots.append(folder)
+    return roots
+
+
 def _upgrade_with_newest(out: Path, release: Release, timeout: float) -> None:
     """Copy each root to ``upgraded-<scenario>/`` and let the newest release modify it.
 
@@ -193,12 +206,7 @@ def _upgrade_with_newest(out: Path, release: Release, timeout: float) -> None:
 
     newest = Release.parse(NEWEST_READER)
     py = str(ensure_venv(newest))
-    for folder in scenarios(out):
-        if folder.name.startswith(("upgraded-", "downgraded-")):
-            continue
-        info = json.loads((folder / "scenario.json").read_text())
-        if not info.get("versions") or info.get("unreadable_versions"):
-            continue
+    for folder in _read_back_roots(out):
         read = _newest_reading(folder)
         if read is not None and read.get("unreadable_versions"):
             continue  # the newest release refuses this root: nothing to upgrade
@@ -235,12 +243,7 @@ def _downgrade_newest(out: Path, release: Release, timeout: float) -> None:
     py = str(ensure_venv(release))
     staging = out / "_downgrading"
     shutil.rmtree(staging, ignore_errors=True)
-    for folder in scenarios(source):
-        if folder.name.startswith(("upgraded-", "downgraded-")):
-            continue
-        info = json.loads((folder / "scenario.json").read_text())
-        if not info.get("versions") or info.get("unreadable_versions"):
-            continue
+    for folder in _read_back_roots(source):
         target = staging / f"downgraded-{folder.name}"
         shutil.copytree(folder / "table", target / "table", symlinks=True)
         before = len(list((target / "table" / "_versions").glob("*.manifest")))
