@@ -228,7 +228,7 @@ def _leaves(msg, prefix: str = "", repack: tuple = ()):
                 yield from _leaves(sub, at + ".", repack)  # the type URL and the raw bytes
 
                 def write_back(sub=sub, inner=inner):
-                    sub.value = inner.SerializeToString()
+                    sub.value = inner.SerializeToString(deterministic=True)
 
                 yield from _leaves(inner, f"{at}<{inner.DESCRIPTOR.name}>.",
                                    (write_back, *repack))
@@ -240,8 +240,8 @@ def _leaves(msg, prefix: str = "", repack: tuple = ()):
                 continue
 
             def write_back(msg=msg, fd=fd, outer=outer, inner=inner):
-                outer.value = inner.SerializeToString()
-                setattr(msg, fd.name, outer.SerializeToString())
+                outer.value = inner.SerializeToString(deterministic=True)
+                setattr(msg, fd.name, outer.SerializeToString(deterministic=True))
 
             yield from _leaves(inner, f"{name}<{inner.DESCRIPTOR.name}>.", (write_back, *repack))
         else:
@@ -263,7 +263,7 @@ def _any_of(raw: bytes):
         outer = any_pb2.Any.FromString(raw)
     except DecodeError:
         return None
-    return outer if outer.type_url and outer.SerializeToString() == raw else None
+    return outer if outer.type_url and outer.SerializeToString(deterministic=True) == raw else None
 
 
 def _unpacked(any_msg):
@@ -289,7 +289,7 @@ def _unpacked(any_msg):
         inner = cls.FromString(any_msg.value)
     except DecodeError:
         return None
-    return inner if inner.SerializeToString() == any_msg.value else None
+    return inner if inner.SerializeToString(deterministic=True) == any_msg.value else None
 
 
 def _other_values(fd, old, rng: random.Random) -> list:
@@ -329,7 +329,9 @@ def edit_field(path: Path, data: bytes, rng: random.Random) -> tuple[bytes, int,
     message the file holds (:func:`_message_regions`) set to another value whose encoding has
     the same size, so the message is spliced back in place and every other byte stays. None
     when the file holds no such message, the message does not parse, or re-encoding it does
-    not give back its bytes (another writer's field order)."""
+    not give back its bytes (another writer's field order, or map entries in an order other
+    than by key: messages are encoded deterministically, so a seed always picks the same
+    edits)."""
     from google.protobuf.message import DecodeError
 
     regions = _message_regions(path, data)
@@ -341,7 +343,7 @@ def edit_field(path: Path, data: bytes, rng: random.Random) -> tuple[bytes, int,
         msg = cls.FromString(raw)
     except DecodeError:
         return None
-    if msg.SerializeToString() != raw:
+    if msg.SerializeToString(deterministic=True) != raw:
         return None
     leaves = list(_leaves(msg))
     rng.shuffle(leaves)
@@ -351,7 +353,7 @@ def edit_field(path: Path, data: bytes, rng: random.Random) -> tuple[bytes, int,
             _set(owner, fd, i, new)
             for step in repack:
                 step()
-            edited = msg.SerializeToString()
+            edited = msg.SerializeToString(deterministic=True)
             if len(edited) == len(raw):
                 return (bytes(data[:start]) + edited + bytes(data[end:]), start,
                         f"{name}: {_shown(old)} -> {_shown(new)}")
