@@ -221,32 +221,34 @@ def _leaves(msg, prefix: str = "", repack: tuple = ()):
                 continue
             for i, sub in enumerate(value if repeated else [value]):
                 at = f"{name}[{i}]" if repeated else name
-                inner = _unpacked(sub) if fd.message_type.full_name == ANY else None
-                if inner is None:
-                    yield from _leaves(sub, at + ".", repack)
-                    continue
-                yield from _leaves(sub, at + ".", repack)  # the type URL and the raw bytes
-
-                def write_back(sub=sub, inner=inner):
-                    sub.value = inner.SerializeToString(deterministic=True)
-
-                yield from _leaves(inner, f"{at}<{inner.DESCRIPTOR.name}>.",
-                                   (write_back, *repack))
+                yield from _leaves(sub, at + ".", repack)  # an Any's type URL and raw bytes too
+                if fd.message_type.full_name == ANY:
+                    yield from _packed_leaves(sub, at, repack)
         elif (msg.DESCRIPTOR.full_name, fd.name) in SERIALIZED_ANY and not repeated:
             yield msg, fd, None, name, repack  # the bytes as bytes
             outer = _any_of(value)
-            inner = _unpacked(outer) if outer is not None else None
-            if inner is None:
-                continue
+            if outer is not None:
 
-            def write_back(msg=msg, fd=fd, outer=outer, inner=inner):
-                outer.value = inner.SerializeToString(deterministic=True)
-                setattr(msg, fd.name, outer.SerializeToString(deterministic=True))
+                def store(msg=msg, fd=fd, outer=outer):
+                    setattr(msg, fd.name, outer.SerializeToString(deterministic=True))
 
-            yield from _leaves(inner, f"{name}<{inner.DESCRIPTOR.name}>.", (write_back, *repack))
+                yield from _packed_leaves(outer, name, (store, *repack))
         else:
             for i in range(len(value)) if repeated else [None]:
                 yield msg, fd, i, f"{name}[{i}]" if repeated else name, repack
+
+
+def _packed_leaves(any_msg, at: str, repack: tuple):
+    """The leaves of the message ``any_msg`` packs (none when :func:`_unpacked` gives None),
+    each with a first repack step that writes the edited message back into ``any_msg``."""
+    inner = _unpacked(any_msg)
+    if inner is None:
+        return
+
+    def write_back():
+        any_msg.value = inner.SerializeToString(deterministic=True)
+
+    yield from _leaves(inner, f"{at}<{inner.DESCRIPTOR.name}>.", (write_back, *repack))
 
 
 ANY = "google.protobuf.Any"
