@@ -2,8 +2,9 @@
 
 "What we write, pylance must read identically": the golden fixtures are small, so the compat
 matrix never shows an older release a column of our writer that spans several pages, nor a
-nullable column over 65,536 rows that our writer leaves as one page (as pylance 14.0.2's
-``write_dataset`` does, while list columns are cut at 65,536 levels). Here one table of
+page of more than 65,536 levels: our writer leaves a nullable column of that many rows as one
+page (as pylance 14.0.2's ``write_dataset`` does) and cuts list pages at 2^20 levels, where
+14.0.2 cuts them at 65,536 (``column.MAX_LEVELS_PER_PAGE``). Here one table of
 150,000 rows is written at 2.0, 2.1 and 2.2 by our writer and by pylance 14.0.2, as a
 standalone file and as a dataset, and each release of the CI subset reads both copies in its
 own virtualenv. Our copy must read exactly as pylance 14.0.2's copy does in that release:
@@ -24,6 +25,7 @@ import pytest
 from conformance.releases import corpus
 from conformance.releases.venvs import Release, ReleaseUnavailable, ensure_venv
 from conformance.suite.parts import unavailable
+from reference_impl.file.reader import LanceFileReader
 from reference_impl.file.writer import write_lance_file
 from reference_impl.io.local import LocalStore
 from reference_impl.write import write_dataset
@@ -82,6 +84,9 @@ def copies(pylance, tmp_path_factory):
         ours.mkdir(exist_ok=True)
         theirs.mkdir(exist_ok=True)
         write_lance_file(LocalStore(str(ours)), f"f{v}.lance", table, version=v)
+        if v != "2.0":  # the list column is one page of more than 65,536 levels
+            pages = LanceFileReader(LocalStore(str(ours)), f"f{v}.lance").container.columns[4].pages
+            assert [p.length for p in pages] == [ROWS]
         write_dataset(table, str(ours / f"ds{v}"), data_storage_version=v)
         with pylance.file.LanceFileWriter(str(theirs / f"f{v}.lance"), table.schema,
                                           version=v) as w:

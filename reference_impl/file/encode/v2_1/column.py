@@ -41,13 +41,17 @@ from .rle import RleValues, run_count
 from .variable import VariableValues
 
 # Pages carrying repetition levels (a list on the path) are cut at row boundaries to at most
-# this many level slots: pylance 14.0.2's write_dataset cuts list pages at about 65,535 levels
-# and leaves pages with definition levels only whole (FILE-ENCODINGS §1.2 [E]); any cut at
-# row boundaries decodes. The chunks inside a page are planned separately
-# (mini_block.plan_chunks: byte budget and level count per chunk), so a large page still has
-# small chunks; smaller pages only cost per-page overhead (a nullable string column cut every
-# 65,536 rows trained an FSST table per piece).
-MAX_LEVELS_PER_PAGE = 1 << 16
+# this many level slots. pylance 14.0.2's write_dataset cuts list pages at about 65,535 levels
+# and leaves pages with definition levels only whole (FILE-ENCODINGS §1.2 [E]); that is one
+# writer's habit, not a limit of the format: a page's item count is a u64 (mini-block) or u32
+# (full-zip) field of its layout and every chunk inside it keeps its own u16 level count (mini_block.plan_chunks plans the chunks
+# separately, so a large page still has small chunks). Pages of up to 2^20 levels are read
+# identically, scan and take, by every release from 0.38 (2.1) and 2.0.1 (2.2) to 14.0.2
+# (checked 2026-11-26 on list, list<string>, list<struct>, list<list> and struct<list>
+# columns of 300,000 rows; test_old_readers keeps checking a 150,000-row list column).
+# Cutting at 65,536 cost a 1M-row list<int32> write about 58 pages per file and a quarter of
+# its time in per-page steps; at 2^20 it is 4 or 5 pages.
+MAX_LEVELS_PER_PAGE = 1 << 20
 
 # With lance-encoding:structural-encoding=miniblock, values up to this size stay in
 # mini-block chunks (two of them fit a chunk's byte budget); wider ones still go full-zip.
