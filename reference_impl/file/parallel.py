@@ -17,6 +17,12 @@ only ever waits for items another thread is already running, so no call waits on
 task, whatever the nesting depth. A thread declared a worker of *another* pool
 (:func:`mark_worker_thread`: the validation engine's item threads, Spark tasks) runs its
 items serially, since its own pool already spreads the work over the CPUs.
+
+A decoder may cut one large piece of work into parts only to keep idle threads busy (FSST
+pages, :mod:`reference_impl.file.encodings.v2_1.fsst`); joining the parts costs a copy.
+:func:`saturated` tells it that the item it runs for belongs to (or is nested in) a map of at
+least twice as many items as threads, such as the ten fragments of a 10M-row dataset on two
+cores: the threads are kept busy already, and the cut would only add the copy.
 """
 
 from __future__ import annotations
@@ -76,10 +82,12 @@ class _Task:
     """One item of a :func:`map_ordered` call: run at most once, by whichever thread claims
     it first (a pool thread or the caller); ``skipped`` when the call ended before it ran."""
 
-    __slots__ = ("fn", "item", "claimed", "skipped", "done", "value", "error", "lock")
+    __slots__ = ("fn", "item", "claimed", "skipped", "done", "value", "error", "lock",
+                 "saturated")
 
-    def __init__(self, fn, item) -> None:
+    def __init__(self, fn, item, saturated: bool = False) -> None:
         self.fn, self.item = fn, item
+        self.saturated = saturated
         self.claimed = self.skipped = False
         self.done = threading.Event()
         self.value = self.error = None
@@ -99,12 +107,21 @@ class _Task:
     def run_if_unclaimed(self) -> None:
         if not self.claim():
             return
+        before = getattr(_local, "saturated", False)
+        _local.saturated = self.saturated
         try:
             self.value = self.fn(self.item)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller, in item order
             self.error = exc
         finally:
+            _local.saturated = before
             self.done.set()
+
+
+def saturated() -> bool:
+    """Whether the calling item runs inside a map of at least twice as many items as there
+    are decode threads (see the module's docstring): splitting it further gains nothing."""
+    return bool(getattr(_local, "saturated", False))
 
 
 def map_ordered(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
@@ -112,7 +129,8 @@ def map_ordered(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     n = threads()
     if n < 2 or len(items) < 2 or getattr(_local, "worker", False):
         return [fn(x) for x in items]
-    tasks = [_Task(fn, x) for x in items]
+    busy = saturated() or len(items) >= 2 * n
+    tasks = [_Task(fn, x, busy) for x in items]
     pool = _get_pool(n)
     for t in tasks[1:]:  # the caller starts on the first item at once
         pool.submit(t.run_if_unclaimed)
@@ -133,4 +151,4 @@ def map_ordered(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     return out
 
 
-__all__ = ["ENV", "map_ordered", "mark_worker_thread", "threads"]
+__all__ = ["ENV", "map_ordered", "mark_worker_thread", "saturated", "threads"]

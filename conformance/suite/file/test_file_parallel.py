@@ -120,6 +120,26 @@ def test_nested_calls_keep_order_on_threads(monkeypatch):
     assert parallel.map_ordered(outer, list(range(30))) == [190 * x for x in range(30)]
 
 
+def test_saturated_inside_a_map_of_at_least_twice_the_threads(monkeypatch):
+    """Items of a map of >= 2 x threads items (and every map nested in one) are saturated,
+    on whichever thread runs them; items of a smaller map are not; outside a map, never."""
+    monkeypatch.setenv(parallel.ENV, "2")
+    assert not parallel.saturated()
+
+    def inner(_):
+        return parallel.saturated()
+
+    def outer(size):
+        return parallel.saturated(), parallel.map_ordered(inner, [0, 1])
+
+    small = parallel.map_ordered(outer, [3] * 3)  # 3 items < 4: not saturated, nor below it
+    assert small == [(False, [False, False])] * 3
+    large = parallel.map_ordered(outer, [3] * 4)  # 4 items: saturated, and below it too
+    assert large == [(True, [True, True])] * 4
+    assert parallel.map_ordered(inner, list(range(3))) == [False] * 3
+    assert not parallel.saturated()  # restored after the call
+
+
 def test_a_worker_of_another_pool_runs_serially(monkeypatch):
     monkeypatch.setenv(parallel.ENV, "2")
     names = []

@@ -162,18 +162,22 @@ PIECE_TOKENS = 1 << 22
 
 
 def _expand_values(ids: np.ndarray, offs: np.ndarray, lens8: np.ndarray, sym: np.ndarray,
-                   piece: int | None = None) -> Var:
+                   piece: int | None = None, saturated: bool | None = None) -> Var:
     """The decoded values whose tokens ``ids`` are cut at ``offs`` (starting at 0).
 
     Tokens decode independently of their neighbours, so a large page is cut at value
     boundaries into pieces of about ``piece`` tokens, each expanded by :func:`_expand` on the
     decode threads (:mod:`reference_impl.file.parallel`), and the pieces are joined: the same
-    bytes and offsets as one expansion of the whole page."""
-    from reference_impl.file.parallel import map_ordered
+    bytes and offsets as one expansion of the whole page. Joining copies the bytes, so a page
+    is expanded whole where no thread would be idle: one decode thread, or the threads busy
+    with other items (:func:`~reference_impl.file.parallel.saturated`). ``saturated``
+    overrides that test (tests compare both paths)."""
+    from reference_impl.file import parallel
 
     piece = PIECE_TOKENS if piece is None else max(1, int(piece))
     m = len(ids)
-    if m <= piece:
+    if m <= piece or (saturated is None and (parallel.threads() < 2 or parallel.saturated())) \
+            or saturated:
         out, cum = _expand(ids, lens8, sym)
         return Var(cum[offs].astype(np.int64), out)
     cuts = np.searchsorted(offs, np.arange(piece, m, piece), side="left")
@@ -186,7 +190,7 @@ def _expand_values(ids: np.ndarray, offs: np.ndarray, lens8: np.ndarray, sym: np
         out, cum = _expand(ids[lo:hi], lens8, sym)
         return out, cum[offs[a:b + 1] - lo]
 
-    parts = map_ordered(one, spans)
+    parts = parallel.map_ordered(one, spans)
     value_offs = np.zeros(len(offs), np.int64)
     base = 0
     for (a, b), (out, cum) in zip(spans, parts, strict=True):
