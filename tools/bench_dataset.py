@@ -83,10 +83,20 @@ decode thread, on a machine at load 5-17 from other jobs: read the numbers as pr
   10M rows ``write_dataset`` held every file's pages at once (one map over all files let idle
   threads start more): peak RSS 9.1 GB for a 2.8 GB table, half the CPU time in page faults;
   files now go a wave of ``threads()`` at a time (4.0 GB).
+* Third pass (issue 21, 2026-11-26; cProfile with one decode thread, load 1-2): a 10M-row
+  ``basic`` scan at 2.2 spent 1.43 s of CPU: Arrow's ``take`` of FSST tokens 0.71 s (about
+  6.3 ns a token whatever the index type, offset width or piece size: the floor without a
+  kernel of our own), 0.13 s joining the FSST pieces of a page, 0.04 s in
+  ``combine_chunks`` (pyarrow copies even a single chunk), 0.11 s FastLanes unpacking. Now a
+  single chunk is used as it is and a page is expanded whole when the threads have other
+  items (``parallel.saturated``): 1.16 s, of which ``take`` is 60%. Writing list columns
+  spent about a quarter of its time in per-page steps, as pages were cut at 65,536 levels
+  like pylance's (58 pages per 1M rows); they are now cut at 2^20 levels (4-5 pages), which
+  every release that reads 2.1/2.2 reads identically.
 
-Recorded in the README (2026-11-25, idle machine, load 1.1-2.9). History of 1M lists at 2.1,
-ours/pylance scan / write: 33.7 / 30 (first version), 8.4 / 6.3 (first pass, load 7-13),
-1.9 / 1.8-2.1 now.
+Recorded in the README (2026-11-26, two full runs, idle machine, load 0.5-3.9). History of
+1M lists at 2.1, ours/pylance scan / write: 33.7 / 30 (first version), 8.4 / 6.3 (first pass,
+load 7-13), 1.9 / 1.8-2.1 (second pass), 1.6-1.7 / 0.77 now.
 """
 
 from __future__ import annotations
