@@ -119,9 +119,10 @@ class _Task:
 
 
 def saturated() -> bool:
-    """Whether the calling item runs inside a map of at least twice as many items as there
-    are decode threads (see the module's docstring): splitting it further gains nothing."""
-    return bool(getattr(_local, "saturated", False))
+    """Whether splitting the calling item further gains nothing: it runs inside a map of at
+    least twice as many items as there are decode threads (see the module's docstring), or
+    on a worker of another pool (:func:`mark_worker_thread`), whose maps run serially."""
+    return bool(getattr(_local, "saturated", False) or getattr(_local, "worker", False))
 
 
 def map_ordered(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:

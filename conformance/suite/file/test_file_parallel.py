@@ -154,6 +154,23 @@ def test_a_worker_of_another_pool_runs_serially(monkeypatch):
     assert names == ["engine-item"] * 3
 
 
+def test_a_worker_of_another_pool_is_saturated(monkeypatch):
+    """Its maps run serially, so a decoder there must not cut its work into pieces."""
+    monkeypatch.setenv(parallel.ENV, "2")
+    seen = []
+
+    def body():
+        seen.append(parallel.saturated())
+        parallel.mark_worker_thread()
+        seen.append(parallel.saturated())
+
+    t = threading.Thread(target=body)
+    t.start()
+    t.join()
+    assert seen == [False, True]
+    assert not parallel.saturated()  # the calling thread is no worker
+
+
 @pytest.mark.parametrize("version", ["2.1", "2.2"])
 def test_threaded_and_serial_reads_are_equal(monkeypatch, version):
     rng = np.random.default_rng(5)
