@@ -119,10 +119,12 @@ class _Task:
 
 
 def saturated() -> bool:
-    """Whether splitting the calling item further gains nothing: it runs inside a map of at
-    least twice as many items as there are decode threads (see the module's docstring), or
-    on a worker of another pool (:func:`mark_worker_thread`), whose maps run serially."""
-    return bool(getattr(_local, "saturated", False) or getattr(_local, "worker", False))
+    """Whether splitting the calling item further gains nothing: there is one decode thread,
+    the item runs inside a map of at least twice as many items as there are decode threads
+    (see the module's docstring), or on a worker of another pool (:func:`mark_worker_thread`);
+    in the first and last case every map runs serially."""
+    return bool(getattr(_local, "saturated", False) or getattr(_local, "worker", False)
+                or threads() < 2)
 
 
 def map_ordered(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:

@@ -138,6 +138,8 @@ def test_saturated_inside_a_map_of_at_least_twice_the_threads(monkeypatch):
     assert large == [(True, [True, True])] * 4
     assert parallel.map_ordered(inner, list(range(3))) == [False] * 3
     assert not parallel.saturated()  # restored after the call
+    monkeypatch.setenv(parallel.ENV, "1")
+    assert parallel.saturated()  # one decode thread: every map runs serially
 
 
 def test_a_worker_of_another_pool_runs_serially(monkeypatch):

@@ -44,8 +44,9 @@ from .variable import VariableValues
 # this many level slots. pylance 14.0.2's write_dataset cuts list pages at about 65,535 levels
 # and leaves pages with definition levels only whole (FILE-ENCODINGS §1.2 [E]); that is one
 # writer's habit, not a limit of the format: a page's item count is a u64 (mini-block) or u32
-# (full-zip) field of its layout and every chunk inside it keeps its own u16 level count (mini_block.plan_chunks plans the chunks
-# separately, so a large page still has small chunks). Pages of up to 2^20 levels are read
+# (full-zip) field of its layout, and every chunk inside it keeps its own u16 level count
+# (mini_block.plan_chunks plans the chunks separately, so a large page still has small
+# chunks). Pages of up to 2^20 levels are read
 # identically, scan and take, by every release from 0.38 (2.1) and 2.0.1 (2.2) to 14.0.2
 # (checked 2026-11-26 on list, list<string>, list<struct>, list<list> and struct<list>
 # columns of 300,000 rows; test_old_readers keeps checking a 150,000-row list column).

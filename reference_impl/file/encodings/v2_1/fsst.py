@@ -170,14 +170,15 @@ def _expand_values(ids: np.ndarray, offs: np.ndarray, lens8: np.ndarray, sym: np
     decode threads (:mod:`reference_impl.file.parallel`), and the pieces are joined: the same
     bytes and offsets as one expansion of the whole page. Joining copies the bytes, so a page
     is expanded whole where no thread would be idle: one decode thread, or the threads busy
-    with other items (:func:`~reference_impl.file.parallel.saturated`). ``saturated``
+    with other items (:func:`reference_impl.file.parallel.saturated`). ``saturated``
     overrides that test (tests compare both paths)."""
     from reference_impl.file import parallel
 
     piece = PIECE_TOKENS if piece is None else max(1, int(piece))
     m = len(ids)
-    if m <= piece or (saturated is None and (parallel.threads() < 2 or parallel.saturated())) \
-            or saturated:
+    if saturated is None:
+        saturated = parallel.saturated()
+    if m <= piece or saturated:
         out, cum = _expand(ids, lens8, sym)
         return Var(cum[offs].astype(np.int64), out)
     cuts = np.searchsorted(offs, np.arange(piece, m, piece), side="left")
