@@ -15,8 +15,6 @@ import argparse
 import importlib
 import sys
 
-from .. import __version__
-
 COMMANDS: list[str] = [
     # one module per sub-command; each owner adds its own line
     "check_store",
@@ -30,13 +28,33 @@ COMMANDS: list[str] = [
 ]
 
 
+class _Version(argparse.Action):
+    """``--version``: what every report names (``conformance/kit.py``), computed when asked."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from conformance import kit
+
+        p = kit.provenance()
+        c, root = p["cases"], kit.fixtures_root()
+        where = str(root) if root else "missing: looked in " + ", ".join(
+            str(r) for r in kit.fixtures_searched())
+        print(f"lance-conformance {p['kit']['version']}\n"
+              f"cases sha256:{c['sha256']} ({c['golden']} golden, {c['invalid']} invalid, "
+              f"{c['scenarios']} writer scenarios)\n"
+              f"fixtures {where}\n"
+              f"spec sha256:{p['spec']['sha256']} ({len(p['spec']['texts'])} texts)")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="lance-conformance",
         description="Conformance kit for the Lance table and file format: inspect, validate "
         "and test Lance datasets and the implementations that write and read them.",
     )
-    parser.add_argument("--version", action="version", version=f"lance-conformance {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the kit's version, the digests of its case set and of the "
+                             "spec texts, and where its fixtures are; then exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"{__name__}.{name}").register(sub)

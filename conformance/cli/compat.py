@@ -14,8 +14,14 @@ storage version (``delete@2.1``: its ``create`` at 2.1), for the writers that ac
 given ``--writers``/``--readers``/``--scenarios`` still win). Prints the grid and every cell that
 is not identical with its cause; a progress bar goes to stderr.
 
+Every report (the text printed, ``--json``, ``--html``, ``--png``, ``--markdown``,
+``--junit``) says what the matrix was judged against: the kit's version, the digests of its
+case set and of the spec texts, and every participant's name and version.
+
 Exit code: 0, or 1 when ``--baseline`` is given and a cell got worse than in that saved
-``--json`` matrix (each such cell is printed with its cause); 2 for a usage error.
+``--json`` matrix (each such cell is printed with its cause); 2 for a usage error, and for a
+matrix that judged nothing: no cell was read (every writer failed or lacked the scenarios,
+or no reader started), or ``--baseline`` shares no cell with the run.
 """
 
 from __future__ import annotations
@@ -149,7 +155,7 @@ def _run(args) -> int:
 
 def _outputs(args, m, baseline=None) -> int:
     from conformance.compat import report
-    from conformance.compat.matrix import compare_baseline
+    from conformance.compat.matrix import baseline_overlap, compare_baseline
 
     print(report.to_text(m), end="")
     if args.markdown:
@@ -166,12 +172,21 @@ def _outputs(args, m, baseline=None) -> int:
                 print(f"compat: no screenshot: {exc}", file=sys.stderr)
     if args.junit:
         Path(args.junit).write_bytes(report.to_junit(m))
+    if not m.judged():
+        print(f"compat: no cell was read ({len(m.cells)} cells, none identical, refused, "
+              "crash or misread): the matrix judged nothing", file=sys.stderr)
+        return 2
     if baseline is not None:
+        shared = baseline_overlap(m, baseline)
+        if not shared:
+            print(f"compat: the baseline {args.baseline} shares no cell (writer, reader, "
+                  "scenario) with this run: nothing was compared", file=sys.stderr)
+            return 2
         worse = compare_baseline(m, baseline)
         for r in worse:
             print(f"WORSE {r}")
         if worse:
             print(f"{len(worse)} cell(s) got worse than the baseline {args.baseline}")
             return 1
-        print(f"no cell got worse than the baseline {args.baseline}")
+        print(f"no cell got worse than the baseline {args.baseline} ({shared} cells compared)")
     return 0

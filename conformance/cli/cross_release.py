@@ -91,7 +91,12 @@ def run(args: argparse.Namespace) -> int:
         Path(args.json_out).write_text(json.dumps(verdicts, indent=1))
     if args.md_out:
         Path(args.md_out).write_text(markdown_table(verdicts))
-    return 1 if failed else 0
+    if failed:
+        return 1
+    if not args.no_judge and not verdicts:
+        print("fixtures cross-release: no table root was judged", file=sys.stderr)
+        return 2
+    return 0
 
 
 def _family(scenario: str) -> str:

@@ -12,7 +12,10 @@ contents (rows, versions, tags), not the same bytes (uuids and timestamps differ
 ``case.json`` against the schema, every file of the shipped ``table/`` against
 ``expected/files.json``, the reference reader's rows against ``expected/``, the validator on
 the table, and a regeneration into a temporary folder compared logically with ``expected/``.
-Exit 0 when every case verifies, 1 otherwise.
+Exit 0 when every case verifies, 1 otherwise, 2 when there is nothing to verify (no
+fixtures folder, or one holding no case). The kit's own cases are the checkout's
+``fixtures/golden``, or the copy an installed wheel carries (``conformance/kit.py``); a
+wheel's copy is read-only, so ``generate`` then needs ``--out``.
 
 ``fixtures mutate [--count N] [--seed S] [--releases R,...]`` damages copies of the
 cross-release corpus and compares the kit's verdict with pylance 14.0.2
@@ -36,11 +39,13 @@ def register(subparsers) -> None:
     g = sub.add_parser("generate", help="write the golden cases")
     g.add_argument("--producer", choices=("reference", "pylance"), default=None,
                    help="producer for cases both can make (default: each case's own)")
-    g.add_argument("--out", default=None, help="output folder (default fixtures/golden)")
+    g.add_argument("--out", default=None, help="output folder (default a checkout's fixtures/golden; an "
+                   "installed kit needs --out)")
     g.add_argument("--case", action="append", default=None, help="only this case id (repeatable)")
     g.set_defaults(func=_generate)
     v = sub.add_parser("verify", help="check the golden cases")
-    v.add_argument("--dir", default=None, help="fixtures folder (default fixtures/golden)")
+    v.add_argument("--dir", default=None, help="fixtures folder (default: the kit's own, a checkout's "
+                   "fixtures/golden or the copy its wheel carries)")
     v.add_argument("--no-regenerate", action="store_true", help="skip the regeneration check")
     v.add_argument("--case", action="append", default=None, help="only this case id (repeatable)")
     v.set_defaults(func=_verify)
@@ -92,8 +97,13 @@ def _from_case(args) -> int:
 
 
 def _generate(args) -> int:
+    from conformance import kit
     from conformance.fixtures import golden
 
+    if not args.out and kit.CHECKOUT is None:
+        print("fixtures generate: give --out: the installed kit's fixtures "
+              f"({golden.DEFAULT_DIR}) are not a checkout's", file=sys.stderr)
+        return 2
     out = Path(args.out) if args.out else golden.DEFAULT_DIR
     unknown = [c for c in (args.case or []) if c not in golden.CASES]
     if unknown:
@@ -105,12 +115,17 @@ def _generate(args) -> int:
 
 
 def _verify(args) -> int:
+    from conformance import kit
     from conformance.fixtures import golden
 
     root = Path(args.dir) if args.dir else golden.DEFAULT_DIR
-    if not root.is_dir():
-        print(f"no fixtures folder at {root}", file=sys.stderr)
+    if not root.is_dir() or not any((p / "case.json").is_file() for p in root.iterdir()):
+        where = ", ".join(str(p) for p in kit.fixtures_searched()) if not args.dir else root
+        print(f"fixtures verify: nothing to verify: {kit.describe_missing(root)} "
+              f"(looked in {where})", file=sys.stderr)
         return 2
+    prov = kit.provenance({"name": "reference", "version": kit.version()}, golden=root)
+    print(f"judged against {kit.summary(prov)}")  # the reference reader reads each case
     if args.case:
         results = {c: golden.verify_case(root / c, regenerate=not args.no_regenerate)
                    for c in args.case}

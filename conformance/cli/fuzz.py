@@ -14,7 +14,8 @@ version of what the reference writer wrote. A failure is shrunk to a minimal scr
 and ``lance-conformance fixtures from-case FILE OUT`` turns into a golden fixture.
 
 A progress bar goes to stderr when it is a terminal (or with ``--progress``); the summary to
-stdout. Exit code: 0 no failure, 1 a failure was found, 2 usage error.
+stdout. Exit code: 0 no failure, 1 a failure was found, 2 usage error or no example judged
+(every generated script UNSUPPORTED).
 """
 
 from __future__ import annotations
@@ -100,6 +101,10 @@ def _fuzz(args) -> int:
         finally:
             if bar:
                 bar.end()
+    if result.ok and result.examples and result.unsupported >= result.examples:
+        print(f"fuzz: no example was judged: all {result.examples} were UNSUPPORTED by "
+              f"{args.impl} in the {args.role} role", file=sys.stderr)
+        return 2
     if not result.ok and args.save_failures:
         fuzz.save_case(result, Path(args.save_failures))
     if args.json:

@@ -61,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"unknown --kinds {','.join(bad_kinds) or '(none)'}: choose from "
               f"{', '.join(mutations.ALL_KINDS)}", file=sys.stderr)
         return 2
+    if args.count < 1:
+        print("fixtures mutate: --count must be at least 1", file=sys.stderr)
+        return 2
     roots = mutations.corpus_roots(corpus_dir, releases, targets) if corpus_dir.is_dir() else []
     if not roots:
         print(f"no table roots with {args.targets} files in {corpus_dir}: build the corpus "
@@ -98,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
             out.close()
     print(f"{args.count} mutations of {len(roots)} roots (seed {args.seed}): "
           + ", ".join(f"{v} {counts[v]}" for v in mutations.VERDICTS))
+    if not sum(counts.values()):
+        print("fixtures mutate: no mutation was judged", file=sys.stderr)
+        return 2
     return 1 if any(counts[v] for v in mutations.FAILING) else 0
 
 

@@ -16,14 +16,26 @@ as producers and as consumers of every writer scenario instead.
 (against the implementation it was found with, unless ``--impl`` names another) in the role
 it was found in, and says PASS or FAIL with the rule ids or row differences.
 
+Every report (the text printed, ``--json``, ``--junit``, ``--html``) names what the run was
+judged against: the kit's version, digests of the case set and of the spec texts, and the
+implementation's name and version (``conformance/kit.py``).
+
+A run fails closed: it exits 2, with one line saying what is missing, when it would run no
+case (no fixtures found, or the skip-file skips them all), when fewer cases than the suite
+holds would run and no skip-file line names each missing one (a ``--fixtures`` folder
+holding only cases of its own is judged on what it holds), and when no case was judged
+(every case UNSUPPORTED or skipped; a replayed case that is UNSUPPORTED too).
+
 Exit code: 0 when no case FAILs or ERRORs (and, for ``--matrix``, every cell passes), 1
-otherwise, 2 for a usage error (an adapter that cannot be loaded).
+otherwise, 2 for a usage error (an adapter that cannot be loaded) or a run that checked less
+than its suite.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -31,8 +43,10 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("run", help="run the conformance suite against an implementation")
     p.add_argument("--impl", default=None, help='adapter: reference, pylance, module:Class, cmd:"..."')
     p.add_argument("--suite", choices=("read", "write", "all"), default="all")
-    p.add_argument("--fixtures", default=None, help="golden fixtures folder (default fixtures/golden)")
-    p.add_argument("--skip-file", default=None, help="file of case ids (or patterns) to skip, '# reason'")
+    p.add_argument("--fixtures", default=None, help="golden fixtures folder (default: the kit's own, a checkout's "
+                   "fixtures/golden or the copy its wheel carries)")
+    p.add_argument("--skip-file", default=None, help="file of case ids (or patterns) to skip, '# reason'; a case of the suite "
+                   "missing from the fixtures must be named here, or the run exits 2")
     p.add_argument("--junit", default=None, help="write a JUnit XML report here")
     p.add_argument("--html", default=None, help="write a static HTML report here")
     p.add_argument("--json", action="store_true", help="print the results as JSON")
@@ -56,6 +70,9 @@ def _matrix(args) -> int:
     print(json.dumps(m.as_dict(), indent=2) if args.json else matrix.to_text(m), end="")
     if args.html:
         Path(args.html).write_text(matrix.render_html(matrix=m))
+    if not any(c.total for c in m.cells.values()):
+        print("run: the matrix has no cell: no producer wrote a scenario", file=sys.stderr)
+        return 2
     return 0 if m.ok else 1
 
 
@@ -90,10 +107,14 @@ def _replay(args) -> int:
             print(f"  {finding.summary()}")
             for m in finding.messages[1:6]:
                 print(f"  {m}")
+    if outcome.startswith("UNSUPPORTED"):
+        print(f"run: the case was not judged: {spec} cannot replay it", file=sys.stderr)
+        return 2
     return 1 if finding is not None else 0
 
 
 def _run(args) -> int:
+    from conformance import kit
     from conformance.harness import matrix, runner
     from conformance.harness.adapter import load_adapter
 
@@ -123,9 +144,18 @@ def _run(args) -> int:
             first = r.message.splitlines()[0] if r.message else ""
             print(f"{r.outcome:<11} {r.id}{rules}  {first}", flush=True)
 
-    with adapter:
-        result = runner.run(adapter, suite=args.suite,
-                            fixtures=Path(args.fixtures) if args.fixtures else None,
+    fixtures = Path(args.fixtures) if args.fixtures else None
+    with adapter, tempfile.TemporaryDirectory(prefix="lance-conformance-plan-") as tmp:
+        planned = [cid for cid, _, _ in runner.plan(adapter, Path(tmp), suite=args.suite,
+                                                      fixtures=fixtures)]
+        problem = runner.preflight(planned, suite=args.suite, fixtures=fixtures, skips=skips)
+        if problem:
+            print(f"run: {problem}", file=sys.stderr)
+            return 2
+        if not args.json:
+            print(f"judged against {kit.summary(runner.provenance_of(adapter, fixtures))}",
+                  flush=True)
+        result = runner.run(adapter, suite=args.suite, fixtures=fixtures,
                             skips=skips, pylance=not args.no_pylance_check, progress=progress)
     if args.json:
         print(runner.to_json(result))
@@ -135,4 +165,8 @@ def _run(args) -> int:
         Path(args.junit).write_text(runner.to_junit(result))
     if args.html:
         Path(args.html).write_text(matrix.render_html(runs=[result]))
+    problem = runner.nothing_judged(result)
+    if problem:
+        print(f"run: {problem}", file=sys.stderr)
+        return 2
     return 0 if result.ok else 1

@@ -3,7 +3,8 @@
 Runs :func:`conformance.concurrency.stress.run_stress` and prints ``commits_succeeded``,
 ``commits_retried``, ``commits_rejected``, ``lost_commits``, ``final_version``,
 ``invariant_violations`` and ``elapsed_s``. Exit code 0 when nothing was lost and no
-invariant broke, 1 otherwise, 2 on a usage error or an unreachable store.
+invariant broke, 1 otherwise, 2 on a usage error or an unreachable store, or when no commit
+succeeded (nothing could be checked for loss).
 """
 
 from __future__ import annotations
@@ -90,4 +91,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.summary(), indent=2))
         for line in report.lost[:20]:
             print(f"LOST: {line}")
+    if report.ok and not report.commits_succeeded:
+        first = report.writer_errors[0] if report.writer_errors else "no error recorded"
+        print(f"stress: no commit succeeded ({report.commits_rejected} rejected): nothing could "
+              f"be checked for loss; first writer error: {first}", file=sys.stderr)
+        return 2
     return 0 if report.ok else 1

@@ -4,8 +4,13 @@
 judged by the data-file rules alone (:mod:`conformance.engine.file`).
 
 Exit codes: 0 conforms, 1 violations (a dataset too broken to open included), 2 usage
-error or unreachable store / missing dataset. Skip file: one rule id per line, ``#``
+error or unreachable store / missing dataset, or nothing checked (``--rules`` and the skip
+file leave no rule that applies). Skip file: one rule id per line, ``#``
 starts a comment (``MANIFEST-009  # we write field 21 on purpose``).
+
+Every format names what the dataset was judged against: the kit's version, the digests of
+its case set and of the spec texts, and the writer the latest manifest names
+(``writer_version``: library and version).
 """
 
 from __future__ import annotations
@@ -142,6 +147,10 @@ def run(args) -> int:
         except DatasetNotFound as exc:
             print(f"lance-conformance validate: {exc}", file=sys.stderr)
             return 2
+    from conformance import kit
+
+    writer = {} if one_file or getattr(args, "namespace", False) else _writer(args.uri, opts)
+    report.provenance = kit.provenance(writer)
     text = report.render(args.format)
     if args.output:
         try:
@@ -153,7 +162,23 @@ def run(args) -> int:
             return 2
     else:
         sys.stdout.write(text)
+    if not report.rules_checked:
+        print("lance-conformance validate: no rule was checked: --rules and the skip file "
+              "leave none that applies here (deep rules need --deep)", file=sys.stderr)
+        return 2
     return 0 if report.conforms else 1
+
+
+def _writer(uri: str, opts: dict) -> dict:
+    """The implementation that wrote the latest version: ``{"name", "version"}`` of its
+    manifest's ``writer_version`` (empty when the dataset cannot be opened or says nothing)."""
+    try:
+        from reference_impl.dataset import open_dataset
+
+        wv = open_dataset(uri, storage_options=opts or None).manifest.writer_version
+        return {"name": wv.library, "version": wv.version}
+    except Exception:  # noqa: BLE001 - the report already says why it cannot be opened
+        return {}
 
 
 def register(subparsers) -> None:

@@ -181,6 +181,9 @@ class CompatMatrix:
     cells: dict[tuple[str, str, str], Cell] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # participants that could not start
     seconds: float = 0.0
+    #: label -> {"spec", "name", "version"} of every writer and reader that started
+    participants: dict[str, dict] = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)  # a saved run's (--from-json)
 
     def counts(self, writer: str | None = None, reader: str | None = None) -> dict[str, int]:
         out = {o: 0 for o in ORDER}
@@ -216,7 +219,9 @@ class CompatMatrix:
         """A saved ``--json`` matrix, for re-rendering (the datasets keep their facts, not
         their rows)."""
         m = cls(list(d["writers"]), list(d["readers"]), list(d["scenarios"]),
-                problems=list(d.get("problems", [])), seconds=float(d.get("seconds", 0)))
+                problems=list(d.get("problems", [])), seconds=float(d.get("seconds", 0)),
+                participants=dict(d.get("participants", {})),
+                provenance=dict(d.get("provenance", {})))
         for x in d.get("datasets", []):
             w = Written(x["writer"], x["scenario"], "", x.get("status", "written"),
                         x.get("message", ""), violated=list(x.get("violated", [])),
@@ -232,14 +237,30 @@ class CompatMatrix:
             name_causes(m, [Participant.parse(r) for r in m.readers])
         return m
 
-    def as_dict(self) -> dict:
-        from conformance import __version__
+    def provenance_block(self) -> dict:
+        """What the matrix was judged against; its implementations are the participants
+        (each with its name and version under ``participants``)."""
+        from conformance import kit
 
-        return {"kit": __version__, "seconds": round(self.seconds, 1), "writers": self.writers,
+        if self.provenance:
+            return self.provenance
+        labels = list(dict.fromkeys(self.writers + self.readers))
+        return kit.provenance({"name": ", ".join(labels)})
+
+    def as_dict(self) -> dict:
+        from conformance import kit
+
+        return {"kit": kit.version(), "seconds": round(self.seconds, 1), "writers": self.writers,
                 "readers": self.readers, "scenarios": self.scenarios, "problems": self.problems,
+                "provenance": self.provenance_block(),
+                "participants": {k: self.participants[k] for k in sorted(self.participants)},
                 "counts": self.counts(), "first_readers": self.first_readers(),
                 "datasets": [d.as_dict() for _, d in sorted(self.datasets.items())],
                 "cells": [c.as_dict() for _, c in sorted(self.cells.items())]}
+
+    def judged(self) -> int:
+        """How many cells were read and judged (identical, refused, crash or misread)."""
+        return sum(c.outcome in RANK for c in self.cells.values())
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -522,7 +543,8 @@ def _pool(jobs: int, tasks: list, worker: Callable) -> None:
         raise errors[0]
 
 
-def _adapter(state: dict, p: Participant, timeout: float, problems: dict) -> Adapter | None:
+def _adapter(state: dict, p: Participant, timeout: float, problems: dict,
+             seen: dict | None = None) -> Adapter | None:
     a = state.get(p.label)
     proc = getattr(a, "proc", None)
     if a is not None and (proc is None or proc.poll() is None) and not getattr(a, "_hung", False):
@@ -539,6 +561,10 @@ def _adapter(state: dict, p: Participant, timeout: float, problems: dict) -> Ada
         state.pop(p.label, None)
         return None
     state[p.label] = a
+    if seen is not None and p.label not in seen:
+        version = getattr(a, "version", None) or (p.spec.split("==", 1)[1] if p.is_release else "")
+        seen[p.label] = {"spec": p.spec, "name": str(getattr(a, "name", "") or p.label),
+                         "version": str(version)}
     return a
 
 
@@ -561,7 +587,8 @@ def run_matrix(writers: list[Participant], readers: list[Participant], *,
     lock = threading.Lock()
 
     def write_task(wp: Participant, state: dict) -> None:
-        a = None if wp.label in problems else _adapter(state, wp, timeout, problems)
+        a = None if wp.label in problems else _adapter(state, wp, timeout, problems,
+                                                       m.participants)
         for sid in sids:
             if a is None:
                 w = Written(wp.label, sid, "", "failed", f"the writer did not start: "
@@ -569,7 +596,8 @@ def run_matrix(writers: list[Participant], readers: list[Participant], *,
             else:
                 w = write_scenario(a, writer_features(a), wp.label, sid, work)
                 if w.status == "failed":  # start afresh for the next scenario
-                    a = _adapter(state, wp, timeout, problems) if _dead(a) else a
+                    a = _adapter(state, wp, timeout, problems, m.participants) \
+                        if _dead(a) else a
             with lock:
                 m.datasets[(wp.label, sid)] = w
             if bar:
@@ -584,7 +612,8 @@ def run_matrix(writers: list[Participant], readers: list[Participant], *,
         if w.status != "written":
             cell = Cell(w.writer, rp.label, w.scenario, NOT_WRITTEN, detail=w.message)
         else:
-            a = None if rp.label in problems else _adapter(state, rp, timeout, problems)
+            a = None if rp.label in problems else _adapter(state, rp, timeout, problems,
+                                                           m.participants)
             if a is None:
                 cell = Cell(w.writer, rp.label, w.scenario, NO_READ,
                             detail=f"the reader did not start: {problems.get(rp.label, '?')}")
@@ -623,6 +652,14 @@ class Regression:
     def __str__(self) -> str:
         w, r, s = self.cell
         return f"{w} -> {r} [{s}]: {self.before} -> {self.after}: {self.cause}"
+
+
+def baseline_overlap(m: CompatMatrix | dict, baseline: dict) -> int:
+    """How many cells of ``m`` the baseline also holds (a baseline sharing none compares
+    nothing)."""
+    now = m.as_dict() if isinstance(m, CompatMatrix) else m
+    old = {(c["writer"], c["reader"], c["scenario"]) for c in baseline.get("cells", [])}
+    return sum((c["writer"], c["reader"], c["scenario"]) in old for c in now.get("cells", []))
 
 
 def compare_baseline(m: CompatMatrix | dict, baseline: dict) -> list[Regression]:

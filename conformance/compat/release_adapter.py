@@ -410,7 +410,7 @@ def _error(exc):
 
 def handle(impl, method, params):
     if method == "hello":
-        return {"name": impl.name, "capabilities": impl.capabilities()}
+        return {"name": impl.name, "version": impl.version, "capabilities": impl.capabilities()}
     if method == "read":
         table = impl.read(params["uri"], params.get("version"), bool(params.get("with_row_id")))
         raw = _ipc(table)

@@ -2,7 +2,9 @@
 
 Every report shows the writer x reader grid (each cell counts its scenarios by outcome,
 coloured by the worst), then every cell that is not identical with its cause, misreads
-first.
+first, and says what the matrix was judged against (:func:`conformance.kit.provenance`:
+the kit's version, the digests of its case set and of the spec texts; the implementations
+are the participants, each named with its version).
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 from xml.etree import ElementTree as ET
+
+from conformance import kit
 
 from .matrix import CRASH, IDENTICAL, MISREAD, NO_READ, NOT_WRITTEN, ORDER, REFUSED, CompatMatrix
 
@@ -58,7 +62,25 @@ def to_text(m: CompatMatrix, *, limit: int | None = None) -> str:
         lines += [f"  {w} [{s}]: {d}" for w, s, d in skipped]
     for p in m.problems:
         lines.append(f"could not start: {p}")
+    lines.append(f"judged against {_judged(m)}")
     return "\n".join(lines) + "\n"
+
+
+def _participant(label: str, p: dict) -> str:
+    """``label``, with the implementation's name where it differs and its version where the
+    label does not say it."""
+    name, version = p.get("name", ""), p.get("version", "")
+    if name and name != label:
+        return f"{label} ({name} {version})".replace(" )", ")")
+    return label if not version or version in label else f"{label} {version}"
+
+
+def _judged(m: CompatMatrix) -> str:
+    """The provenance line, with each participant's version."""
+    prov = m.provenance_block()
+    who = ", ".join(_participant(label, p) for label, p in sorted(m.participants.items()))
+    line = kit.summary(prov)
+    return line.rsplit("; implementation ", 1)[0] + (f"; implementations {who}" if who else "")
 
 
 _STYLE = """body{font-family:DejaVu Sans,Arial,sans-serif;margin:16px;font-size:13px;color:#222}
@@ -89,6 +111,7 @@ def render_html(m: CompatMatrix, *, title: str = "Lance release compatibility") 
            f"{len(m.scenarios)} scenarios; "
            + ", ".join(f"{e(o)} {total[o]}" for o in ORDER if total.get(o))
            + f"; {m.seconds:.0f} s.</p>",
+           f"<p class='provenance'>Judged against: {e(_judged(m))}</p>",
            "<p class='legend'>" + "".join(
                f"<span class='{o}'>{SYMBOL[o]} {o}</span>" for o in ORDER[:4]) + "</p>",
            "<table class='grid'><tr><th class='w'>writer \\ reader</th>"]
@@ -157,6 +180,7 @@ def to_markdown(m: CompatMatrix) -> str:
     if skipped:
         lines += ["", "### not written", ""]
         lines += [f"- {w}: " + "; ".join(items) for w, items in skipped.items()]
+    lines += ["", f"Judged against {_judged(m)}."]
     return "\n".join(lines) + "\n"
 
 
@@ -164,12 +188,17 @@ def to_junit(m: CompatMatrix) -> bytes:
     """One test case per cell: a misread or crash fails, a refusal or a cell not written is
     skipped with its cause, an identical cell passes."""
     suites = ET.Element("testsuites", name="lance-conformance compat")
+    props = ET.fromstring(kit.junit_properties(m.provenance_block()))
+    for label, p in sorted(m.participants.items()):
+        ET.SubElement(props, "property", name=f"participant.{label}",
+                      value=f"{p['name']} {p['version']}".strip())
     for w in m.writers:
         cells = [c for c in m.cells.values() if c.writer == w]
         fails = sum(c.outcome in (MISREAD, CRASH) for c in cells)
         skips = sum(c.outcome not in (MISREAD, CRASH, IDENTICAL) for c in cells)
         suite = ET.SubElement(suites, "testsuite", name=f"writer {w}", tests=str(len(cells)),
                               failures=str(fails), skipped=str(skips), errors="0")
+        suite.append(props)
         for c in sorted(cells, key=lambda c: (c.reader, c.scenario)):
             case = ET.SubElement(suite, "testcase", classname=f"compat.{w}",
                                  name=f"{c.reader} [{c.scenario}]", time=f"{c.seconds:.3f}")

@@ -4,7 +4,7 @@ A report is one JSON object (its schema is ``conformance/schemas/report.schema.j
 
     {"uri": str, "versions_checked": [int], "refs_checked": {ref: [int]}, "conforms": bool,
      "rules_checked": [str], "violations": [Violation], "warnings": [Violation],
-     "elapsed_s": float}
+     "elapsed_s": float, "provenance": Provenance}
 
     Violation = {"rule": "AREA-NNN", "severity": "error"|"warning",
                  "spec": {"file", "section", "clause"}, "message": str, "location": {...}}
@@ -21,6 +21,12 @@ report.
 Formats: ``text`` (grouped by rule, for people), ``json``, ``junit`` (one testcase per
 rule checked, one ``<failure>`` per violation) and ``github`` (``::error file=…::``
 workflow annotations).
+
+``provenance`` (every format shows it: JUnit as ``<properties>``, GitHub as a notice) says
+what the dataset was judged against: the kit's version, the digests of its case set and of
+the spec texts, and the implementation that wrote the dataset
+(:func:`conformance.kit.provenance`); the command line sets it, a report made without it
+names no implementation.
 """
 
 from __future__ import annotations
@@ -65,6 +71,7 @@ class Report:
     findings: list[Violation] = field(default_factory=list)
     elapsed_s: float = 0.0
     refs_checked: dict[str, list[int]] = field(default_factory=dict)
+    provenance: dict = field(default_factory=dict)  # conformance.kit.provenance()
 
     @property
     def violations(self) -> list[Violation]:
@@ -94,6 +101,7 @@ class Report:
             "violations": [v.as_dict() for v in self.violations],
             "warnings": [v.as_dict() for v in self.warnings],
             "elapsed_s": round(float(self.elapsed_s), 6),
+            "provenance": self.provenance or _kit().provenance(),
         }
 
     # -- formats ---------------------------------------------------------------------------
@@ -107,6 +115,12 @@ class Report:
         if fmt == "github":
             return to_github(self)
         raise ValueError(f"unknown report format {fmt!r}; one of {', '.join(FORMATS)}")
+
+
+def _kit():
+    from conformance import kit
+
+    return kit
 
 
 def _where(loc: dict) -> str:
@@ -134,6 +148,7 @@ def to_text(report: Report) -> str:
         f"  versions checked: {', '.join(map(str, d['versions_checked'])) or 'none'}; "
         f"rules checked: {len(d['rules_checked'])}; errors: {len(d['violations'])}; "
         f"warnings: {len(d['warnings'])}; {d['elapsed_s']:.3f} s",
+        f"  judged against {_kit().summary(d['provenance'])}",
     ]
     other = {k: v for k, v in d["refs_checked"].items() if k != "main"}
     if other:
@@ -167,6 +182,7 @@ def to_junit(report: Report) -> str:
         f"<testsuites><testsuite name={quoteattr('lance-conformance ' + report.uri)} "
         f'tests="{len(report.rules_checked)}" failures="{failures}" errors="0" '
         f'time="{report.elapsed_s:.3f}">',
+        _kit().junit_properties(report.as_dict()["provenance"]),
     ]
     for rule_id in sorted(set(report.rules_checked) | set(by_rule)):
         found = by_rule.get(rule_id, [])
@@ -203,6 +219,8 @@ def to_github(report: Report) -> str:
         lines.append(f"::{level} {props}::{_gh_escape(head + ': ' + v.message)}")
     verdict = "conforms" if report.conforms else "does not conform"
     lines.append(f"::notice title=lance-conformance::{_gh_escape(report.uri + ' ' + verdict)}")
+    judged = _kit().summary(report.as_dict()["provenance"])
+    lines.append(f"::notice title=lance-conformance judged against::{_gh_escape(judged)}")
     return "\n".join(lines) + "\n"
 
 

@@ -85,6 +85,7 @@ class Adapter:
     :meth:`read` and/or :meth:`apply`."""
 
     name: str = "adapter"
+    version: str | None = None  # the implementation's version, named in every report
     capabilities: Capabilities = Capabilities()
 
     def read(self, uri: str, version: int | None = None, *, with_row_id: bool = False) -> pa.Table:

@@ -128,9 +128,13 @@ pre{white-space:pre-wrap;margin:0}"""
 
 
 def render_html(*, runs=(), matrix: Matrix | None = None, title: str = "Lance conformance") -> str:
+    from conformance import kit
+
     e = html.escape
     out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{e(title)}</title>",
            f"<style>{_STYLE}</style></head><body><h1>{e(title)}</h1>"]
+    if matrix is not None:
+        out.append(kit.html_block(kit.provenance({"name": ", ".join(matrix.producers)})))
     if matrix is not None:
         out.append("<h2>Producer &times; consumer</h2><table><tr><th>producer \\ consumer</th>")
         out += [f"<th>{e(c)}</th>" for c in matrix.consumers]
@@ -150,7 +154,8 @@ def render_html(*, runs=(), matrix: Matrix | None = None, title: str = "Lance co
         out.append("</ul>")
     for r in runs:
         counts = ", ".join(f"{k} {v}" for k, v in r.counts().items())
-        out.append(f"<h2>{e(r.adapter)}</h2><p>{e(counts)}</p><table>"
+        out.append(f"<h2>{e(r.adapter)}</h2>{kit.html_block(r.as_dict()['provenance'])}"
+                   f"<p>{e(counts)}</p><table>"
                    "<tr><th>case</th><th>outcome</th><th>rules</th><th>message</th></tr>")
         for c in r.results:
             out.append(f"<tr class='{c.outcome}'><td>{e(c.id)}</td><td>{c.outcome}</td>"

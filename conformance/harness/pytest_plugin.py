@@ -9,6 +9,11 @@ case id (``lance::read.deletion-arrow``, ``lance::write.stale-append``...): PASS
 FAIL and ERROR fail with the rule ids and message, UNSUPPORTED and skip-file entries skip
 with their reason. Without ``--lance-impl`` the plugin adds nothing.
 
+It fails closed as ``lance-conformance run`` does (:func:`~conformance.harness.runner.preflight`):
+a suite that would add no item, or fewer than it holds without a skip-file naming each
+missing case, is a usage error (pytest exits 4 with one line saying what is missing), and a
+session whose case items all skipped (UNSUPPORTED or skip-file) judged nothing and exits 4 too.
+
     pytest --lance-impl=IMPL -m fuzz [--lance-fuzz-role=both] [--lance-fuzz-examples=N]
            [--lance-fuzz-seed=S] [--lance-fuzz-save=DIR]
 
@@ -34,7 +39,7 @@ def pytest_addoption(parser) -> None:
                 help='implementation under test: reference, pylance, module:Class, cmd:"..."')
     g.addoption("--lance-suite", default="all", choices=("read", "write", "all"))
     g.addoption("--lance-skip-file", default=None, help="skip-file of case ids with reasons")
-    g.addoption("--lance-fixtures", default=None, help="golden fixtures folder")
+    g.addoption("--lance-fixtures", default=None, help="golden fixtures folder (default: the kit's own)")
     g.addoption("--lance-fuzz-role", default="both", choices=("writer", "reader", "both"))
     g.addoption("--lance-fuzz-examples", type=int, default=50, help="fuzz examples per role")
     g.addoption("--lance-fuzz-seed", type=int, default=0)
@@ -107,6 +112,8 @@ class _State:
     adapter = None
     tmp = None
     spec = None
+    ran = 0      # case items that ran
+    judged = 0   # ... and passed or failed (not skipped)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -k/-m deselect the items
@@ -123,8 +130,13 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     _State.spec = spec
     _State.tmp = tempfile.TemporaryDirectory(prefix="lance-conformance-pytest-")
     fixtures = config.getoption("--lance-fixtures")
-    jobs = runner.plan(_State.adapter, Path(_State.tmp.name), suite=config.getoption("--lance-suite"),
-                       fixtures=Path(fixtures) if fixtures else None)
+    fixtures = Path(fixtures) if fixtures else None
+    suite = config.getoption("--lance-suite")
+    jobs = runner.plan(_State.adapter, Path(_State.tmp.name), suite=suite, fixtures=fixtures)
+    problem = runner.preflight([cid for cid, _, _ in jobs], suite=suite, fixtures=fixtures,
+                               skips=skips)
+    if problem:
+        raise pytest.UsageError(f"lance-conformance: {problem}")
     for cid, kind, job in jobs:
         items.append(LanceCaseItem.from_parent(session, name=f"lance::{cid}", case_id=cid, kind=kind,
                                                job=job, skip_reason=runner._skipped(cid, skips)))
@@ -138,10 +150,29 @@ def pytest_collection_modifyitems(session, config, items) -> None:
                 save=config.getoption("--lance-fuzz-save")))
 
 
+def pytest_runtest_logreport(report) -> None:
+    if "lance::" not in report.nodeid or "lance::fuzz." in report.nodeid:
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        _State.ran += 1
+        _State.judged += report.outcome in ("passed", "failed")
+
+
 def pytest_sessionfinish(session, exitstatus) -> None:
+    if _State.ran and not _State.judged and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        _State.nothing = (f"lance-conformance: no case was judged: all {_State.ran} case items "
+                          "were skipped (UNSUPPORTED or in the skip-file)")
     if _State.adapter is not None:
         _State.adapter.close()
         _State.adapter = None
     if _State.tmp is not None:
         _State.tmp.cleanup()
         _State.tmp = None
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    message = getattr(_State, "nothing", None)
+    if message:
+        terminalreporter.write_line(message, red=True)
+        _State.nothing = None

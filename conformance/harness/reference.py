@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from .. import __version__
 from .adapter import ALL_OPS, Adapter, Capabilities, Unsupported
 from .scenarios import ROW_ID
 
 
 class ReferenceAdapter(Adapter):
     name = "reference"
+    version = __version__
     capabilities = Capabilities(read=True, write=True, ops=ALL_OPS, row_ids=True,
                                 features=("legacy", "v1-names", "branches", "blobs",
                                           "storage:2.0", "storage:2.1", "storage:2.2",

@@ -33,6 +33,13 @@ reason; blank lines and lines starting with ``#`` are ignored::
 
     read.legacy-file      # our reader has no legacy (0.1) support
     write.*               # read-only implementation
+
+A run fails closed (:func:`preflight`, :func:`nothing_judged`): it is refused when it would
+run no case, or fewer cases than its suite holds (:func:`suite_case_ids`: the kit's golden
+cases and writer scenarios) without a skip-file naming each missing one, and a run in which
+no case was judged (every case UNSUPPORTED or skipped) checked nothing. A ``--fixtures``
+folder holding only cases of its own (``lance-conformance fixtures from-case``) is judged on
+what it holds. Every report names what it was judged against (:mod:`conformance.kit`).
 """
 
 from __future__ import annotations
@@ -74,6 +81,8 @@ class CaseResult:
 class RunResult:
     adapter: str
     results: list[CaseResult] = field(default_factory=list)
+    suite: str = "all"
+    provenance: dict = field(default_factory=dict)  # conformance.kit.provenance()
 
     @property
     def ok(self) -> bool:
@@ -91,9 +100,26 @@ class RunResult:
     def failed_rules(self) -> set[str]:
         return {rule for r in self.results if r.outcome == FAIL for rule in r.rules}
 
+    def judged(self) -> int:
+        """How many cases were judged (PASS, FAIL or ERROR)."""
+        return sum(r.outcome in (PASS, FAIL, ERROR) for r in self.results)
+
     def as_dict(self) -> dict:
-        return {"adapter": self.adapter, "ok": self.ok, "counts": self.counts(),
+        return {"adapter": self.adapter, "suite": self.suite, "ok": self.ok,
+                "counts": self.counts(),
+                "provenance": self.provenance or provenance_of(None, name=self.adapter),
                 "results": [r.as_dict() for r in self.results]}
+
+
+def provenance_of(adapter: Adapter | None, fixtures: Path | None = None, *,
+                  name: str = "") -> dict:
+    """What a run of ``adapter`` over the golden cases in ``fixtures`` (the kit's by
+    default) is judged against (:func:`conformance.kit.provenance`)."""
+    from conformance import kit
+
+    impl = {"name": adapter.name if adapter else name,
+            "version": getattr(adapter, "version", None) or ""}
+    return kit.provenance(impl, golden=fixtures)
 
 
 # -- skip-file -------------------------------------------------------------------------------
@@ -115,6 +141,70 @@ def _skipped(case_id: str, skips: dict[str, str]) -> str | None:
         if fnmatch.fnmatchcase(case_id, pattern):
             return reason
     return None
+
+
+# -- what a suite holds, and a run that would check less -------------------------------------
+
+def suite_case_ids(suite: str = "all") -> list[str]:
+    """The case ids the kit's ``suite`` holds: a ``read.`` case per golden case read (or
+    refused at read), the writer scenarios, a ``write.`` case per golden must-reject commit."""
+    from conformance.fixtures import golden
+
+    ids = []
+    if suite in ("read", "all"):
+        ids += [f"read.{c.id}" for c in golden.CASES.values()
+                if c.expected["outcome"] == "read" or c.expected.get("when") == "read"]
+    if suite in ("write", "all"):
+        ids += list(sc.WRITER_SCENARIOS)
+        ids += [f"write.{c.id}" for c in golden.CASES.values() if c.expected.get("when") == "commit"]
+    return ids
+
+
+def fixture_case_ids(fixtures: Path) -> set[str]:
+    """The ids of the golden cases in the folder ``fixtures``."""
+    from conformance.fixtures import golden
+
+    if not fixtures.is_dir():
+        return set()
+    return {golden.load_case(p)["id"] for p in fixtures.iterdir() if (p / "case.json").is_file()}
+
+
+def preflight(planned: list[str], *, suite: str, fixtures: Path | None = None,
+              skips: dict[str, str] | None = None) -> str | None:
+    """One line saying why a run of the case ids ``planned`` would check less than ``suite``
+    holds (None when it is whole): no case at all, every case skipped, or cases of the kit's
+    suite missing from the fixtures folder that no skip-file entry names."""
+    from conformance import kit
+    from conformance.fixtures import golden
+
+    skips = skips or {}
+    folder = Path(fixtures) if fixtures else golden.DEFAULT_DIR
+    held = fixture_case_ids(folder)
+    if held and not held & set(golden.CASES):
+        expected = list(planned)  # a folder of its own cases (fixtures from-case): what it holds
+    else:
+        expected = suite_case_ids(suite)
+    missing = [cid for cid in expected if cid not in planned and _skipped(cid, skips) is None]
+    if not planned:
+        return (f"no case to run: the golden cases of --suite {suite} are missing "
+                f"({kit.describe_missing(folder)})")
+    if missing:
+        shown = ", ".join(missing[:6]) + (", ..." if len(missing) > 6 else "")
+        return (f"{len(missing)} of the {len(expected)} cases of --suite {suite} are missing "
+                f"({kit.describe_missing(folder) if not held else f'not in {folder}'}) and no "
+                f"skip-file names them: {shown}")
+    if all(_skipped(cid, skips) is not None for cid in planned):
+        return f"no case to run: the skip-file skips all {len(planned)} cases of --suite {suite}"
+    return None
+
+
+def nothing_judged(run_result: RunResult) -> str | None:
+    """One line when no case of a finished run was judged (all UNSUPPORTED or skipped)."""
+    if run_result.judged():
+        return None
+    c = run_result.counts()
+    return (f"no case was judged: {c[UNSUPPORTED]} UNSUPPORTED, {c[SKIP]} skipped "
+            f"({run_result.adapter} can do nothing --suite {run_result.suite} asks)")
 
 
 # -- read suite ------------------------------------------------------------------------------
@@ -394,7 +484,8 @@ def run(adapter: Adapter, *, suite: str = "all", fixtures: Path | None = None,
         pylance: bool = True, progress=None) -> RunResult:
     """Run ``suite`` ("read", "write" or "all") against ``adapter``."""
     skips = skips or {}
-    result = RunResult(adapter.name)
+    result = RunResult(adapter.name, suite=suite)
+    result.provenance = provenance_of(adapter, Path(fixtures) if fixtures else None)
     with tempfile.TemporaryDirectory(prefix="lance-conformance-run-") as tmp:
         for cid, kind, job in plan(adapter, Path(tmp), suite=suite, fixtures=fixtures,
                                    scenarios=scenarios, pylance=pylance):
@@ -409,7 +500,10 @@ def run(adapter: Adapter, *, suite: str = "all", fixtures: Path | None = None,
 # -- reports ---------------------------------------------------------------------------------
 
 def to_text(run_result: RunResult) -> str:
-    lines = [f"adapter {run_result.adapter}"]
+    from conformance import kit
+
+    prov = run_result.as_dict()["provenance"]
+    lines = [f"adapter {run_result.adapter}", f"  judged against {kit.summary(prov)}"]
     for r in run_result.results:
         rules = f" [{', '.join(r.rules)}]" if r.rules else ""
         lines.append(f"  {r.outcome:<11} {r.id}{rules}  {r.message.splitlines()[0] if r.message else ''}")
@@ -421,11 +515,14 @@ def to_text(run_result: RunResult) -> str:
 def to_junit(run_result: RunResult) -> str:
     from xml.sax.saxutils import escape, quoteattr
 
+    from conformance import kit
+
     c = run_result.counts()
     out = ['<?xml version="1.0" encoding="UTF-8"?>',
            f'<testsuite name={quoteattr("lance-conformance " + run_result.adapter)} '
            f'tests="{len(run_result.results)}" failures="{c[FAIL]}" errors="{c[ERROR]}" '
-           f'skipped="{c[SKIP] + c[UNSUPPORTED]}">']
+           f'skipped="{c[SKIP] + c[UNSUPPORTED]}">',
+           kit.junit_properties(run_result.as_dict()["provenance"], "  ")]
     for r in run_result.results:
         out.append(f'  <testcase classname={quoteattr(r.suite)} name={quoteattr(r.id)} '
                    f'time="{r.elapsed_s:.3f}">')

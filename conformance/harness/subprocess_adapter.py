@@ -67,6 +67,7 @@ class SubprocessAdapter(Adapter):
                                      stderr=stderr)
         hello = self._call("hello", {"protocol": PROTOCOL_VERSION})
         self.name = str(hello.get("name") or os.path.basename(self.argv[-1]))
+        self.version = str(hello["version"]) if hello.get("version") else None
         self.capabilities = Capabilities.from_dict(hello.get("capabilities", {}))
 
     # -- transport ---------------------------------------------------------------------

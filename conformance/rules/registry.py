@@ -58,6 +58,17 @@ SPEC_FILES = {
     "REFS-NAMESPACE-COMMIT": "REFS-NAMESPACE-COMMIT.md",
 }
 
+#: sha256 of each spec text the catalog quotes, as the kit was built against them. The texts
+#: do not ship with the kit; a report names them by these digests (``conformance/kit.py``),
+#: and ``test_rules_catalog`` checks the digests against the texts where they are present.
+SPEC_SHA256 = {
+    "000": "a1a0b0b711c0fa3899eb8bee904e49a8d273e2046b226d2284a6130774e80ea5",
+    "001": "f780449fd3561d9394e37e693f26797b72732fa82657ec4c3611fa4e9adbba50",
+    "002": "c1971516a66ce2f656fdff22d89f085311090f69f392d2b7bbdc000fe31dc9b1",
+    "003": "c074cb630a6b3e5f8237feb794a61f48d7390a63b94b89e2c9cf2349f7a11648",
+    "004": "e18229ebad1f186cd6b220b3622f576a2cf3a3a46f077666dbe364a5f989b15e",
+}
+
 
 #: the refusal of every rule that reports a decoder failure of a data file's pages
 DECODE_REFUSAL = ("a page whose bytes break this cannot be decoded to the values it stands for: "

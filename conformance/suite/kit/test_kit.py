@@ -1,0 +1,130 @@
+"""The kit's identity (conformance/kit.py): one resolver for the fixtures (a checkout's
+``fixtures/`` or the copy a wheel carries), the digests every report names, and
+``lance-conformance --version``."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import tomllib
+from pathlib import Path
+
+import pytest
+
+import conformance
+from conformance import kit
+from conformance.cli import main
+from conformance.fixtures import golden
+from conformance.rules.registry import SPEC_FILES, SPEC_SHA256, SPEC_TEXTS
+from conformance.suite.parts import spec_dir, unavailable
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_a_checkout_uses_its_own_fixtures():
+    assert kit.CHECKOUT == REPO
+    assert kit.fixtures_root() == REPO / "fixtures"
+    assert golden.DEFAULT_DIR == REPO / "fixtures" / "golden"
+    assert kit.invalid_dir() == REPO / "fixtures" / "invalid"
+
+
+def _fake_fixtures(root: Path, cases: list[str]) -> Path:
+    for kind in ("golden", "invalid"):
+        for cid in cases:
+            (root / kind / cid).mkdir(parents=True)
+            (root / kind / cid / "case.json").write_text(f'{{"id": "{cid}"}}\n')
+    return root
+
+
+def test_an_installed_kit_uses_the_copy_its_wheel_carries(tmp_path, monkeypatch):
+    packaged = _fake_fixtures(tmp_path / "site" / "conformance" / "_fixtures", ["a"])
+    monkeypatch.setattr(kit, "CHECKOUT", None)
+    monkeypatch.setattr(kit, "PACKAGED_FIXTURES", packaged)
+    assert kit.fixtures_searched() == [packaged]
+    assert kit.fixtures_root() == packaged and kit.golden_dir() == packaged / "golden"
+    # a checkout wins over the packaged copy when both are there
+    checkout = tmp_path / "repo"
+    _fake_fixtures(checkout / "fixtures", ["b"])
+    monkeypatch.setattr(kit, "CHECKOUT", checkout)
+    assert kit.fixtures_root() == checkout / "fixtures"
+
+
+def test_no_fixtures_anywhere_names_where_it_looked(tmp_path, monkeypatch):
+    monkeypatch.setattr(kit, "CHECKOUT", None)
+    monkeypatch.setattr(kit, "PACKAGED_FIXTURES", tmp_path / "nowhere")
+    assert kit.fixtures_root() is None
+    assert kit.golden_dir() == tmp_path / "nowhere" / "golden"
+    assert kit.describe_missing(kit.golden_dir()).endswith("does not exist")
+    with pytest.raises(ValueError):
+        kit.fixtures_dir("other")
+
+
+def test_the_case_digest_follows_every_byte_and_name(tmp_path, monkeypatch):
+    root = _fake_fixtures(tmp_path / "f", ["a", "b"])
+    monkeypatch.setattr(kit, "invalid_dir", lambda: root / "invalid")
+    first = kit.case_set(root / "golden")
+    assert first["golden"] == 2 and first["invalid"] == 2 and first["scenarios"] == 18
+    assert re.fullmatch(r"[0-9a-f]{64}", first["sha256"])
+    kit._case_set.cache_clear()
+    assert kit.case_set(root / "golden") == first  # deterministic
+    (root / "golden" / "a" / "case.json").write_text('{"id": "a", "x": 1}\n')
+    kit._case_set.cache_clear()
+    changed = kit.case_set(root / "golden")
+    assert changed["sha256"] != first["sha256"]
+    (root / "golden" / "a" / "case.json").write_text('{"id": "a"}\n')
+    (root / "golden" / "a" / "case.json").rename(root / "golden" / "a" / "other.json")
+    kit._case_set.cache_clear()
+    renamed = kit.case_set(root / "golden")
+    assert renamed["sha256"] not in (first["sha256"], changed["sha256"])
+    assert renamed["golden"] == 1  # the folder without case.json is no case
+    kit._case_set.cache_clear()
+
+
+def test_the_case_digest_does_not_depend_on_where_the_fixtures_lie(tmp_path, monkeypatch):
+    here = kit.case_set()
+    copy = tmp_path / "fixtures"
+    shutil.copytree(REPO / "fixtures", copy)
+    monkeypatch.setattr(kit, "invalid_dir", lambda: copy / "invalid")
+    assert kit.case_set(copy / "golden") == here
+    assert here["golden"] == len(golden.CASES) and here["invalid"] > 100
+
+
+def test_the_spec_digests_are_the_texts_the_catalog_quotes():
+    root = spec_dir()
+    if root is None:
+        unavailable("spec texts", "shared/spec is not beside the repository")
+    assert set(SPEC_SHA256) == set(SPEC_TEXTS)
+    for key in SPEC_TEXTS:
+        text = (root / SPEC_FILES[key]).read_bytes()
+        assert hashlib.sha256(text).hexdigest() == SPEC_SHA256[key], SPEC_FILES[key]
+    spec = kit.spec_texts()
+    assert sorted(spec["texts"]) == sorted(SPEC_FILES[k] for k in SPEC_TEXTS)
+
+
+def test_the_version_is_one_number(capsys):
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert "version" in project["dynamic"]  # built from conformance.__version__
+    assert kit.version() == conformance.__version__
+    assert kit.provenance()["kit"] == {"name": "lance-conformance", "version": conformance.__version__}
+
+
+def test_version_says_what_results_are_judged_against(capsys):
+    assert main(["--version"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"lance-conformance {conformance.__version__}"
+    cases = kit.case_set()
+    assert lines[1].startswith(f"cases sha256:{cases['sha256']} ({cases['golden']} golden, ")
+    assert lines[2] == f"fixtures {REPO / 'fixtures'}"
+    assert lines[3].startswith(f"spec sha256:{kit.spec_texts()['sha256']} (5 texts)")
+
+
+def test_provenance_names_the_implementation():
+    p = kit.provenance({"name": "mine", "version": 3, "other": "x"})
+    assert p["implementation"] == {"name": "mine", "version": "3"}
+    assert kit.provenance()["implementation"] == {"name": "", "version": ""}
+    line = kit.summary(p)
+    assert line.startswith(f"lance-conformance {conformance.__version__}; cases sha256:")
+    assert line.endswith("implementation mine 3")
+    assert "<property name=\"implementation.name\" value=\"mine\"/>" in kit.junit_properties(p)
+

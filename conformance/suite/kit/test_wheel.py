@@ -1,0 +1,184 @@
+"""The kit as vendors install it: ``python -m build`` makes a wheel that carries the golden and
+invalid fixtures, installed into a fresh virtualenv and run from another folder, offline, with
+PYTHONPATH unset.
+
+The virtualenv sees the system's site-packages (pyarrow, pylance, pytest: no network), and
+its own copy of the kit wins over the system's editable one (the module's path is checked).
+The wheel and the virtualenv are built once per session, shared by the xdist workers under a
+lock. Marked ``slow``: building takes a minute.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from conformance import kit
+from conformance.harness import runner
+from conformance.harness.adapter import load_adapter
+from conformance.suite.parts import unavailable
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[3]
+SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "conformance",
+           "reference_impl", "fixtures")
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "dist", "*.egg-info",
+                                ".pytest_cache", "_fixtures")
+
+
+@dataclass
+class Installed:
+    wheel: Path
+    sdist: Path
+    venv: Path
+    source: Path  # the copy of the checkout the wheel was built from
+
+    @property
+    def bin(self) -> Path:
+        return self.venv / "bin"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
+        env["VIRTUAL_ENV"] = str(self.venv)
+        return env
+
+    def run(self, *argv: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+        return subprocess.run(list(argv), cwd=cwd, env=self.env(), capture_output=True,
+                              text=True, timeout=timeout)
+
+
+def _build(root: Path) -> Installed:
+    src, dist, venv = root / "src", root / "dist", root / "venv"
+    for name in SOURCES:
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=IGNORE)
+        else:
+            src.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, src / name)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # sdist, then the wheel from the sdist, with the installed setuptools (no download)
+    done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist),
+                           str(src)], env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    wheel, = dist.glob("*.whl")
+    sdist, = dist.glob("*.tar.gz")
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
+                    str(venv)], check=True, env=env, timeout=300)
+    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps",
+                           "--no-index", str(wheel)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return Installed(wheel, sdist, venv, src)
+
+
+@pytest.fixture(scope="session")
+def installed(tmp_path_factory) -> Installed:
+    try:
+        import build  # noqa: F401
+    except ImportError as exc:
+        unavailable("python -m build", f"import build failed: {exc!r} (the test extra has it)")
+    shared = tmp_path_factory.getbasetemp().parent  # one folder for every xdist worker
+    root = shared / "wheel"
+    with open(shared / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (root / "ready").exists():
+            if root.exists():
+                shutil.rmtree(root)
+            built = _build(root)
+            (root / "ready").write_text(json.dumps({"wheel": str(built.wheel)}))
+    return Installed(next((root / "dist").glob("*.whl")), next((root / "dist").glob("*.tar.gz")),
+                     root / "venv", root / "src")
+
+
+@pytest.fixture
+def elsewhere():
+    """An empty folder under /tmp, far from the checkout."""
+    path = Path(tempfile.mkdtemp(prefix="lance-conformance-elsewhere-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _planned(spec: str) -> list[str]:
+    """The case ids a run of ``spec`` executes from this checkout."""
+    with load_adapter(spec) as adapter, tempfile.TemporaryDirectory() as tmp:
+        return [cid for cid, _, _ in runner.plan(adapter, Path(tmp), suite="all")]
+
+
+def test_the_wheel_is_the_whole_kit(installed, elsewhere):
+    size = installed.wheel.stat().st_size
+    assert 1 << 20 < size < 10 << 20, size  # the fixtures are in, and it stays small (~2.5 MB)
+    import zipfile
+
+    names = zipfile.ZipFile(installed.wheel).namelist()
+    fixture_files = [n for n in names if n.startswith("conformance/_fixtures/")]
+    checkout_files = [p for p in (REPO / "fixtures").rglob("*") if p.is_file()
+                      and p.parts[len(REPO.parts) + 1] in ("golden", "invalid")]
+    assert len(fixture_files) == len(checkout_files)
+    for needed in ("conformance/schemas/run-report.schema.json", "conformance/harness/PROTOCOL.md",
+                   "conformance/compat/release_adapter.py"):
+        assert needed in names, needed
+    assert not any(n.startswith("fixtures/") for n in names)
+
+    py = str(installed.bin / "python")
+    done = installed.run(py, "-c", "import conformance, conformance.kit as k; "
+                         "print(conformance.__file__); print(k.fixtures_root())", cwd=elsewhere)
+    module, root = done.stdout.split()
+    assert Path(module).is_relative_to(installed.venv), module  # the venv's copy, not the checkout
+    assert Path(root) == Path(module).parent / "_fixtures"
+
+    # the same cases, byte for byte: the digest of the case set is the checkout's
+    done = installed.run("lance-conformance", "--version", cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    assert f"cases sha256:{kit.case_set()['sha256']} " in done.stdout
+    assert f"fixtures {root}" in done.stdout
+
+
+def test_run_and_verify_from_the_wheel(installed, elsewhere):
+    done = installed.run("lance-conformance", "run", "--impl", "pylance", "--json", cwd=elsewhere)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    doc = json.loads(done.stdout)
+    jsonschema.validate(doc, kit.schema("run-report"))
+    from_checkout = _planned("pylance")
+    assert [r["id"] for r in doc["results"]] == from_checkout
+    assert len(from_checkout) == len(runner.suite_case_ids("all")) == 55
+    assert doc["counts"]["PASS"] == 55, doc["counts"]
+    assert doc["provenance"]["cases"]["sha256"] == kit.case_set()["sha256"]
+
+    done = installed.run("lance-conformance", "fixtures", "verify", cwd=elsewhere)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.rstrip().endswith("37 of 37 cases verify")
+
+    table = kit.fixtures_root() / "golden" / "types-2.2" / "table"
+    done = installed.run("lance-conformance", "validate", str(table), "--format", "json",
+                         cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    jsonschema.validate(json.loads(done.stdout), kit.schema("report"))
+    done = installed.run("lance-conformance", "compat", "--writers", "reference", "--readers",
+                         "reference", "--scenarios", "create", "--json", "m.json",
+                         "--no-progress", cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    jsonschema.validate(json.loads((elsewhere / "m.json").read_text()), kit.schema("compat"))
+
+
+def test_the_pytest_plugin_from_the_wheel(installed, elsewhere):
+    done = installed.run(str(installed.bin / "python"), "-m", "pytest", "-q", "-p",
+                         "no:cacheprovider", "--rootdir", str(elsewhere), "--collect-only",
+                         "--lance-impl=reference", cwd=elsewhere)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    items = [line.strip(":") for line in done.stdout.splitlines() if "lance::" in line]
+    assert items == [f"lance::{cid}" for cid in _planned("reference")]
+    assert len(items) == 55
+
