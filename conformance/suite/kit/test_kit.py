@@ -128,3 +128,43 @@ def test_provenance_names_the_implementation():
     assert line.endswith("implementation mine 3")
     assert "<property name=\"implementation.name\" value=\"mine\"/>" in kit.junit_properties(p)
 
+
+# -- the CI recipes --------------------------------------------------------------------------
+
+def _readme_test_command() -> str:
+    text = (REPO / "README.md").read_text()
+    block = text.split("Run the tests", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = [line for line in block.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    return lines[0].strip()
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = [line for line in (REPO / ".ci" / "run").read_text().splitlines()
+          if line.strip() and not line.startswith("#")]
+    assert ci[-1].strip() == _readme_test_command()
+
+
+def test_the_pre_commit_hooks_run_commands_of_the_kit():
+    import yaml
+
+    from conformance.cli import COMMANDS
+
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    assert [h["id"] for h in hooks] == ["lance-conformance-validate", "lance-conformance-run"]
+    for h in hooks:
+        prog, command = h["entry"].split()
+        assert prog == "lance-conformance" and command.replace("-", "_") in COMMANDS
+        assert h["language"] == "python" and h["pass_filenames"] is False
+
+
+def test_the_action_installs_the_kit_first_and_refuses_to_check_nothing():
+    import yaml
+
+    doc = yaml.safe_load((REPO / "action.yml").read_text())
+    steps = doc["runs"]["steps"]
+    assert doc["runs"]["using"] == "composite"
+    assert steps[0]["name"] == "Install the kit" and "pip install" in steps[0]["run"]
+    assert "exit 2" in steps[0]["run"]  # no table, impl nor baseline
+    for step in steps:
+        assert step["shell"] == "bash" and "${{" not in step["run"], step["name"]

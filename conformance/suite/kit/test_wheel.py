@@ -1,6 +1,7 @@
 """The kit as vendors install it: ``python -m build`` makes a wheel that carries the golden and
 invalid fixtures, installed into a fresh virtualenv and run from another folder, offline, with
-PYTHONPATH unset.
+PYTHONPATH unset; and the GitHub Action's steps (``action.yml``), run as plain bash with that
+wheel and no GitHub.
 
 The virtualenv sees the system's site-packages (pyarrow, pylance, pytest: no network), and
 its own copy of the kit wins over the system's editable one (the module's path is checked).
@@ -13,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,8 +33,8 @@ from conformance.suite.parts import unavailable
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[3]
-SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "conformance",
-           "reference_impl", "fixtures")
+SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "action.yml",
+           "conformance", "reference_impl", "fixtures")
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "dist", "*.egg-info",
                                 ".pytest_cache", "_fixtures")
 
@@ -182,3 +184,90 @@ def test_the_pytest_plugin_from_the_wheel(installed, elsewhere):
     assert items == [f"lance::{cid}" for cid in _planned("reference")]
     assert len(items) == 55
 
+
+# -- the GitHub Action as a shell script ----------------------------------------------------
+
+_EXPR = re.compile(r"\$\{\{\s*(inputs\.([\w-]+)|github\.action_path)\s*\}\}")
+
+
+def run_action(inputs: dict[str, str], *, action_path: Path, env: dict, cwd: Path) -> list:
+    """Run the steps of ``action.yml`` one after the other with bash, as GitHub would: each
+    step's ``env`` with the ``${{ inputs.* }}`` and ``${{ github.action_path }}`` it names
+    filled in; stop at the first step that fails. Returns ``[(name, CompletedProcess)]``."""
+    import yaml
+
+    doc = yaml.safe_load((action_path / "action.yml").read_text())
+    assert doc["runs"]["using"] == "composite"
+    values = {k: str(v.get("default", "")) for k, v in doc["inputs"].items()}
+    unknown = set(inputs) - set(values)
+    assert not unknown, unknown
+    values.update(inputs)
+
+    def fill(text: str) -> str:
+        return _EXPR.sub(lambda m: str(action_path) if m.group(1) == "github.action_path"
+                         else values[m.group(2)], text)
+
+    results = []
+    for step in doc["runs"]["steps"]:
+        assert step["shell"] == "bash" and "${{" not in step["run"]  # inputs come from env
+        step_env = dict(env) | {k: fill(str(v)) for k, v in step.get("env", {}).items()}
+        done = subprocess.run(["bash", "-c", step["run"]], cwd=cwd, env=step_env,
+                              capture_output=True, text=True, timeout=900)
+        results.append((step["name"], done))
+        if done.returncode:
+            break
+    return results
+
+
+def _small_table(path: Path) -> Path:
+    import pyarrow as pa
+
+    import reference_impl as ri
+
+    ds = ri.write_dataset(pa.table({"id": list(range(10))}), str(path), data_storage_version="2.1")
+    ds.delete("id < 3")
+    return path
+
+
+def test_the_action_steps_as_a_shell_script(installed, elsewhere):
+    env = installed.env()
+    table = _small_table(elsewhere / "out.lance")
+    base = elsewhere / "baseline.json"
+    done = installed.run("lance-conformance", "compat", "--writers", "reference", "--readers",
+                         "reference", "--scenarios", "create,delete", "--json", str(base),
+                         "--no-progress", cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    inputs = {"kit": str(installed.wheel), "pip-args": "--no-deps --no-index", "table": str(table),
+              "impl": "reference", "suite": "read", "baseline": str(base),
+              "compat-writers": "reference", "compat-readers": "reference",
+              "compat-scenarios": "create,delete", "reports": str(elsewhere / "reports")}
+    steps = run_action(inputs, action_path=installed.source, env=env, cwd=elsewhere)
+    assert [name for name, _ in steps] == ["Install the kit", "Validate the writer's output",
+                                           "Run the harness", "Gate on the compatibility baseline"]
+    for name, p in steps:
+        assert p.returncode == 0, (name, p.stdout[-2000:], p.stderr[-2000:])
+    assert f"lance-conformance {kit.version()}" in steps[0][1].stdout
+    assert "::notice title=lance-conformance::" in steps[1][1].stdout
+    assert "conforms" in steps[1][1].stdout and "::error" not in steps[1][1].stdout
+    assert "PASS 35, FAIL 0" in steps[2][1].stdout
+    assert "no cell got worse than the baseline" in steps[3][1].stdout
+    reports = elsewhere / "reports"
+    assert {p.name for p in reports.iterdir()} >= {"run.xml", "run.html", "compat.json",
+                                                   "compat.xml", "compat.html"}
+
+
+def test_the_action_fails_on_a_broken_table_and_on_nothing_to_check(installed, elsewhere):
+    broken = elsewhere / "broken.lance"
+    shutil.copytree(REPO / "fixtures" / "invalid" / "FLAGS-003" / "table", broken)
+    inputs = {"kit": str(installed.wheel), "pip-args": "--no-deps --no-index",
+              "table": str(broken), "validate-args": "--all-versions"}
+    steps = run_action(inputs, action_path=installed.source, env=installed.env(), cwd=elsewhere)
+    assert [name for name, _ in steps] == ["Install the kit", "Validate the writer's output"]
+    name, p = steps[-1]
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "::error file=" in p.stdout and "title=FLAGS-003" in p.stdout
+    # no input that checks anything: the first step refuses
+    steps = run_action({"kit": str(installed.wheel), "pip-args": "--no-deps --no-index"},
+                       action_path=installed.source, env=installed.env(), cwd=elsewhere)
+    assert len(steps) == 1 and steps[0][1].returncode == 2
+    assert "this job would check nothing" in steps[0][1].stdout
