@@ -220,6 +220,21 @@ def read_case_ids(fixtures: Path) -> list[str]:
     return out
 
 
+def _reading_copy(cdir: Path, doc: dict, work: Path) -> Path:
+    """The table an adapter reads: a copy of a shipped one (a reader may write, as LanceDB's
+    connection adds a ``__manifest`` table to a directory namespace; the kit's fixtures, in a
+    checkout or an installed wheel, stay as they are), or one generated under ``work``."""
+    from conformance.fixtures import golden
+
+    if not doc["table"]["shipped"]:
+        return golden.materialize(cdir, work)
+    table = work / "copies" / doc["id"] / "table"
+    if table.exists():
+        shutil.rmtree(table)
+    shutil.copytree(cdir / "table", table, symlinks=True)
+    return table
+
+
 def run_read_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
     from conformance.fixtures import golden
 
@@ -228,7 +243,7 @@ def run_read_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
     if not adapter.capabilities.read:
         return CaseResult(cid, "read", UNSUPPORTED, "the adapter does not declare read")
     try:
-        table = golden.materialize(cdir, work)
+        table = _reading_copy(cdir, doc, work)
     except Exception as exc:  # noqa: BLE001 - the harness could not build the table
         return CaseResult(cid, "read", ERROR, f"cannot build the table: {type(exc).__name__}: {exc}")
     exp = doc["expected"]
@@ -421,7 +436,7 @@ def run_commit_reject_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResu
     if not adapter.capabilities.supports(op["op"]):
         return CaseResult(cid, "write", UNSUPPORTED, f"operation {op['op']} not declared")
     try:
-        table = golden.materialize(cdir, work)
+        table = _reading_copy(cdir, doc, work)
         before = golden._reference_versions_or_listing(table)
     except Exception as exc:  # noqa: BLE001
         return CaseResult(cid, "write", ERROR, f"cannot build the table: {exc}")

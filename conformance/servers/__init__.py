@@ -17,6 +17,9 @@ writes=True)``
 ``MinioEndpoint(url, ...)``       a MinIO server run by somebody else, given by its
                                   endpoint (``minio_from_env()``); not started here
 ================================  ====================================================
+
+:mod:`.node_adapter` installs the npm modules of the LanceDB Node SDK adapter (an
+implementation under test in JavaScript) the same way s3rver is installed.
 """
 
 from ._process import LocalServer, ServerUnavailable, free_port

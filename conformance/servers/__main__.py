@@ -3,6 +3,9 @@
 ``python -m conformance.servers which-s3rver`` prints the s3rver the suite would use.
 ``python -m conformance.servers install-chromium`` installs Debian's chromium (for the
 headless screenshot of the compat matrix report) when it is not on the machine yet.
+``python -m conformance.servers install-node-adapter [DIR]`` npm-installs the LanceDB Node
+SDK for the JavaScript implementation under test (:mod:`.node_adapter`);
+``which-node-adapter [DIR]`` prints the ``--impl cmd:...`` spec that runs it.
 """
 
 from __future__ import annotations
@@ -26,8 +29,26 @@ def main(argv: list[str]) -> int:
         found = find_s3rver()
         print(found or "s3rver is not installed")
         return 0 if found else 1
+    if argv[:1] in (["install-node-adapter"], ["which-node-adapter"]):
+        from .node_adapter import find_node_adapter, install_node_adapter, node_adapter_command
+
+        directory = argv[1] if len(argv) > 1 else None
+        if argv[0] == "which-node-adapter":
+            if not find_node_adapter(directory):
+                print("the LanceDB Node adapter is not installed (node and "
+                      "`python -m conformance.servers install-node-adapter`)", file=sys.stderr)
+                return 1
+            print(node_adapter_command(directory))
+            return 0
+        try:
+            print(install_node_adapter(directory))
+        except ServerUnavailable as exc:
+            print(f"cannot install the LanceDB Node adapter: {exc}", file=sys.stderr)
+            return 1
+        return 0
     print("usage: python -m conformance.servers install-s3rver [DIR] | which-s3rver | "
-          "install-chromium", file=sys.stderr)
+          "install-chromium | install-node-adapter [DIR] | which-node-adapter [DIR]",
+          file=sys.stderr)
     return 2
 
 

@@ -143,6 +143,7 @@ def test_ci_runs_the_readme_test_command():
     ci = [line for line in (REPO / ".ci" / "run").read_text().splitlines()
           if line.strip() and not line.startswith("#")]
     assert ci[-1].strip() == _readme_test_command()
+    assert "install-node-adapter" in ci[-1]  # the Node SDK's tests skip nothing under CI
 
 
 def test_the_pre_commit_hooks_run_commands_of_the_kit():

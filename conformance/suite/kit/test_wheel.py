@@ -130,6 +130,8 @@ def test_the_wheel_is_the_whole_kit(installed, elsewhere):
                       and p.parts[len(REPO.parts) + 1] in ("golden", "invalid")]
     assert len(fixture_files) == len(checkout_files)
     for needed in ("conformance/schemas/run-report.schema.json", "conformance/harness/PROTOCOL.md",
+                   "conformance/harness/examples/lancedb_node/adapter.mjs",
+                   "conformance/harness/examples/lancedb_node/package.json",
                    "conformance/compat/release_adapter.py"):
         assert needed in names, needed
     assert not any(n.startswith("fixtures/") for n in names)
