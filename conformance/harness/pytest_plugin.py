@@ -104,6 +104,27 @@ class LanceFuzzItem(pytest.Item):
         return self.path, None, f"lance::fuzz.{self.role}"
 
 
+def pytest_configure(config) -> None:
+    """Refuse, before anything runs (on the xdist controller too), a suite that would add
+    no case item or fewer than it holds (:func:`~conformance.harness.runner.preflight`)."""
+    if not config.getoption("--lance-impl", None):
+        return
+    suite = config.getoption("--lance-suite")
+    fixtures = config.getoption("--lance-fixtures")
+    fixtures = Path(fixtures) if fixtures else None
+    skips = {}
+    if config.getoption("--lance-skip-file"):
+        try:
+            skips = runner.parse_skip_file(Path(config.getoption("--lance-skip-file")).read_text())
+        except OSError as exc:
+            raise pytest.UsageError(f"lance-conformance: cannot read the skip-file: {exc}") from None
+    with tempfile.TemporaryDirectory(prefix="lance-conformance-plan-") as tmp:
+        planned = [cid for cid, _, _ in runner.plan(None, Path(tmp), suite=suite, fixtures=fixtures)]
+    problem = runner.preflight(planned, suite=suite, fixtures=fixtures, skips=skips)
+    if problem:
+        raise pytest.UsageError(f"lance-conformance: {problem}")
+
+
 def _wants_fuzz(config) -> bool:
     return "fuzz" in (config.getoption("markexpr", "") or "").replace("not fuzz", "")
 
@@ -130,13 +151,8 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     _State.spec = spec
     _State.tmp = tempfile.TemporaryDirectory(prefix="lance-conformance-pytest-")
     fixtures = config.getoption("--lance-fixtures")
-    fixtures = Path(fixtures) if fixtures else None
-    suite = config.getoption("--lance-suite")
-    jobs = runner.plan(_State.adapter, Path(_State.tmp.name), suite=suite, fixtures=fixtures)
-    problem = runner.preflight([cid for cid, _, _ in jobs], suite=suite, fixtures=fixtures,
-                               skips=skips)
-    if problem:
-        raise pytest.UsageError(f"lance-conformance: {problem}")
+    jobs = runner.plan(_State.adapter, Path(_State.tmp.name), suite=config.getoption("--lance-suite"),
+                       fixtures=Path(fixtures) if fixtures else None)
     for cid, kind, job in jobs:
         items.append(LanceCaseItem.from_parent(session, name=f"lance::{cid}", case_id=cid, kind=kind,
                                                job=job, skip_reason=runner._skipped(cid, skips)))

@@ -455,10 +455,10 @@ def run_commit_reject_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResu
 
 # -- the whole run ---------------------------------------------------------------------------
 
-def plan(adapter: Adapter, work: Path, *, suite: str = "all", fixtures: Path | None = None,
+def plan(adapter: Adapter | None, work: Path, *, suite: str = "all", fixtures: Path | None = None,
          scenarios: Iterable[str] | None = None, pylance: bool = True) -> list[tuple]:
     """The cases of ``suite`` as ``(case id, suite, job)``; ``job()`` returns a CaseResult
-    and works under ``work``."""
+    and works under ``work`` (``adapter`` None: the case ids alone, no job to run)."""
     from conformance.fixtures import golden
 
     fixtures = Path(fixtures) if fixtures else golden.DEFAULT_DIR

@@ -141,10 +141,11 @@ def _pytest(tmp_path, *args) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-def test_the_plugin_refuses_a_suite_without_items(tmp_path):
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["in-process", "xdist"])
+def test_the_plugin_refuses_a_suite_without_items(tmp_path, workers):
     empty = tmp_path / "empty"
     empty.mkdir()
-    done = _pytest(tmp_path, "--lance-impl=reference", "--lance-suite=read",
+    done = _pytest(tmp_path, *workers, "--lance-impl=reference", "--lance-suite=read",
                    f"--lance-fixtures={empty}")
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
     assert ("ERROR: lance-conformance: no case to run: the golden cases of --suite read are "
