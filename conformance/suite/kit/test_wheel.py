@@ -92,7 +92,9 @@ def installed(tmp_path_factory) -> Installed:
         import build  # noqa: F401
     except ImportError as exc:
         unavailable("python -m build", f"import build failed: {exc!r} (the test extra has it)")
-    shared = tmp_path_factory.getbasetemp().parent  # one folder for every xdist worker
+    # one folder per session, shared by its xdist workers (theirs are popen-gwN/ under it)
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     root = shared / "wheel"
     with open(shared / "wheel.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
