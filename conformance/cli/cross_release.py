@@ -72,21 +72,7 @@ def run(args: argparse.Namespace) -> int:
             if r.ok:
                 continue
             failed += 1
-            rules = sorted({e["rule"] for e in r.errors})
-            print(f"  {r.scenario}: false errors {rules}" if rules else f"  {r.scenario}:")
-            for e in r.errors[:2]:
-                print(f"    {e['rule']}: {e['message'][:160]}")
-            bad = [v for v in r.versions if v.outcome not in ("identical", "flagged")]
-            shown = set()
-            for v in bad:
-                key = (v.outcome, v.detail.split(",")[0][:60])
-                if key in shown:
-                    continue
-                shown.add(key)
-                same = [w.version for w in bad if (w.outcome, w.detail.split(",")[0][:60]) == key]
-                print(f"    v{','.join(map(str, same))} {v.outcome}: {v.detail[:160]}")
-            for rid in r.missing_expected:
-                print(f"    expected finding {rid} not reported")
+            print("\n".join(describe(r)))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(verdicts, indent=1))
     if args.md_out:
@@ -97,6 +83,27 @@ def run(args: argparse.Namespace) -> int:
         print("fixtures cross-release: no table root was judged", file=sys.stderr)
         return 2
     return 0
+
+
+def describe(r) -> list[str]:
+    """Lines saying why a root is not judged as its writer reads it."""
+    from conformance.releases.corpus import AGREED
+
+    rules = sorted({e["rule"] for e in r.errors})
+    lines = [f"  {r.scenario}: false errors {rules}" if rules else f"  {r.scenario}:"]
+    lines += [f"    {e['rule']}: {e['message'][:160]}" for e in r.errors[:2]]
+    bad = [v for v in r.versions if v.outcome not in AGREED]
+    shown = set()
+    for v in bad:
+        key = (v.outcome, v.detail.split(",")[0][:60])
+        if key in shown:
+            continue
+        shown.add(key)
+        same = [str(w.version) for w in bad if (w.outcome, w.detail.split(",")[0][:60]) == key]
+        label = ("v" if isinstance(v.version, int) else "") + ",".join(same)  # or file stems
+        lines.append(f"    {label} {v.outcome}: {v.detail[:160]}")
+    lines += [f"    expected finding {rid} not reported" for rid in r.missing_expected]
+    return lines
 
 
 def _family(scenario: str) -> str:
@@ -112,6 +119,8 @@ def markdown_table(verdicts: list[dict]) -> str:
     """Release x scenario family: roots judged as their writer reads them, out of all."""
     from collections import defaultdict
 
+    from conformance.releases.corpus import AGREED
+
     cells: dict[str, dict[str, list[bool]]] = defaultdict(lambda: defaultdict(list))
     notes: dict[str, set[str]] = defaultdict(set)
     for v in verdicts:
@@ -124,7 +133,7 @@ def markdown_table(verdicts: list[dict]) -> str:
         if not v["ok"]:
             rules = {e["rule"] for e in v["errors"]}
             outcomes = {x["outcome"] for x in v["versions"]
-                        if x["outcome"] not in ("identical", "flagged")}
+                        if x["outcome"] not in AGREED}
             notes[writer].add(f"{v['scenario']}: " + ", ".join(sorted(rules | outcomes)))
     families = sorted({f for row in cells.values() for f in row})
     lines = ["| writer | " + " | ".join(families) + " | roots ok |",

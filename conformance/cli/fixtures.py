@@ -65,6 +65,14 @@ def register(subparsers) -> None:
                        description=cross_release.__doc__.split("\n\n")[0])
     cross_release.add_arguments(c)
     c.set_defaults(func=cross_release.run)
+    from . import judge_tables
+
+    jt = sub.add_parser("judge-tables",
+                        help="judge every table and Lance file under a folder as a release "
+                             "(pylance or lancedb) reads it",
+                        description=judge_tables.__doc__.split("\n\n")[0])
+    judge_tables.add_arguments(jt)
+    jt.set_defaults(func=judge_tables.run)
     from . import mutate
 
     m = sub.add_parser("mutate",

@@ -18,6 +18,8 @@ Usage (with the release's Python)::
     python release_program.py upgrade ROOT OUT    # modify ROOT as an upgrading user; read back
     python release_program.py read-corpus DIR NAME   # each DIR/<scenario>/table into
                                                      # DIR/<scenario>/read-by/NAME/
+    python release_program.py read-many LIST.json    # each table or folder of files it
+                                                     # lists into the folder it names
 """
 
 from __future__ import annotations
@@ -360,10 +362,27 @@ def read_root(root, out):
     if lance is not None and lancedb is None:
         read_back(rec)
     else:
-        parent, name = os.path.split(root.rstrip("/"))
-        rec.info["unreadable_versions"]["latest"] = "lancedb reads tables of a database only"
+        _read_root_lancedb(rec, root)
     with open(os.path.join(out, "read.json"), "w") as f:
         json.dump(rec.info, f, indent=1, sort_keys=True)
+
+
+def _read_root_lancedb(rec, root):
+    """lancedb opens tables of a database only: ``<db>/<name>.lance`` is table ``name`` of the
+    database ``<db>``; a root named otherwise is linked as ``t.lance`` into a scratch one."""
+    import tempfile
+
+    root = os.path.abspath(root.rstrip("/"))
+    parent, base = os.path.split(root)
+    if base.endswith(".lance") and len(base) > len(".lance"):
+        _read_back_lancedb(rec, parent, base[:-len(".lance")])
+        return
+    scratch = tempfile.mkdtemp(prefix="lancedb-read-")
+    try:
+        os.symlink(root, os.path.join(scratch, "t.lance"))
+        _read_back_lancedb(rec, scratch, "t")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def scenario_types(out, release, storage, rows=N_ROWS):
@@ -827,14 +846,21 @@ def scenario_files(out, release, storages):
 
 def read_files(folder, out):
     """The newest release's reading of another release's standalone files."""
+    read_file_dir(os.path.join(folder, "files"), out)
+
+
+def read_file_dir(directory, out):
+    """Read every standalone ``*.lance`` file of ``directory`` into ``out/expected/``."""
     from lance.file import LanceFileReader
 
     os.makedirs(os.path.join(out, "expected"), exist_ok=True)
     unreadable = {}
-    for name in sorted(os.listdir(os.path.join(folder, "files"))):
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".lance") or not os.path.isfile(os.path.join(directory, name)):
+            continue
         stem = name[:-len(".lance")]
         try:
-            got = LanceFileReader(os.path.join(folder, "files", name)).read_all().to_table()
+            got = LanceFileReader(os.path.join(directory, name)).read_all().to_table()
         except BaseException as e:  # noqa: BLE001 - a refusal is a finding, not a crash
             if isinstance(e, KeyboardInterrupt):
                 raise
@@ -906,12 +932,12 @@ def _lancedb_scenario(out, release, name, options):
     rec.save()
 
 
-def _read_back_lancedb(rec, db_dir):
-    if not os.path.isdir(os.path.join(db_dir, "t.lance")):
+def _read_back_lancedb(rec, db_dir, name="t"):
+    if not os.path.isdir(os.path.join(db_dir, f"{name}.lance")):
         return
     db = lancedb.connect(db_dir)
     try:
-        t = db.open_table("t")
+        t = db.open_table(name)
         versions = [v["version"] if isinstance(v, dict) else v.version for v in t.list_versions()]
     except BaseException as e:  # noqa: BLE001
         if isinstance(e, KeyboardInterrupt):
@@ -924,8 +950,10 @@ def _read_back_lancedb(rec, db_dir):
             t.checkout(v)
             try:
                 table = t.search().with_row_id(True).limit(None).to_arrow()
-            except BaseException:  # noqa: BLE001 - releases without with_row_id
-                table = t.to_arrow()
+            except BaseException as e:  # noqa: BLE001 - releases without with_row_id
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                table = _read_lancedb_otherwise(rec, t, v, e)
         except BaseException as e:  # noqa: BLE001
             if isinstance(e, KeyboardInterrupt):
                 raise
@@ -934,9 +962,49 @@ def _read_back_lancedb(rec, db_dir):
         save_table(os.path.join(rec.dir, "expected", f"v{v}.arrows"), table)
 
 
+def _read_lancedb_otherwise(rec, t, v, first):
+    """The rows of version ``v`` when lancedb's default query fails: without ``_rowid`` (old
+    releases), or from the base table alone (``use_lsm(False)``): lancedb 0.38's MemWAL LSM
+    scanner refuses every version but the latest of a table with an LSM write spec, though
+    the base table reads at every version."""
+    try:
+        return t.to_arrow()
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt) or "use_lsm" not in str(e):
+            raise
+    query = t.search()
+    if not hasattr(query, "use_lsm"):
+        raise first
+    table = query.use_lsm(False).with_row_id(True).limit(None).to_arrow()
+    rec.info.setdefault("base_table_reads", {})[str(v)] = _short(first)
+    return table
+
+
+def read_many(listing):
+    """Read each item of the JSON list ``listing`` (``{"kind": "table" | "files", "path",
+    "out"}``) into its ``out`` folder, in order; an item whose ``out/read.json`` exists is done
+    (``read.json`` is written last, so a crashed run shows where it stopped)."""
+    with open(listing) as f:
+        items = json.load(f)
+    for item in items:
+        if os.path.exists(os.path.join(item["out"], "read.json")):
+            continue
+        if item["kind"] == "table":
+            read_root(item["path"], item["out"])
+        elif lance is None:
+            os.makedirs(item["out"], exist_ok=True)
+            with open(os.path.join(item["out"], "read.json"), "w") as f:
+                json.dump({"unsupported": "this release has no Lance file reader"}, f)
+        else:
+            read_file_dir(item["path"], item["out"])
+
+
 def main(argv):
     if len(argv) >= 2 and argv[1] == "read":
         read_root(argv[2], argv[3])
+        return 0
+    if len(argv) >= 2 and argv[1] == "read-many":
+        read_many(argv[2])
         return 0
     if len(argv) >= 2 and argv[1] == "upgrade":
         upgrade_root(argv[2], argv[3])

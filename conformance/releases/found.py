@@ -1,0 +1,139 @@
+"""Tables found on disk (a user's, a test suite's): find them, have a release read them back,
+judge them as the cross-release corpus is judged.
+
+:func:`find` walks a folder for every Lance table (a directory whose ``_versions/`` holds a
+manifest; lancedb keeps its tables as such directories named ``<name>.lance``) and every
+standalone Lance file (a ``*.lance`` file outside any table), grouped by the folder holding
+them. :func:`read_back` has one release read every version of every table, and every
+standalone file, in the release's own virtualenv (``release_program.py read-many``); its
+readings are stored as the corpus stores a writer's (``<work>/<name>/expected/``,
+``scenario.json``). :func:`judge` then judges each one with :func:`corpus.judge_scenario` or
+:func:`corpus.judge_files`, that release's reading standing for the writer's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .corpus import PROGRAM, RootVerdict, VersionVerdict, judge_files, judge_scenario
+from .venvs import Release, ensure_venv
+
+
+@dataclass(frozen=True)
+class Found:
+    """A table (``kind="table"``, ``path`` its root) or a folder of standalone Lance files
+    (``kind="files"``); ``name`` names the folder of its readings."""
+
+    kind: str
+    path: Path
+    name: str
+
+
+def is_table(d: Path) -> bool:
+    versions = d / "_versions"
+    return versions.is_dir() and any(p.name.endswith(".manifest") for p in versions.iterdir())
+
+
+def find(root: Path) -> list[Found]:
+    """Every table and every folder of standalone Lance files under ``root`` (symbolic links
+    are not followed; what lies inside a table, its branches included, belongs to it)."""
+    root = Path(root)
+    found: list[tuple[str, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        here = Path(dirpath)
+        dirnames.sort()
+        if is_table(here):
+            found.append(("table", here))
+            dirnames[:] = []
+            continue
+        if any(f.endswith(".lance") and (here / f).is_file() and not (here / f).is_symlink()
+               for f in filenames):
+            found.append(("files", here))
+    out = []
+    for i, (kind, path) in enumerate(found):
+        rel = path.relative_to(root).as_posix()
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "-", rel if rel != "." else path.name).strip("-")
+        out.append(Found(kind, path, f"{i:04d}-{slug[-100:] or kind}"))
+    return out
+
+
+def read_back(release: Release, items: list[Found], work: Path, *, python: Path | None = None,
+              stall: float = 600) -> None:
+    """Have ``release`` read every item into ``work/<name>/`` and write its ``scenario.json``.
+
+    One process reads them in turn; when it dies (a release's abort) or reads nothing for
+    ``stall`` seconds, the item it was reading is recorded as one the release cannot read and
+    a new process goes on with the rest.
+    """
+    py = str(python or ensure_venv(release))
+    work.mkdir(parents=True, exist_ok=True)
+    listing = [{"kind": it.kind, "path": str(Path(it.path).absolute()),
+                "out": str((work / it.name).absolute())} for it in items]
+    (work / "read-many.json").write_text(json.dumps(listing, indent=1))
+
+    def pending():
+        return [it for it in listing if not (Path(it["out"]) / "read.json").exists()]
+
+    log = work / "read-many.log"
+    while pending():
+        with open(log, "w") as err:
+            proc = subprocess.Popen([py, str(PROGRAM), "read-many",
+                                     str(work / "read-many.json")],
+                                    stdout=subprocess.DEVNULL, stderr=err)
+            left, last, stalled = len(pending()), time.monotonic(), False
+            while proc.poll() is None:
+                time.sleep(0.2)
+                now_left = len(pending())
+                if now_left != left:
+                    left, last = now_left, time.monotonic()
+                elif time.monotonic() - last > stall:
+                    proc.kill()
+                    stalled = True
+            proc.wait()
+        rest = pending()
+        if not rest:
+            break
+        tail = (log.read_text(errors="replace").strip().splitlines() or [""])[-1]
+        why = (f"the reader read nothing for {stall:.0f} s" if stalled else
+               f"the reader died on it (exit code {proc.returncode}): {tail[:300]}")
+        out = Path(rest[0]["out"])
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "read.json").write_text(json.dumps({"versions": [], "crashed": why,
+                                                   "unreadable_versions": {"latest": why}}))
+    for it in items:
+        folder = work / it.name
+        read = json.loads((folder / "read.json").read_text())
+        info = {"scenario": it.name, "writer": release.name, "origin": "found",
+                "path": str(it.path), "steps": [], "refused_columns": {},
+                "versions": read.get("versions", []),
+                "unreadable_versions": read.get("unreadable_versions", {})}
+        if "unsupported" in read:
+            info["unsupported"] = read["unsupported"]
+        info["table_path" if it.kind == "table" else "files_dir"] = str(Path(it.path).absolute())
+        (folder / "scenario.json").write_text(json.dumps(info, indent=1, sort_keys=True))
+
+
+def judge(items: list[Found], work: Path, *, deep: bool = True) -> list[RootVerdict]:
+    """Each item read by :func:`read_back`, judged; an item its reader cannot read at all
+    (standalone files for lancedb, which has no file reader) is left out."""
+    verdicts = []
+    for it in items:
+        folder = work / it.name
+        info = json.loads((folder / "scenario.json").read_text())
+        if "unsupported" in info:
+            continue
+        try:
+            v = judge_scenario(folder, deep=deep) if it.kind == "table" else judge_files(folder)
+        except Exception as e:  # noqa: BLE001 - the kit failing on a table is a verdict too
+            v = RootVerdict(writer=info["writer"], scenario=it.name)
+            v.versions.append(VersionVerdict("latest", "judge-crashed",
+                                             f"{type(e).__name__}: {e}"[:400]))
+        v.scenario = str(it.path)
+        verdicts.append(v)
+    return verdicts

@@ -1,0 +1,249 @@
+"""``fixtures judge-tables``: tables found on disk, read back by a release, judged by the kit.
+
+The default run drives the installed pylance 14.0.2 (the ``interop`` extra) as the reading
+release; the ``compat`` tests run the command itself with the cached virtualenvs of pylance
+14.0.2 and lancedb 0.38.0 (lancedb reads a table of a database by name).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from conformance.cli import main
+from conformance.releases import found
+from conformance.releases.venvs import Release, ReleaseUnavailable, ensure_venv
+from conformance.suite.parts import unavailable
+
+ROWS = pa.table({"id": pa.array(range(10), pa.int64()),
+                 "s": pa.array([f"r{i}" if i % 4 else None for i in range(10)])})
+
+
+def _reference_tree(root: Path) -> None:
+    """Tables as a user keeps them: a plain one, a lancedb database's, standalone files,
+    a folder that only looks like a table, and a table inside another's folder."""
+    import reference_impl as ri
+    from reference_impl.file.writer import write_lance_file
+    from reference_impl.io import open_store
+
+    ri.write_dataset(ROWS, str(root / "plain"))
+    ri.write_dataset(ROWS, str(root / "db" / "users.lance"))
+    (root / "loose").mkdir()
+    write_lance_file(open_store(str(root / "loose")), "one.lance", ROWS)
+    (root / "empty" / "_versions").mkdir(parents=True)  # no manifest: not a table
+    ri.write_dataset(ROWS, str(root / "plain" / "tree" / "branch"))  # belongs to plain/
+
+
+def test_find_sees_tables_lancedb_tables_and_standalone_files(tmp_path):
+    _reference_tree(tmp_path)
+    got = {(it.kind, it.path.relative_to(tmp_path).as_posix()) for it in found.find(tmp_path)}
+    assert got == {("table", "plain"), ("table", "db/users.lance"), ("files", "loose")}
+    names = [it.name for it in found.find(tmp_path)]
+    assert len(set(names)) == len(names)
+
+
+def test_a_folder_without_tables_checks_nothing_and_exits_2(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("no table here")
+    assert main(["fixtures", "judge-tables", str(tmp_path)]) == 2
+    assert "nothing was checked" in capsys.readouterr().err
+    assert main(["fixtures", "judge-tables", str(tmp_path / "missing")]) == 2
+    assert main(["fixtures", "judge-tables", str(tmp_path), "--reader", "numpy==1.0"]) == 2
+
+
+def test_a_version_its_reader_fails_is_judged_once(tmp_path):
+    """A found table has no newest release's reading: a version its reader fails must draw
+    an error finding, and is judged once, as that (not as one the newest release refuses)."""
+    import reference_impl as ri
+    from conformance.releases.corpus import judge_scenario
+
+    ri.write_dataset(ROWS, str(tmp_path / "t"))
+    folder = tmp_path / "work"
+    (folder / "expected").mkdir(parents=True)
+    (folder / "scenario.json").write_text(json.dumps({
+        "scenario": "t", "writer": "lancedb==0.38.0", "origin": "found", "versions": [1],
+        "table_path": str(tmp_path / "t"), "unreadable_versions": {"1": "not supported"}}))
+    v = judge_scenario(folder)
+    assert [(x.version, x.outcome) for x in v.versions] == [(1, "writer-unreadable-unflagged")]
+    assert not v.ok
+
+
+def _pylance_tree(lance, root: Path) -> None:
+    """Tables pylance 14.0.2 writes: three versions (append, delete), a standalone file,
+    and a table whose only manifest is garbage (no release can open it)."""
+    from lance.file import LanceFileWriter
+
+    lance.write_dataset(ROWS, str(root / "t"))
+    lance.write_dataset(ROWS, str(root / "t"), mode="append")
+    lance.dataset(str(root / "t")).delete("id = 3")
+    (root / "files").mkdir()
+    with LanceFileWriter(str(root / "files" / "f.lance"), schema=ROWS.schema) as w:
+        w.write_batch(ROWS)
+    (root / "broken" / "_versions").mkdir(parents=True)
+    (root / "broken" / "_versions" / "1.manifest").write_bytes(b"\x00" * 64)
+
+
+def _read_and_judge(root: Path, work: Path):
+    items = found.find(root)
+    # the installed pylance stands in for the release's virtualenv
+    found.read_back(Release.parse("pylance==14.0.2"), items, work, python=Path(sys.executable))
+    return {Path(v.scenario).name: v for v in found.judge(items, work)}
+
+
+def test_the_kit_reads_found_tables_as_pylance_does(tmp_path, pylance):
+    _pylance_tree(pylance, tmp_path / "data")
+    verdicts = _read_and_judge(tmp_path / "data", tmp_path / "work")
+    assert set(verdicts) == {"t", "files", "broken"}
+    assert all(v.ok for v in verdicts.values()), {k: v.as_dict() for k, v in verdicts.items()}
+    assert [x.outcome for x in verdicts["t"].versions] == ["identical"] * 3
+    assert [x.outcome for x in verdicts["files"].versions] == ["identical"]
+    # pylance cannot open it; the kit's error findings make that agreement, not a false error
+    assert [(x.version, x.outcome) for x in verdicts["broken"].versions] == [("latest",
+                                                                              "flagged")]
+    info = json.loads((tmp_path / "work" / found.find(tmp_path / "data")[0].name /
+                       "scenario.json").read_text())
+    assert "latest" in info["unreadable_versions"]
+
+
+def test_a_legacy_file_no_file_reader_reads_has_no_oracle(tmp_path, pylance):
+    """Fragments written and never committed leave data files beside no manifest; pylance's
+    LanceFileReader refuses the legacy (0.1) ones by API ("current-format reader"), so their
+    refusal judges nothing: the verdict says so instead of asking the kit for a finding."""
+    from lance.fragment import write_fragments
+
+    write_fragments(ROWS, str(tmp_path / "data" / "orphan"), data_storage_version="legacy")
+    write_fragments(ROWS, str(tmp_path / "data" / "orphan2"), data_storage_version="2.1")
+    items = found.find(tmp_path / "data")
+    found.read_back(Release.parse("pylance==14.0.2"), items, tmp_path / "work",
+                    python=Path(sys.executable))
+    verdicts = {Path(v.scenario).parent.name: v for v in found.judge(items, tmp_path / "work")}
+    assert {k: [x.outcome for x in v.versions] for k, v in verdicts.items()} == {
+        "orphan": ["no-oracle"], "orphan2": ["identical"]}
+    assert all(v.ok for v in verdicts.values())
+
+
+def test_a_misread_found_table_is_not_ok(tmp_path, pylance, monkeypatch):
+    import reference_impl as ri
+
+    _pylance_tree(pylance, tmp_path / "data")
+    real = ri.open_dataset
+
+    class FirstRowLost:
+        def __init__(self, ds):
+            self.ds = ds
+
+        def to_table(self, **kw):
+            return self.ds.to_table(**kw).slice(1)
+
+    monkeypatch.setattr(ri, "open_dataset", lambda *a, **k: FirstRowLost(real(*a, **k)))
+    v = _read_and_judge(tmp_path / "data", tmp_path / "work")["t"]
+    assert not v.ok
+    assert {x.outcome for x in v.versions} == {"misread"}
+
+
+def test_a_file_the_kit_fails_to_read_is_not_excused_by_its_own_findings(tmp_path, pylance,
+                                                                         monkeypatch):
+    """The kit running out of memory on a file pylance reads (a 670 MB file of upstream's
+    test_file.py) made the validator report an error too; that error must not turn the
+    failed read into agreement ("flagged"): only a file the newest release refuses may."""
+    from reference_impl.file.reader import LanceFileReader
+
+    _pylance_tree(pylance, tmp_path / "data")
+
+    def out_of_memory(self, *a, **k):
+        raise MemoryError("Unable to allocate 5.00 GiB for an array")
+
+    monkeypatch.setattr(LanceFileReader, "read_all", out_of_memory)
+    v = _read_and_judge(tmp_path / "data", tmp_path / "work")["files"]
+    assert not v.ok
+    assert [x.outcome for x in v.versions] == ["unreadable"]
+    assert "MemoryError" in v.versions[0].detail
+
+
+def test_a_reader_that_dies_on_a_table_leaves_it_unreadable_and_goes_on(tmp_path, pylance):
+    """A release that aborts on one table (a panic across FFI, a segfault) must not end the
+    run: that table counts as one the release cannot read, the next ones are read."""
+    _pylance_tree(pylance, tmp_path / "data")
+    items = found.find(tmp_path / "data")
+    fake = tmp_path / "python"
+    # dies on the first item it is given, then behaves as the installed Python
+    fake.write_text(f"#!/bin/sh\nif [ ! -e {tmp_path}/died ]; then touch {tmp_path}/died; "
+                    f"exit 134; fi\nexec {sys.executable} \"$@\"\n")
+    fake.chmod(0o755)
+    found.read_back(Release.parse("pylance==14.0.2"), items, tmp_path / "work", python=fake)
+    first = json.loads((tmp_path / "work" / items[0].name / "scenario.json").read_text())
+    assert "exit code 134" in first["unreadable_versions"]["latest"]
+    rest = [json.loads((tmp_path / "work" / it.name / "scenario.json").read_text())
+            for it in items[1:]]
+    assert any(r["versions"] for r in rest)
+
+
+def test_the_judge_runs_under_a_memory_limit_that_is_restored_after():
+    """A table the kit cannot read within the limit is judged unreadable (a MemoryError the
+    judge records) instead of taking the machine's memory; the limit is lifted afterwards.
+    Run in a child process: the limit is on the whole process."""
+    program = (
+        "import resource, numpy as np\n"
+        "from conformance.cli.judge_tables import memory_capped\n"
+        "before = resource.getrlimit(resource.RLIMIT_AS)\n"
+        "vm = int([l.split()[1] for l in open('/proc/self/status') if l.startswith('VmSize')][0])\n"
+        "with memory_capped((vm * 1024 + (256 << 20)) / (1 << 30)):\n"
+        "    try:\n"
+        "        np.ones(1 << 30, np.uint8)\n"
+        "        raise SystemExit('a 1 GiB array fitted under the limit')\n"
+        "    except MemoryError:\n"
+        "        pass\n"
+        "assert resource.getrlimit(resource.RLIMIT_AS) == before\n"
+        "np.ones(1 << 30, np.uint8)\n"
+        "print('ok')\n")
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+# -- the command with the release virtualenvs (compat marker; CI runs it) -----------------------
+
+
+def _venv(name: str) -> Path:
+    try:
+        return ensure_venv(Release.parse(name))
+    except ReleaseUnavailable as e:
+        unavailable(name, str(e))
+
+
+@pytest.mark.compat
+def test_judge_tables_with_pylance_14(tmp_path, pylance, capsys):
+    _venv("pylance==14.0.2")
+    _pylance_tree(pylance, tmp_path / "data")
+    out = tmp_path / "v.json"
+    assert main(["fixtures", "judge-tables", str(tmp_path / "data"), "--json", str(out),
+                 "--md", str(tmp_path / "v.md")]) == 0
+    assert "pylance==14.0.2: 3 of 3 judged as it reads them" in capsys.readouterr().out
+    assert len(json.loads(out.read_text())) == 3
+    assert "3 of 3" in (tmp_path / "v.md").read_text()
+
+
+@pytest.mark.compat
+def test_judge_tables_with_lancedb_reads_a_database_table_by_name(tmp_path, capsys):
+    py = _venv("lancedb==0.38.0")
+    db = tmp_path / "db"
+    program = ("import lancedb, pyarrow as pa, sys\n"
+               "t = lancedb.connect(sys.argv[1]).create_table('users', pa.table({'id': "
+               "list(range(20))}))\n"
+               "t.add(pa.table({'id': [20, 21]}))\nt.delete('id < 5')\n"
+               "import os; os._exit(0)\n")
+    done = subprocess.run([str(py), "-c", program, str(db)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = tmp_path / "v.json"
+    code = main(["fixtures", "judge-tables", str(tmp_path), "--reader", "lancedb==0.38.0",
+                 "--json", str(out)])
+    text = capsys.readouterr().out
+    assert code == 0, text
+    (v,) = json.loads(out.read_text())
+    assert v["writer"] == "lancedb==0.38.0" and v["scenario"].endswith("users.lance")
+    assert [x["outcome"] for x in v["versions"]] == ["identical"] * 3
