@@ -22,6 +22,14 @@ from ..errors import AlreadyExists, FormatError, NotFound, StoreError
 from .base import DEFAULT_MAX_READ, ObjectInfo, ObjectStore, check_key
 
 
+def _holds_file(path: str) -> bool:
+    """Whether the directory ``path`` holds a file at any depth."""
+    for _dirpath, _dirnames, filenames in os.walk(path):
+        if filenames:
+            return True
+    return False
+
+
 class LocalStore(ObjectStore):
     """Objects are files below ``root`` (an absolute directory path)."""
 
@@ -76,23 +84,52 @@ class LocalStore(ObjectStore):
         return st.st_size
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        base = self.root
-        start = base / prefix.rstrip("/") if prefix.rstrip("/") else base
+        base = str(self.root)
+        stripped = prefix.rstrip("/")
+        start = os.path.join(base, stripped) if stripped else base
         # A prefix may end inside a name ("_versions/1"): walk its directory and filter.
         # Never walk above the root: a missing root lists nothing.
-        walk_from = start if start.is_dir() or start == base else start.parent
-        if not walk_from.is_dir():
+        walk_from = start if start == base or os.path.isdir(start) else os.path.dirname(start)
+        if not os.path.isdir(walk_from):
             return
+        cut = len(base) + 1
         for dirpath, _dirnames, filenames in os.walk(walk_from):
+            rel = dirpath[cut:].replace(os.sep, "/") if len(dirpath) > len(base) else ""
             for name in filenames:
-                full = Path(dirpath) / name
-                key = full.relative_to(base).as_posix()
+                key = f"{rel}/{name}" if rel else name
                 if key.startswith(prefix):
                     try:
-                        size = full.stat().st_size
+                        size = os.stat(os.path.join(dirpath, name)).st_size
                     except FileNotFoundError:  # removed while listing
                         continue
                     yield ObjectInfo(key, size)
+
+    def list_dir(self, prefix: str) -> tuple[list[ObjectInfo], list[str]]:
+        """One ``scandir`` of the directory (the generic listing walks every file below
+        it). A sub-directory counts only when it holds a file somewhere, as in a listing of
+        objects."""
+        stripped = prefix.strip("/")
+        if stripped:
+            check_key(stripped)
+        path = os.path.join(str(self.root), stripped) if stripped else str(self.root)
+        files: list[ObjectInfo] = []
+        dirs: list[str] = []
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except (FileNotFoundError, NotADirectoryError):
+            return [], []
+        for entry in entries:
+            try:
+                if entry.is_dir():
+                    if _holds_file(entry.path):
+                        dirs.append(entry.name)
+                elif entry.is_file():
+                    key = f"{stripped}/{entry.name}" if stripped else entry.name
+                    files.append(ObjectInfo(key, entry.stat().st_size))
+            except FileNotFoundError:  # removed while listing
+                continue
+        return files, sorted(dirs)
 
     # -- writes ----------------------------------------------------------------
     def _write_temp(self, path: Path, data: bytes) -> Path:
