@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,13 +37,18 @@ class LocalStore(ObjectStore):
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(os.path.abspath(root))
         self.uri = self.root.as_uri()
+        self._root = str(self.root)
 
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)
 
+    def _file(self, key: str) -> str:
+        """The file of ``key`` as a string (reads: no pathlib object per request)."""
+        return os.path.join(self._root, check_key(key))
+
     # -- reads -----------------------------------------------------------------
     def get(self, key: str, *, max_size: int = DEFAULT_MAX_READ) -> bytes:
-        path = self._path(key)
+        path = self._file(key)
         try:
             with open(path, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
@@ -58,7 +64,7 @@ class LocalStore(ObjectStore):
             raise StoreError(f"cannot read {path}: {exc}") from exc
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
-        path = self._path(key)
+        path = self._file(key)
         if start < 0 or length < 0:
             raise FormatError(f"negative range {start}+{length}", path=key, offset=start)
         try:
@@ -76,10 +82,10 @@ class LocalStore(ObjectStore):
 
     def size(self, key: str) -> int:
         try:
-            st = os.stat(self._path(key))
+            st = os.stat(self._file(key))
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise NotFound(f"{key} not found under {self.uri}", path=key) from exc
-        if not os.path.isfile(self._path(key)):
+        if not stat.S_ISREG(st.st_mode):
             raise NotFound(f"{key} is not a file", path=key)
         return st.st_size
 
