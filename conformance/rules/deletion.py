@@ -89,6 +89,7 @@ def deleted_offsets(ctx, frag) -> np.ndarray | None:
     severity="error", spec="001", section=_SECTION,
     clause="Rows can be marked deleted by adding a deletion file next to the data in the "
            "_deletions folder.",
+    scope="fragment",
 )
 def deletion_file_exists(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -104,6 +105,7 @@ def deletion_file_exists(ctx) -> Iterator[Finding]:
     severity="error", spec="001", section=_SECTION,
     clause="The suffix is determined by the file type (.arrow for Arrow file, .bin for "
            "roaring bitmap).",
+    scope="fragment",
 )
 def deletion_file_type_known(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -119,6 +121,7 @@ def deletion_file_type_known(ctx) -> Iterator[Finding]:
     clause="A single Int32Array of deleted row offsets, stored as an Arrow IPC file with one "
            "batch and one column. Has a .arrow extension. / A Roaring Bitmap of deleted row "
            "offsets. Has a .bin extension.",
+    scope="fragment",
 )
 def deletion_file_decodes(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -132,6 +135,7 @@ def deletion_file_decodes(ctx) -> Iterator[Finding]:
     "DELETION-004", title="Deleted offsets are below the fragment's physical_rows",
     severity="error", spec="001", section=_SECTION,
     clause="These files contain the indices of rows that have between deleted for some fragment.",
+    scope="fragment",
 )
 def deletion_offsets_in_range(ctx) -> Iterator[Finding]:
     from .fragment import stats_recorded
@@ -155,6 +159,7 @@ def deletion_offsets_in_range(ctx) -> Iterator[Finding]:
     "DELETION-005", title="num_deleted_rows equals the number of offsets in the file",
     severity="error", spec="004", section="DeletionFile",
     clause="The number of rows that are marked as deleted. (uint64 num_deleted_rows = 4)",
+    scope="fragment",
 )
 def deletion_count_matches(ctx) -> Iterator[Finding]:
     from .fragment import stats_recorded
@@ -179,6 +184,11 @@ def deletion_count_matches(ctx) -> Iterator[Finding]:
 )
 def deletion_read_version(ctx) -> Iterator[Finding]:
     version = ctx.manifest.version
+    stats = ctx.fragment_stats
+    if stats is not None:
+        top = stats.deletion_read_versions.max()
+        if top is None or top < version:
+            return  # every deletion file was read from an earlier version
     for frag in _with_deletion(ctx):
         rv = frag.deletion_file.read_version
         if rv >= version:
@@ -194,6 +204,7 @@ def deletion_read_version(ctx) -> Iterator[Finding]:
     pylance="pylance 14.0.2 writes the column as `row_id: uint32 not null`; the spec says Int32. "
             "Both are accepted; any other type, a second column, nulls or negative offsets fail.",
     enforces="pylance",
+    scope="fragment",
 )
 def deletion_arrow_column(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -207,6 +218,7 @@ def deletion_arrow_column(ctx) -> Iterator[Finding]:
     "DELETION-008", title="Arrow deletion file holds exactly one record batch",
     severity="warning", spec="004", section="DeletionFile",
     clause="stored as an Arrow IPC file with one batch and one column",
+    scope="fragment",
 )
 def deletion_arrow_one_batch(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -226,6 +238,7 @@ def deletion_arrow_one_batch(ctx) -> Iterator[Finding]:
     releases="pylance before 0.8 does not record num_deleted_rows (it reads 0): the rule "
              "then counts the offsets the file holds, and fires only on a file that deletes "
              "no row",
+    scope="fragment",
 )
 def deletion_not_empty(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -244,6 +257,7 @@ def deletion_not_empty(ctx) -> Iterator[Finding]:
     pylance="pylance 14.0.2 writes distinct offsets (in no set order); duplicates make "
             "num_deleted_rows ambiguous.",
     enforces="pylance",
+    scope="fragment",
 )
 def deletion_arrow_distinct(ctx) -> Iterator[Finding]:
     import pyarrow as pa
