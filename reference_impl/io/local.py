@@ -105,10 +105,10 @@ class LocalStore(ObjectStore):
                 key = f"{rel}/{name}" if rel else name
                 if key.startswith(prefix):
                     try:
-                        size = os.stat(os.path.join(dirpath, name)).st_size
+                        st = os.stat(os.path.join(dirpath, name))
                     except FileNotFoundError:  # removed while listing
                         continue
-                    yield ObjectInfo(key, size)
+                    yield ObjectInfo(key, st.st_size, str(st.st_mtime_ns))
 
     def list_dir(self, prefix: str) -> tuple[list[ObjectInfo], list[str]]:
         """One ``scandir`` of the directory (the generic listing walks every file below
@@ -132,7 +132,8 @@ class LocalStore(ObjectStore):
                         dirs.append(entry.name)
                 elif entry.is_file():
                     key = f"{stripped}/{entry.name}" if stripped else entry.name
-                    files.append(ObjectInfo(key, entry.stat().st_size))
+                    st = entry.stat()
+                    files.append(ObjectInfo(key, st.st_size, str(st.st_mtime_ns)))
             except FileNotFoundError:  # removed while listing
                 continue
         return files, sorted(dirs)
