@@ -50,7 +50,8 @@ from conformance.rules.context import (
     version_facts,
 )
 from conformance.rules.summary import summarize
-from reference_impl.errors import FormatError, NotFound
+from reference_impl.errors import FormatError, LanceError, NotFound
+from reference_impl.proto import table_pb2
 from reference_impl.table.manifest import DEFAULT_MAX_MANIFEST_SIZE, decode_manifest_file
 
 from . import ranges, split
@@ -81,8 +82,9 @@ class ManifestView:
 
 @dataclass(eq=False)
 class Unit:
-    """One check unit: its findings (location ``version`` = the first version met) and the
-    spans ``[first, last]`` of positions in the ref's checked versions that carry it."""
+    """One check unit: its findings (location ``version`` = the first version met), the
+    spans ``[first, last]`` of positions in the ref's checked versions that carry it, and
+    for a unit from the cache the version ranges it was in then (``cached``)."""
 
     kind: str
     findings: list[Violation] = field(default_factory=list)
@@ -92,6 +94,9 @@ class Unit:
     data_files: list = field(default_factory=list)  # a fragment's data-file units
     containers: list = field(default_factory=list)  # a data file's fragment units
     item: int | None = None  # a data file's index in Plan.items
+    key: str = ""  # hex, for the cache
+    deps: list | None = None  # objects its verdict read (None: not to be cached)
+    cached: tuple = ()
 
 
 def read_manifest_bytes(store, entry) -> bytes:
@@ -115,10 +120,13 @@ class History:
     """Check the versions of one ref (``table``, labelled ``label``) oldest first with
     :meth:`check`, then :meth:`finish` for the unit findings. ``rules`` maps scope names to
     the selected rules; ``new_item(version, manifest_key, size, environment bytes, fragment,
-    file index)`` registers a deep data-file check and returns its item index."""
+    file index)`` registers a deep data-file check and returns its item index. ``cache``
+    (a :class:`.cache.RefCache`) serves what an earlier run checked: call :meth:`serve`
+    before :meth:`check` for each version."""
 
     def __init__(self, table: TableContext, label: str, rules: dict, *, stats: dict,
-                 new_item=None, fast: bool = True, dedupe: bool = True, guards: bool = True):
+                 new_item=None, fast: bool = True, dedupe: bool = True, guards: bool = True,
+                 cache=None):
         self.table = table
         self.label = label
         self.version_rules = rules.get("version", [])
@@ -136,14 +144,127 @@ class History:
         self.env: bytes | None = None
         self.fragment_stats = FragmentStats()
         self.findings: list[Violation] = []
+        self.cache = cache
+        self.served: dict[int, dict] = {}  # versions whose cached verdict stands
+        self._behind: int | None = None  # last version served after the last one checked
+        self._records: dict[int, dict] = {}  # versions checked now -> their cache record
+        if cache is not None:
+            from .cache import Stamps
+
+            self.stamps = Stamps(table.store)
 
     def _count(self, name: str, n: int = 1) -> None:
         self.stats[name] = self.stats.get(name, 0) + n
+
+    # -- the cache ------------------------------------------------------------------------
+    def plan_cache(self, versions: list[int]) -> None:
+        """Decide which of ``versions`` the cache serves: the manifest and every object the
+        version's rules read are listed as they were, and no unit it carries changed."""
+        from .cache import finding_in, ranges_in
+
+        if self.cache is None:
+            return
+        changed: set[int] = set()
+        self.valid_units: dict = {}
+        self.valid_files: dict = {}
+        for hexkey, rec in self.cache.files.items():
+            try:
+                if self.stamps.unchanged(rec["deps"]):
+                    self.valid_files[hexkey] = rec
+                else:
+                    changed.update(ranges.expand(ranges_in(rec["ranges"])))
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue
+        for hexkey, rec in self.cache.units.items():
+            try:
+                ok = self.stamps.unchanged(rec["deps"]) and all(
+                    f in self.valid_files for f in rec["files"])
+                summary_ok = isinstance(rec["summary"], list)
+                [finding_in(f) for f in rec["findings"]]
+                if ok and summary_ok:
+                    self.valid_units[hexkey] = rec
+                else:
+                    changed.update(ranges.expand(ranges_in(rec["ranges"])))
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue
+        for v in versions:
+            rec = self.cache.versions.get(str(v))
+            entry = self.table.entry(v)
+            if not isinstance(rec, dict) or entry is None or v in changed:
+                continue
+            try:
+                stamp = [entry.key, entry.size, self.stamps.of(entry.key)]
+                if rec["stamp"] == stamp and self.stamps.unchanged(rec["deps"]):
+                    [finding_in(f) for f in rec["findings"]]
+                    self.served[v] = rec
+            except (KeyError, TypeError, ValueError, AttributeError):
+                continue
+
+    def serve(self, version: int) -> bool:
+        """True when the cache serves ``version``: its findings and facts are the cached
+        ones, and its manifest is not read."""
+        from .cache import facts_in, finding_in
+
+        rec = self.served.get(version)
+        if rec is None:
+            return False
+        try:
+            facts = facts_in(rec["facts"])
+            found = [finding_in(f) for f in rec["findings"]]
+        except (KeyError, TypeError, ValueError):
+            del self.served[version]
+            return False
+        self.table.facts[version] = facts
+        self.findings.extend(found)
+        self.cache.out_versions[str(version)] = rec
+        self._behind = version
+        self._count("versions_from_cache")
+        return True
+
+    def _cached_unit(self, ukey: tuple, vctx: VersionContext) -> Unit | None:
+        from .cache import finding_in, ranges_in, summary_in
+
+        if self.cache is None:
+            return None
+        rec = self.valid_units.get(_hex(ukey))
+        if rec is None:
+            return None
+        unit = Unit("fragment", findings=[finding_in(f) for f in rec["findings"]],
+                    summary=summary_in(rec["summary"]), key=_hex(ukey), deps=list(rec["deps"]),
+                    cached=self._still_served(ranges_in(rec["ranges"])))
+        for fkey in rec["files"]:
+            du = self.files.get(fkey)
+            if du is None:
+                frec = self.valid_files[fkey]
+                du = self.files[fkey] = Unit(
+                    "data_file", findings=[finding_in(f) for f in frec["findings"]], key=fkey,
+                    deps=list(frec["deps"]),
+                    cached=self._still_served(ranges_in(frec["ranges"])))
+            du.containers.append(unit)
+            unit.data_files.append(du)
+        self._count("units_from_cache")
+        return unit
+
+    def _still_served(self, spans: tuple) -> tuple:
+        """The versions of ``spans`` that the cache serves in this run."""
+        return ranges.intersect(spans, self._served_ranges())
+
+    def _served_ranges(self) -> tuple:
+        if getattr(self, "_served_spans", None) is None:
+            self._served_spans = ranges.to_ranges(self.served)
+        return self._served_spans
 
     # -- one version ---------------------------------------------------------------------
     def check(self, version: int) -> bool:
         """Check ``version`` (listed, not yet checked; versions come in increasing order);
         False when its manifest cannot be read (the MANIFEST rules report why)."""
+        if self._behind is not None:
+            # the cache served the versions before: catch up with the last of them
+            behind, self._behind = self._behind, None
+            self._read(behind, judge=False)
+        return self._read(version, judge=True)
+
+    def _read(self, version: int, *, judge: bool) -> bool:
         table = self.table
         entry = table.entry(version)
         box: dict = {}
@@ -169,9 +290,7 @@ class History:
             return False
         del data
         parts: split.Split = box["split"]
-        table.facts[version] = version_facts(mf)
         pos = self.sequence.append(version)
-        self._count("versions_checked")
 
         def every_fragment():
             self._count("fragment_lists_decoded")
@@ -181,15 +300,30 @@ class History:
         vctx = VersionContext(table=table, version=version, manifest_key=entry.key, mf=whole,
                               fragment_stats=self.fragment_stats if self.guards else None)
         self._fragments(vctx, parts, pos)
+        if not judge:
+            return True  # served by the cache: only the fragments are followed
+        table.facts[version] = version_facts(mf)
+        self._count("versions_checked")
         where = {"ref": self.label, "version": version}
+        found = []
         for r in self.version_rules:
-            self.findings.extend(run_check(r, vctx, where))
+            found.extend(run_check(r, vctx, where))
         if self.manifest_parts:
             hidden = dataclasses.replace(mf, manifest=ManifestView(mf.manifest, tuple))
             hctx = VersionContext(table=table, version=version, manifest_key=entry.key,
                                   mf=hidden)
             for r in self.manifest_parts:
-                self.findings.extend(run_check(r, hctx, where))
+                found.extend(run_check(r, hctx, where))
+        self.findings.extend(found)
+        if self.cache is not None:
+            deps = version_objects(vctx)
+            if deps is not None:
+                from .cache import facts_out, finding_out
+
+                self._records[version] = {
+                    "stamp": [entry.key, entry.size, None], "deps": deps,
+                    "findings": [finding_out(f) for f in found],
+                    "facts": facts_out(table.facts[version])}
         return True
 
     def _fragments(self, vctx: VersionContext, parts: split.Split, pos: int) -> None:
@@ -218,9 +352,12 @@ class History:
             ukey = (env, key) if self.dedupe else (env, key, vctx.version)
             u = self.units.get(ukey)
             if u is None:
-                if environment is None:
-                    environment = _Environment(vctx, env)
-                u = self.units[ukey] = self._fragment_unit(vctx, decode(), environment)
+                u = self._cached_unit(ukey, vctx)
+                if u is None:
+                    if environment is None:
+                        environment = _Environment(vctx)
+                    u = self._fragment_unit(vctx, decode(), environment, _hex(ukey))
+                self.units[ukey] = u
             if not u.count:
                 if u.spans and u.spans[-1][1] == pos - 1:
                     u.spans[-1][1] = None
@@ -231,30 +368,42 @@ class History:
             self.entries.append(u)
         self._count("fragment_entries", len(self.entries))
 
-    def _fragment_unit(self, vctx: VersionContext, frag, environment) -> Unit:
+    def _fragment_unit(self, vctx: VersionContext, frag, environment, hexkey: str) -> Unit:
         self._count("fragment_units")
         fctx = FragmentContext.of(vctx, frag)
         where = {"ref": self.label, "version": vctx.version}
         found = []
         for r in self.fragment_rules:
             found.extend(run_check(r, fctx, where))
-        unit = Unit("fragment", findings=found, summary=summarize(fctx))
+        unit = Unit("fragment", findings=found, summary=summarize(fctx), key=hexkey,
+                    deps=fragment_objects(fctx) if self.cache is not None else None)
         if self.new_item is not None:
             for di, df in enumerate(frag.files):
                 key = (environment.digest, int(frag.id), df.SerializeToString(deterministic=True),
                        environment.dictionaries)
                 if not self.dedupe:
                     key += (vctx.version,)
-                du = self.files.get(key)
+                fkey = _hex(key)
+                du = self.files.get(fkey)
                 if du is None:
-                    du = self.files[key] = Unit("data_file")
+                    du = self.files[fkey] = Unit("data_file", key=fkey)
                     du.item = self.new_item(vctx.version, vctx.manifest_key, vctx.mf.size,
                                             environment.manifest_bytes(), frag, di)
+                    if self.cache is not None and not environment.blobs:
+                        du.deps = data_file_objects(fctx, df)
                     self._count("data_files")
                 du.containers.append(unit)
+                unit.data_files.append(du)
         return unit
 
     # -- the end ---------------------------------------------------------------------------
+    def _ranges(self, u: Unit) -> tuple:
+        if u.kind == "data_file":
+            fresh = ranges.union(*(self.sequence.ranges(c.spans) for c in u.containers))
+        else:
+            fresh = self.sequence.ranges(u.spans)
+        return ranges.union(fresh, u.cached)
+
     def finish(self) -> list[Violation]:
         """The findings of the ref's versions and units, each unit finding naming every
         version that carried its unit."""
@@ -265,34 +414,168 @@ class History:
         out = list(self.findings)
         for u in self.units.values():
             if u.findings:
-                spans = self.sequence.ranges(u.spans)
+                spans = self._ranges(u)
                 out.extend(with_versions(f, spans) for f in u.findings)
+        for du in self.files.values():
+            if du.item is None and du.findings:  # a deep verdict from the cache
+                out.extend(with_versions(f, self._ranges(du)) for f in du.findings)
+        if self.cache is not None:
+            out.extend(self._leftovers())
+        return out
+
+    def _leftovers(self) -> list[Violation]:
+        """Findings of cached units no version checked now carries, in the versions the
+        cache served."""
+        from .cache import finding_in, ranges_in
+
+        seen = {u.key for u in self.units.values()}
+        out = []
+        for hexkey, rec in self.valid_units.items():
+            if hexkey in seen:
+                continue
+            spans = self._still_served(ranges_in(rec["ranges"]))
+            if spans:
+                out.extend(with_versions(finding_in(f), spans) for f in rec["findings"])
+                self.cache.out_units[hexkey] = dict(rec, ranges=[list(r) for r in spans])
+                for fkey in rec["files"]:
+                    if fkey not in self.files:
+                        frec = self.valid_files[fkey]
+                        fspans = self._still_served(ranges_in(frec["ranges"]))
+                        out.extend(with_versions(finding_in(f), fspans)
+                                   for f in frec["findings"])
+                        self.cache.out_files.setdefault(
+                            fkey, dict(frec, ranges=[list(r) for r in fspans]))
         return out
 
     def item_versions(self) -> dict[int, tuple]:
         """Item index -> the version ranges of its data file (after :meth:`finish`)."""
-        out = {}
+        return {du.item: self._ranges(du) for du in self.files.values() if du.item is not None}
+
+    def keep(self, item_findings: dict[int, list]) -> None:
+        """Put what this run checked into the cache (``item_findings``: item index -> the
+        findings of its deep checks)."""
+        from .cache import finding_out, summary_out
+
+        if self.cache is None:
+            return
+        for version, rec in self._records.items():
+            rec["stamp"][2] = self.stamps.of(rec["stamp"][0])
+            rec["deps"] = self.stamps.all(rec["deps"])
+            self.cache.out_versions[str(version)] = rec
         for du in self.files.values():
-            out[du.item] = ranges.union(*(self.sequence.ranges(c.spans) for c in du.containers))
-        return out
+            if du.deps is None or (du.item is not None and du.item not in item_findings):
+                continue
+            found = item_findings.get(du.item, ()) if du.item is not None else du.findings
+            spans = self._ranges(du)
+            self.cache.out_files[du.key] = {
+                "deps": self.stamps.all(du.deps),
+                "ranges": [list(r) for r in spans],
+                "findings": [finding_out(_unversioned(f)) for f in found]}
+        for u in self.units.values():
+            if u.deps is None or any(f.key not in self.cache.out_files for f in u.data_files):
+                continue
+            spans = self._ranges(u)
+            if not spans:
+                continue
+            self.cache.out_units[u.key] = {
+                "deps": self.stamps.all(u.deps), "summary": summary_out(u.summary),
+                "ranges": [list(r) for r in spans], "files": [f.key for f in u.data_files],
+                "findings": [finding_out(f) for f in u.findings]}
+
+
+def _hex(key: tuple) -> str:
+    """A unit key as text (the cache's keys)."""
+    return _digest(*(k if isinstance(k, bytes) else repr(k).encode() for k in key)).hex()
+
+
+def _unversioned(f: Violation) -> Violation:
+    return dataclasses.replace(f, versions=())
+
+
+def version_objects(vctx: VersionContext) -> list[str] | None:
+    """The objects of the table's root the version-scope rules read besides the manifest
+    (its transaction file, its indexes' directories, ``_mem_wal/``); None when they read
+    something elsewhere (an index under a base path), which the cache cannot watch."""
+    m = vctx.manifest
+    deps = []
+    if m.transaction_file:
+        deps.append("_transactions/" + m.transaction_file)
+    index = vctx.mf.index_section
+    for im in getattr(index, "indices", ()) or ():
+        if im.HasField("base_id"):
+            return None
+        from reference_impl.table.index import uuid_text
+
+        deps.append(f"_indices/{uuid_text(im.uuid.uuid)}/")
+    if index is not None and len(index.indices):
+        deps.append("_mem_wal/")
+    return deps
+
+
+def fragment_objects(fctx: FragmentContext) -> list[str] | None:
+    """The objects of the table's root a fragment unit's rules read (its data files'
+    footers, its deletion file, external row id sequences); None when one lies elsewhere."""
+    from reference_impl.table import deletion as D
+
+    frag = fctx.fragment
+    deps = []
+    try:
+        for df in frag.files:
+            key = data_file_objects(fctx, df)
+            if key is None:
+                return None
+            deps.extend(key)
+        if frag.HasField("deletion_file"):
+            d = frag.deletion_file
+            name = D.deletion_file_name(frag.id, d.read_version, d.id, d.file_type)
+            store, key = fctx.location("deletion", name,
+                                       d.base_id if d.HasField("base_id") else None)
+            if store is not fctx.table.store:
+                return None
+            deps.append(key)
+    except (LanceError, ValueError, KeyError):
+        return None
+    for group in ("row_id_sequence", "created_at_version_sequence",
+                  "last_updated_at_version_sequence"):
+        kind = frag.WhichOneof(group)
+        if kind is not None and not kind.startswith("inline"):
+            deps.append(getattr(frag, kind).path)
+    return deps
+
+
+def data_file_objects(fctx, df) -> list[str] | None:
+    try:
+        store, key = fctx.location("data", df.path, df.base_id if df.HasField("base_id") else None)
+    except (LanceError, ValueError):
+        return None
+    return [key] if store is fctx.table.store else None
 
 
 class _Environment:
     """What deep checks of a version's data files share: the environment digest, whether
-    legacy dictionaries (kept in the manifest file itself) tie them to this manifest, and
-    the manifest without fragments as bytes (made once, when a data file needs it)."""
+    legacy dictionaries (kept in the manifest file itself) tie them to this manifest,
+    whether blob columns send the checks to other objects (not cached), and the manifest
+    without fragments as bytes (made once, when a data file needs it)."""
 
-    def __init__(self, vctx: VersionContext, digest: bytes) -> None:
+    def __init__(self, vctx: VersionContext) -> None:
         self.vctx = vctx
         m = vctx.manifest
         self.dictionaries = vctx.manifest_key if any(
             f.HasField("dictionary") for f in m.fields) else None
-        self.digest = digest
+        self.blobs = any("blob" in f.logical_type or "blob" in f.extension_name
+                         or any("blob" in k for k in f.metadata) for f in m.fields)
+        # deep checks read the schema and the base paths of the manifest, nothing else
+        self.digest = _digest(*(f.SerializeToString(deterministic=True) for f in m.fields),
+                              b"|", *(b.SerializeToString(deterministic=True)
+                                      for b in m.base_paths))
         self._bytes = None
 
     def manifest_bytes(self) -> bytes:
+        """A Manifest holding the data-file environment (schema, base paths), serialized."""
         if self._bytes is None:
-            self._bytes = self.vctx.manifest._manifest.SerializeToString()
+            m = self.vctx.manifest
+            self._bytes = table_pb2.Manifest(fields=m.fields,
+                                             base_paths=m.base_paths).SerializeToString()
         return self._bytes
 
 

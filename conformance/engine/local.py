@@ -40,7 +40,12 @@ from dataclasses import dataclass, field
 
 from conformance.engine.report import Report, Violation
 from conformance.rules import registry
-from conformance.rules.context import DataFileContext, TableContext, VersionContext
+from conformance.rules.context import (
+    DataFileContext,
+    DataFileManifest,
+    TableContext,
+    VersionContext,
+)
 from reference_impl.errors import FormatError, LanceError, NotFound, StoreError
 from reference_impl.file import parallel
 
@@ -66,9 +71,9 @@ MAIN = "main"
 @dataclass(frozen=True)
 class DataFileItem:
     """One data file to deep-check: plain, picklable values only. ``fragment`` is the
-    serialized ``DataFragment`` that lists it (``file_index``-th file) and ``environment``
-    the serialized Manifest of ``version`` without its fragments (the schema, base paths,
-    ...), so the check reads no manifest; ``manifest_key`` and ``manifest_size`` name the
+    serialized ``DataFragment`` that lists it (``file_index``-th file) and ``environment`` a
+    serialized Manifest holding what data-file rules read of ``version``'s manifest (the
+    schema and base paths: ``DATA_FILE_ENVIRONMENT``), so the check reads no manifest; ``manifest_key`` and ``manifest_size`` name the
     manifest file only for legacy dictionaries, which live in it."""
 
     uri: str
@@ -101,6 +106,9 @@ class Plan:
     # counters of what the driver read and checked (see .history)
     stats: dict[str, int] = field(default_factory=dict)
     counts: Counts = field(default_factory=Counts)
+    # the History of each ref checked (they put their verdicts into the cache)
+    histories: list = field(default_factory=list)
+    cache: object = None
 
 
 @dataclass(frozen=True)
@@ -358,12 +366,18 @@ class Options:
 def plan(uri: str, *, versions="latest", deep: bool = False, rules=None, skip=None,
          storage_options: dict | None = None, deadline: float | None = None,
          progress: Callable[[str, int, int], None] | None = None, refs=None,
-         options: Options | None = None) -> Plan:
+         options: Options | None = None, cache: str | None = None) -> Plan:
     """The driver's part: table-, version- and fragment-scope rules of every ref checked,
-    plus the data-file work list. ``refs``: see :func:`_targets`."""
+    plus the data-file work list. ``refs``: see :func:`_targets`. ``cache``: the path of a
+    verdict cache (:mod:`.cache`); :func:`keep` writes it after :func:`merge`."""
     options = options or Options()
     chosen = _selected_rules(rules, skip, deep)
     result = Plan(uri=uri, versions_checked=[], rules_checked=[r.id for r in chosen])
+    if cache is not None:
+        from .cache import VerdictCache
+
+        result.cache = VerdictCache.open(cache, uri=uri, rules=result.rules_checked,
+                                         deep=deep, storage_options=storage_options)
     table = open_table(uri, storage_options, deep=deep, counts=result.counts)
     targets, labels = _targets(table, refs, versions)
     by_scope: dict[str, list[registry.Rule]] = {}
@@ -430,7 +444,10 @@ def _check_target(result: Plan, found: list, ctx: TableContext, target: RefTarge
     options = options or Options()
     history = History(ctx, label, by_scope, stats=result.stats,
                       new_item=new_item if deep and data_rules else None, fast=options.fast,
-                      dedupe=options.dedupe, guards=options.guards)
+                      dedupe=options.dedupe, guards=options.guards,
+                      cache=result.cache.ref(label) if result.cache is not None else None)
+    result.histories.append(history)
+    history.plan_cache(todo)
     finished = True
     for i, v in enumerate(todo):
         if out_of_time(label):
@@ -438,7 +455,7 @@ def _check_target(result: Plan, found: list, ctx: TableContext, target: RefTarge
             break
         if progress:
             progress("versions", i, len(todo))
-        if history.check(v):
+        if history.serve(v) or history.check(v):
             checked.append(v)
     if progress and finished:
         progress("versions", len(todo), len(todo))
@@ -490,7 +507,7 @@ def _item_manifest(item: DataFileItem):
     from reference_impl.proto import table_pb2
     from reference_impl.table.manifest import ManifestFile
 
-    manifest = table_pb2.Manifest.FromString(item.environment)
+    manifest = DataFileManifest(table_pb2.Manifest.FromString(item.environment))
     return ManifestFile(key=item.manifest_key, size=item.manifest_size, manifest=manifest,
                         index_section=None, transaction=None, transaction_field=None,
                         transaction_bytes=None, manifest_offset=0, tail_major=0, tail_minor=2)
@@ -558,14 +575,36 @@ def merge(p: Plan, item_findings: Iterable[Iterable[Violation]], *, elapsed_s: f
                   stats=stats)
 
 
+def keep(p: Plan, item_findings: list[list[Violation]]) -> None:
+    """Write the verdicts of this run into ``p``'s cache (when it has one and the run
+    finished: a run stopped by its time limit keeps the cache it found)."""
+    if p.cache is None or any(f.rule == "ENGINE-002" for f in p.findings):
+        return
+    if len(item_findings) != len(p.items) or any(
+            f.rule == "ENGINE-002" for chunk in item_findings for f in chunk):
+        return
+    done = dict(enumerate(item_findings))
+    for h in p.histories:
+        h.keep(done)
+    try:
+        p.cache.save()
+    except (LanceError, OSError) as exc:
+        import sys
+
+        print(f"lance-conformance: cannot write the cache: {exc}", file=sys.stderr)
+
+
 def _validate(uri, versions, deep, rules, skip, storage_options, deadline, progress,
-              refs=None) -> Report:
+              refs=None, cache=None) -> Report:
     p = plan(uri, versions=versions, deep=deep, rules=rules, skip=skip,
-             storage_options=storage_options, deadline=deadline, progress=progress, refs=refs)
+             storage_options=storage_options, deadline=deadline, progress=progress, refs=refs,
+             cache=cache)
     results = _run_items(p.items, deadline, progress)
     if progress and p.items:
         progress("data files", len(p.items), len(p.items))
-    return merge(p, results)
+    report = merge(p, results)
+    keep(p, results)
+    return report
 
 
 def _not_checked(left: int) -> list[Violation]:
@@ -620,7 +659,7 @@ def _run_items(items: list[DataFileItem], deadline, progress) -> list[list[Viola
 
 def validate(uri: str, *, versions="latest", deep: bool = False, rules=None, skip=None,
              storage_options: dict | None = None, progress=None,
-             timeout: float | None = None, refs=None) -> Report:
+             timeout: float | None = None, refs=None, cache: str | None = None) -> Report:
     """Validate the dataset at ``uri`` and return a :class:`Report`.
 
     ``versions``: ``"latest"`` (the highest attached version), ``"all"`` (every manifest,
@@ -630,18 +669,20 @@ def validate(uri: str, *, versions="latest", deep: bool = False, rules=None, ski
     branch with the same ``versions`` choice, every tag), ``"main"``, or one branch or tag
     name; None means ``"all"``, or ``"main"`` when ``versions`` lists numbers. Raises
     :class:`DatasetNotFound` for an unreachable store or an empty dataset path, and
-    :class:`RefNotFound` for a ref the dataset does not have."""
+    :class:`RefNotFound` for a ref the dataset does not have. ``cache``: a verdict cache
+    path (file or folder, local or a store URI): versions and units it holds verdicts for
+    are not checked again (:mod:`.cache`), and it is updated with this run's."""
     started = time.monotonic()
     if timeout is None:
         return _validate(uri, versions, deep, rules, skip, storage_options, None, progress,
-                         refs)
+                         refs, cache)
     deadline = started + float(timeout)
     box: dict = {}
 
     def work():
         try:
             box["report"] = _validate(uri, versions, deep, rules, skip, storage_options,
-                                      deadline, progress, refs)
+                                      deadline, progress, refs, cache)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller below
             box["error"] = exc
 

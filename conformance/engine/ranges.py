@@ -33,6 +33,17 @@ def union(*many: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
     return tuple((a, b) for a, b in out)
 
 
+def intersect(a: Iterable[tuple[int, int]], b: Iterable[tuple[int, int]]) -> tuple:
+    """The versions in both ``a`` and ``b``, as ranges."""
+    out, b = [], list(b)
+    for x, y in a:
+        for u, w in b:
+            lo, hi = max(x, u), min(y, w)
+            if lo <= hi:
+                out.append((lo, hi))
+    return union(out)
+
+
 def expand(ranges: Iterable[tuple[int, int]]) -> Iterator[int]:
     """Every version of the ranges, in order."""
     for a, b in ranges:
@@ -78,4 +89,4 @@ class Sequence:
         return union(out)
 
 
-__all__ = ["Sequence", "count", "expand", "text", "to_ranges", "union"]
+__all__ = ["Sequence", "count", "expand", "intersect", "text", "to_ranges", "union"]

@@ -37,6 +37,7 @@ from .local import (
     DatasetNotFound,
     _engine_violation,
     item_store,
+    keep,
     merge,
     plan,
     run_data_file_item,
@@ -145,7 +146,7 @@ def run_items(spark, items: list[DataFileItem], *, partitions: int | None = None
 def validate(uri: str, *, master: str | None = None, spark=None, versions="latest",
              deep: bool = False, rules=None, skip=None, storage_options: dict | None = None,
              progress=None, timeout: float | None = None, partitions: int | None = None,
-             connect_timeout: float | None = None, refs=None) -> Report:
+             connect_timeout: float | None = None, refs=None, cache: str | None = None) -> Report:
     """Validate the dataset at ``uri`` with the deep checks on Spark; a :class:`Report`
     equal to the local engine's apart from ``elapsed_s``.
 
@@ -171,7 +172,8 @@ def validate(uri: str, *, master: str | None = None, spark=None, versions="lates
         except SparkUnavailable as exc:
             raise SparkEngineError(str(exc)) from None
     p = plan(uri, versions=versions, deep=deep, rules=rules, skip=skip,
-             storage_options=storage_options, deadline=deadline, progress=progress, refs=refs)
+             storage_options=storage_options, deadline=deadline, progress=progress, refs=refs,
+             cache=cache)
     p.started = started
     target = _absolute(uri)
     items = [dataclasses.replace(i, uri=target) for i in p.items]
@@ -190,7 +192,10 @@ def validate(uri: str, *, master: str | None = None, spark=None, versions="lates
             {"ref": "all"})]]
     if progress and items:
         progress("data files", len(items), len(items))
-    return merge(p, results)
+    report = merge(p, results)
+    if finished:
+        keep(p, results)
+    return report
 
 
 def validate_many(uris: Iterable[str], *, spark, versions="latest", deep: bool = False,

@@ -16,8 +16,8 @@ Two splitters give the same answer:
   bytes here (one ``startswith``, a memcmp; a binary search over entry boundaries when only
   a prefix matches), then walk only the entries after the shared prefix, keying each by the
   digest of its bytes. The Manifest is parsed with the fragment bytes cut out. Bytes the
-  walk does not understand (a group, a truncated varint) fall back to the readable path,
-  whose parse error is the MANIFEST-003 finding.
+  walk does not understand (a group, a truncated varint) or that do not parse fall back to
+  the readable path, whose parse error is the MANIFEST-003 finding.
 
 Both return a :class:`Split`: the Manifest without fragments, how many leading entries are
 the previous split's (``kept``), the keys of the previous entries after those (``dropped``)
@@ -133,7 +133,7 @@ class FastSplitter:
     def split(self, body: bytes) -> Split:
         try:
             return self._walk(body)
-        except _Unreadable:
+        except (_Unreadable, DecodeError):
             # raises DecodeError for bytes that do not parse (the previous state is kept)
             split, keys = _readable_split(body, self.keys)
             self.keys, self.run, self.ends = keys, b"", []
@@ -187,7 +187,10 @@ class FastSplitter:
                     kept += 1  # still the previous list's entry at this position
                 else:
                     diverged = True
-                    new.append((key, (lambda raw=raw: table_pb2.DataFragment.FromString(raw))))
+                    # decoded now: bytes that do not parse send the manifest to the readable
+                    # path, whose parse error is the one a reader reports
+                    frag = table_pb2.DataFragment.FromString(raw)
+                    new.append((key, (lambda frag=frag: frag)))
                 keys.append(key)
                 if in_run:
                     ends.append(pos - run_start)

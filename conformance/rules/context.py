@@ -261,6 +261,33 @@ class FragmentManifest:
                              f"of a fragment's environment ({', '.join(FRAGMENT_ENVIRONMENT)})")
 
 
+#: What a data-file (deep) rule may read of its version's manifest: the schema and the base
+#: paths (external blobs resolve through them). The engine keys a data file's deep verdict by
+#: these, and :class:`DataFileManifest` refuses to show anything else.
+DATA_FILE_ENVIRONMENT = ("fields", "base_paths")
+
+
+class DataFileManifest:
+    """The manifest as a data-file rule sees it: :data:`DATA_FILE_ENVIRONMENT` only."""
+
+    __slots__ = ("_manifest",)
+
+    def __init__(self, manifest) -> None:
+        self._manifest = manifest
+
+    @property
+    def fields(self):
+        return self._manifest.fields
+
+    @property
+    def base_paths(self):
+        return self._manifest.base_paths
+
+    def __getattr__(self, name: str):
+        raise AttributeError(f"a data-file rule read Manifest.{name}, which is not part of a "
+                             f"data file's environment ({', '.join(DATA_FILE_ENVIRONMENT)})")
+
+
 @dataclass
 class _FragmentManifestFile:
     """``ctx.mf`` of a :class:`FragmentContext`: the manifest file holds no index section

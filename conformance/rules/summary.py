@@ -30,8 +30,3 @@ def summarize(ctx: FragmentContext) -> FragmentSummary:
         row_id_max=row_id_max, row_version_max=max(versions) if versions else None,
         file_versions=tuple(normalize_version(df.file_major_version, df.file_minor_version)
                             for df in frag.files))
-
-
-def summarize_all(vctx) -> list[FragmentSummary]:
-    """The summaries of every fragment of a whole version (the readable path)."""
-    return [summarize(FragmentContext.of(vctx, f)) for f in vctx.manifest.fragments]
