@@ -63,13 +63,21 @@ class CountingStore(ObjectStore):
         return getattr(self.inner, name)  # ``root``, ``bucket``, ... of the wrapped store
 
     def get(self, key: str, *, max_size: int = DEFAULT_MAX_READ) -> bytes:
-        data = self.inner.get(key, max_size=max_size)
-        self.counts.got(self.prefix + key, len(data))
+        n = 0
+        try:
+            data = self.inner.get(key, max_size=max_size)
+            n = len(data)
+        finally:  # a request that fails (a missing object) was a request all the same
+            self.counts.got(self.prefix + key, n)
         return data
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
-        data = self.inner.get_range(key, start, length)
-        self.counts.got(self.prefix + key, len(data))
+        n = 0
+        try:
+            data = self.inner.get_range(key, start, length)
+            n = len(data)
+        finally:
+            self.counts.got(self.prefix + key, n)
         return data
 
     def size(self, key: str) -> int:

@@ -178,6 +178,8 @@ def open_branch(main: TableContext, branch: str, label: str | None = None) -> Ta
     ctx.cache["base-stores"] = main.cache.setdefault("base-stores", {})
     # a data file's footer is read once per run, whichever ref lists it
     ctx.cache["datafile_info"] = main.cache.setdefault("datafile_info", {})
+    ctx.cache["deletion.files"] = main.cache.setdefault("deletion.files",
+                                                        {"bytes": 0, "files": {}})
     try:
         ctx.version_entries = access.list_versions(store)
     except LanceError:

@@ -45,8 +45,10 @@ def file_info(ctx, df):
 
     cache = ctx.table.cache.setdefault("datafile_info", {})
     base_id = df.base_id if df.HasField("base_id") else None
-    # the same path under the same base path is the same object in every version and ref
-    ck = (df.path, base_id, _base_path_of(ctx.manifest, base_id))
+    # the same path under the same root (the table's, or a base path) is the same object in
+    # every version and ref: its footer is read once per run
+    root = ctx.table.store.uri if base_id is None else _base_path_of(ctx.manifest, base_id)
+    ck = (df.path, base_id, root)
     if ck in cache:
         return cache[ck]
     store = key = info = err = None

@@ -2,10 +2,12 @@
 and Schema Evolution", spec 004 ``DeletionFile``, FACTS "Fragments, data files, deletion
 files").
 
-Every check runs per version over the fragments that carry a ``deletion_file``. The file
-is located with ``ctx.location("deletion", name, base_id)`` (base-path rules of spec 000)
-and decoded once per version by :func:`deleted_offsets` (cached in ``ctx.cache``), which
-the ROWID rules reuse to tell live rows from deleted ones.
+Every check runs per fragment that carries a ``deletion_file`` (scope ``fragment``, but
+DELETION-006, which compares with the manifest's version). The file is located with
+``ctx.location("deletion", name, base_id)`` (base-path rules of spec 000), read once per run
+(the bytes kept on the table context, up to :data:`KEPT_BYTES`) and decoded once per context
+by :func:`deleted_offsets` (cached in ``ctx.cache``), which the ROWID rules reuse to tell live
+rows from deleted ones.
 
 Where the spec and pylance 14.0.2 differ: the spec calls the ``.arrow`` content an Int32
 array; pylance writes ``row_id: uint32 not null``. DELETION-007 accepts both (UInt32 as
@@ -61,11 +63,7 @@ def _load(ctx, frag) -> dict:
         base_id = d.base_id if d.HasField("base_id") else None
         store, key = ctx.location("deletion", name, base_id)
         out["key"] = key
-        size = store.size(key)
-        if size > D.DEFAULT_MAX_SIZE:
-            raise FormatError(f"deletion file of {size} bytes exceeds the limit",
-                              rule="DELETION-003", path=key)
-        out["data"] = store.get(key, max_size=D.DEFAULT_MAX_SIZE)
+        out["data"] = _file_bytes(ctx, store, key)
         cap = max(frag.physical_rows, 1) * 2 + 1024
         out["offsets"] = D.decode_deletion_file(out["data"], d.file_type, max_rows=cap, path=key)
     except NotFound as exc:
@@ -74,6 +72,28 @@ def _load(ctx, frag) -> dict:
     except FormatError as exc:
         out["error"] = exc
     return out
+
+
+#: bytes of deletion files a run keeps, so a file several fragment units name is read once
+KEPT_BYTES = 64 << 20
+
+
+def _file_bytes(ctx, store, key: str) -> bytes:
+    """The bytes of the deletion file ``key`` (bounded), read once per run and table root
+    while they fit in :data:`KEPT_BYTES`; a missing file raises NotFound."""
+    kept = ctx.table.cache.setdefault("deletion.files", {"bytes": 0, "files": {}})
+    ck = (store.uri, key)
+    if ck not in kept["files"]:
+        size = store.size(key)
+        if size > D.DEFAULT_MAX_SIZE:
+            raise FormatError(f"deletion file of {size} bytes exceeds the limit",
+                              rule="DELETION-003", path=key)
+        data = store.get(key, max_size=D.DEFAULT_MAX_SIZE)
+        if kept["bytes"] + len(data) > KEPT_BYTES:
+            return data
+        kept["bytes"] += len(data)
+        kept["files"][ck] = data
+    return kept["files"][ck]
 
 
 def deleted_offsets(ctx, frag) -> np.ndarray | None:
