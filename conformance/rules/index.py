@@ -161,6 +161,16 @@ def built_from_past(ctx):
                           f"after this version {v}", _loc(ctx, i))
 
 
+def _size(ctx, store, key: str) -> int:
+    """The size of an index file, asked of the store once per run (the versions that list an
+    index share its files); NotFound and other store errors are raised each time."""
+    sizes = ctx.table.cache.setdefault("index.sizes", {})
+    ck = (store.uri, key)
+    if ck not in sizes:
+        sizes[ck] = store.size(key)
+    return sizes[ck]
+
+
 @rule("INDEX-008", title="listed index files exist with their sizes", severity="error",
       spec="004", section="IndexFile",
       clause="List of files and their sizes for this index segment. This enables skipping "
@@ -175,7 +185,7 @@ def files_exist(ctx):
             name = f"{i.uuid}/{f.path}"
             try:
                 store, key = ctx.location("index", name, i.base_id)
-                size = store.size(key)
+                size = _size(ctx, store, key)
             except FormatError as exc:
                 yield Finding(f"index {i.name!r} file {f.path!r}: {exc.message}",
                               _loc(ctx, i, file=f.path))
