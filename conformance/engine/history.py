@@ -12,7 +12,10 @@ each unit once:
   bytes and its environment (``conformance.rules.context.fragment_environment``: the
   schema, base paths, reader flags, whether statistics are recorded);
 * a **data file** (``--deep``): one decode per data file, keyed by the ``DataFile`` entry,
-  its fragment id and the environment, whatever number of versions and fragments list it.
+  its fragment id, the schema and the base paths (``DATA_FILE_ENVIRONMENT``), whatever
+  number of versions and fragments list it. Deletion files and row id sequences are judged
+  with their fragment's unit; a deletion file is read once per run however many units name
+  it, and an index file's size is asked once.
 
 A finding still names every version it holds in: each unit knows the spans of the ref's
 checked versions that carried it (:class:`Unit`), which become version ranges.
@@ -28,10 +31,15 @@ verdicts of checking each version on its own); ``guards=False`` hides the fragme
 aggregates from the rules, which then look at the fragments themselves. The suite checks
 all of these give the same report.
 
-Counters (``Plan.stats``): ``versions_checked``, ``manifests_read``, ``manifest_bytes``,
-``fragment_entries`` (fragments listed, summed over versions), ``fragment_units`` (checked),
-``fragment_lists_decoded`` (versions whose fragments a rule had to decode), ``data_files``
-(deep units planned), ``data_files_decoded`` (deep checks run), and the store's requests
+With a verdict cache (:mod:`.cache`) the versions and units an earlier run judged are
+served from it (:meth:`History.plan_cache`, :meth:`History.serve`); the last served version
+before one to check is read again, without its rules, to follow its fragments.
+
+Counters (``Plan.stats``): ``versions_checked`` (their rules ran), ``manifests_read``,
+``manifest_bytes``, ``fragment_entries`` (fragments listed, summed over versions),
+``fragment_units`` (checked), ``fragment_lists_decoded`` (versions whose fragments a rule
+had to decode), ``data_files`` (deep units planned), ``data_files_decoded`` (deep checks
+run), ``versions_from_cache``, ``units_from_cache``, and the store's requests
 (:mod:`.counting`).
 """
 

@@ -2,15 +2,17 @@
 
 The work is the local engine's (:mod:`.local`), split across machines:
 
-* the driver runs :func:`.local.plan`: it reads ``_versions/`` and the manifests and runs
-  every table- and version-scope rule, producing the driver's findings and one
-  :class:`~.local.DataFileItem` per data file (only with ``deep``);
+* the driver runs :func:`.local.plan`, the planner the local engine runs: it streams the
+  manifests and runs every table-, version- and fragment-scope rule (each fragment once per
+  unit), producing the driver's findings and one :class:`~.local.DataFileItem` per distinct
+  data file of the history (only with ``deep``): Spark distributes units, not versions;
 * the items are spread over ``partitions`` Spark tasks
   (``sc.parallelize(items, n).mapPartitions(...)``); each task first checks that it can
   read the manifests its items name, then runs :func:`.local.run_data_file_item` on each
   (decode every page, deletion files, row ids, statistics) and returns the findings;
 * the driver gathers them and :func:`.local.merge` builds the report, so the JSON is the
-  local engine's apart from ``elapsed_s``.
+  local engine's apart from ``elapsed_s`` (each data file's findings name every version
+  that carries it); with ``cache`` the driver serves and keeps verdicts as locally.
 
 Failure modes, all raised as :class:`SparkEngineError` (the CLI's exit 2), never a stuck
 job: the master is unreachable or grants no executor within ``connect_timeout`` seconds;
