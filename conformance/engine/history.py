@@ -304,7 +304,9 @@ class History:
             self._count("fragment_lists_decoded")
             return parts.fragments()
 
-        whole = dataclasses.replace(mf, manifest=ManifestView(mf.manifest, every_fragment))
+        sans = mf.manifest
+        mf.manifest = ManifestView(sans, every_fragment)  # mf is this call's own
+        whole = mf
         vctx = VersionContext(table=table, version=version, manifest_key=entry.key, mf=whole,
                               fragment_stats=self.fragment_stats if self.guards else None)
         self._fragments(vctx, parts, pos)
@@ -317,7 +319,7 @@ class History:
         for r in self.version_rules:
             found.extend(run_check(r, vctx, where))
         if self.manifest_parts:
-            hidden = dataclasses.replace(mf, manifest=ManifestView(mf.manifest, tuple))
+            hidden = dataclasses.replace(mf, manifest=ManifestView(sans, tuple))
             hctx = VersionContext(table=table, version=version, manifest_key=entry.key,
                                   mf=hidden)
             for r in self.manifest_parts:
@@ -362,7 +364,7 @@ class History:
             if u is None:
                 u = self._cached_unit(ukey, vctx)
                 if u is None:
-                    if environment is None:
+                    if environment is None and self.new_item is not None:
                         environment = _Environment(vctx)
                     u = self._fragment_unit(vctx, decode(), environment, _hex(ukey))
                 self.units[ukey] = u
