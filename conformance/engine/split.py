@@ -118,13 +118,13 @@ class FastSplitter:
             return 0
         if body.startswith(self.run, at):
             return len(self.ends)
-        here, there = memoryview(body), memoryview(self.run)
-        # entries [0, lo) match; somewhere in [lo, hi] the first mismatch lies
+        there = memoryview(self.run)  # slices of it are prefixes for startswith (a memcmp)
+        # the first lo entries match; the first mismatch lies in entry lo .. hi
         lo, hi = 0, len(self.ends) - 1
         while lo < hi:
             mid = (lo + hi + 1) // 2
             n = self.ends[mid - 1]
-            if here[at:at + n] == there[:n]:
+            if body.startswith(there[:n], at):
                 lo = mid
             else:
                 hi = mid - 1
