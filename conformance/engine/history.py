@@ -156,6 +156,8 @@ class History:
         self.served: dict[int, dict] = {}  # versions whose cached verdict stands
         self._behind: int | None = None  # last version served after the last one checked
         self._records: dict[int, dict] = {}  # versions checked now -> their cache record
+        self.valid_units: dict = {}  # cached units (hex key -> record) whose objects stand
+        self.valid_files: dict = {}
         if cache is not None:
             from .cache import Stamps
 
@@ -173,8 +175,6 @@ class History:
         if self.cache is None:
             return
         changed: set[int] = set()
-        self.valid_units: dict = {}
-        self.valid_files: dict = {}
         for hexkey, rec in self.cache.files.items():
             try:
                 if self.stamps.unchanged(rec["deps"]):
@@ -286,15 +286,14 @@ class History:
             self._count("manifests_read")
             self._count("manifest_bytes", len(data))
             mf = decode_manifest_file(data, entry.key, parse_manifest=parse)
-        except (FormatError, NotFound) as exc:
-            table.load_errors[entry.key] = exc
-            table.facts[version] = None
-            return False
-        except Exception as exc:  # noqa: BLE001 - reported by MANIFEST-003
-            table.load_errors[entry.key] = FormatError(
-                f"manifest cannot be read: {type(exc).__name__}: {exc}",
-                rule="MANIFEST-003", path=entry.key)
-            table.facts[version] = None
+        except Exception as exc:  # noqa: BLE001 - reported by the MANIFEST rules
+            if judge:  # (a version the cache served keeps its verdict: only its fragments
+                #        were to be followed, and the next version is split against another)
+                if not isinstance(exc, (FormatError, NotFound)):
+                    exc = FormatError(f"manifest cannot be read: {type(exc).__name__}: {exc}",
+                                      rule="MANIFEST-003", path=entry.key)
+                table.load_errors[entry.key] = exc
+                table.facts[version] = None
             return False
         del data
         parts: split.Split = box["split"]
