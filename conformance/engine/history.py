@@ -169,85 +169,88 @@ class History:
     # -- the cache ------------------------------------------------------------------------
     def plan_cache(self, versions: list[int]) -> None:
         """Decide which of ``versions`` the cache serves: the manifest and every object the
-        version's rules read are listed as they were, and no unit it carries changed."""
-        from .cache import finding_in, ranges_in
-
+        version's rules read are listed as they were, and no unit it carries changed. A
+        record that does not read back as what the kit writes makes the whole cache of this
+        ref unused (a unit's findings are served only through its record)."""
         if self.cache is None:
             return
+        try:
+            self._plan_cache(versions)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+            self.served, self.valid_units, self.valid_files = {}, {}, {}
+            self._count("cache_records_refused")
+
+    def _plan_cache(self, versions: list[int]) -> None:
+        from .cache import facts_in, finding_in, ranges_in, summary_in
+
+        def readable(rec: dict, *, summary: bool) -> dict:
+            """``rec`` with its parts decoded (raises on anything malformed)."""
+            out = {"deps": {str(k): v for k, v in rec["deps"].items()},
+                   "ranges": ranges_in(rec["ranges"]),
+                   "findings": [finding_in(f) for f in rec["findings"]], "raw": rec}
+            if summary:
+                out["summary"] = summary_in(rec["summary"])
+                out["files"] = [str(f) for f in rec["files"]]
+            return out
+
         changed: set[int] = set()
-        for hexkey, rec in self.cache.files.items():
-            try:
-                if self.stamps.unchanged(rec["deps"]):
-                    self.valid_files[hexkey] = rec
-                else:
-                    changed.update(ranges.expand(ranges_in(rec["ranges"])))
-            except (KeyError, TypeError, ValueError, AttributeError):
-                continue
-        for hexkey, rec in self.cache.units.items():
-            try:
-                ok = self.stamps.unchanged(rec["deps"]) and all(
-                    f in self.valid_files for f in rec["files"])
-                summary_ok = isinstance(rec["summary"], list)
-                [finding_in(f) for f in rec["findings"]]
-                if ok and summary_ok:
-                    self.valid_units[hexkey] = rec
-                else:
-                    changed.update(ranges.expand(ranges_in(rec["ranges"])))
-            except (KeyError, TypeError, ValueError, AttributeError):
-                continue
+        files = {str(k): readable(rec, summary=False) for k, rec in self.cache.files.items()}
+        units = {str(k): readable(rec, summary=True) for k, rec in self.cache.units.items()}
+        for hexkey, rec in files.items():
+            if self.stamps.unchanged(rec["deps"]):
+                self.valid_files[hexkey] = rec
+            else:
+                changed.update(ranges.expand(rec["ranges"]))
+        for hexkey, rec in units.items():
+            if self.stamps.unchanged(rec["deps"]) and all(f in self.valid_files
+                                                          for f in rec["files"]):
+                self.valid_units[hexkey] = rec
+            else:
+                changed.update(ranges.expand(rec["ranges"]))
+        records = {}
+        for key, rec in self.cache.versions.items():
+            records[int(key)] = {"stamp": list(rec["stamp"]), "deps": dict(rec["deps"]),
+                                 "findings": [finding_in(f) for f in rec["findings"]],
+                                 "facts": facts_in(rec["facts"]), "raw": rec}
         for v in versions:
-            rec = self.cache.versions.get(str(v))
+            rec = records.get(v)
             entry = self.table.entry(v)
-            if not isinstance(rec, dict) or entry is None or v in changed:
+            if rec is None or entry is None or v in changed:
                 continue
-            try:
-                stamp = [entry.key, entry.size, self.stamps.of(entry.key)]
-                if rec["stamp"] == stamp and self.stamps.unchanged(rec["deps"]):
-                    [finding_in(f) for f in rec["findings"]]
-                    self.served[v] = rec
-            except (KeyError, TypeError, ValueError, AttributeError):
-                continue
+            stamp = [entry.key, entry.size, self.stamps.of(entry.key)]
+            if rec["stamp"] == stamp and self.stamps.unchanged(rec["deps"]):
+                self.served[v] = rec
 
     def serve(self, version: int) -> bool:
         """True when the cache serves ``version``: its findings and facts are the cached
         ones, and its manifest is not read."""
-        from .cache import facts_in, finding_in
-
         rec = self.served.get(version)
         if rec is None:
             return False
-        try:
-            facts = facts_in(rec["facts"])
-            found = [finding_in(f) for f in rec["findings"]]
-        except (KeyError, TypeError, ValueError):
-            del self.served[version]
-            return False
-        self.table.facts[version] = facts
-        self.findings.extend(found)
-        self.cache.out_versions[str(version)] = rec
+        self.table.facts[version] = rec["facts"]
+        self.findings.extend(rec["findings"])
+        self.cache.out_versions[str(version)] = rec["raw"]
         self._behind = version
         self._count("versions_from_cache")
         return True
 
     def _cached_unit(self, ukey: tuple, vctx: VersionContext) -> Unit | None:
-        from .cache import finding_in, ranges_in, summary_in
-
         if self.cache is None:
             return None
-        rec = self.valid_units.get(_hex(ukey))
+        hexkey = _hex(ukey)
+        rec = self.valid_units.get(hexkey)
         if rec is None:
             return None
-        unit = Unit("fragment", findings=[finding_in(f) for f in rec["findings"]],
-                    summary=summary_in(rec["summary"]), key=_hex(ukey), deps=list(rec["deps"]),
-                    cached=self._still_served(ranges_in(rec["ranges"])))
+        unit = Unit("fragment", findings=list(rec["findings"]), summary=rec["summary"],
+                    key=hexkey, deps=list(rec["deps"]),
+                    cached=self._still_served(rec["ranges"]))
         for fkey in rec["files"]:
             du = self.files.get(fkey)
             if du is None:
                 frec = self.valid_files[fkey]
                 du = self.files[fkey] = Unit(
-                    "data_file", findings=[finding_in(f) for f in frec["findings"]], key=fkey,
-                    deps=list(frec["deps"]),
-                    cached=self._still_served(ranges_in(frec["ranges"])))
+                    "data_file", findings=list(frec["findings"]), key=fkey,
+                    deps=list(frec["deps"]), cached=self._still_served(frec["ranges"]))
             du.containers.append(unit)
             unit.data_files.append(du)
         self._count("units_from_cache")
@@ -435,25 +438,22 @@ class History:
     def _leftovers(self) -> list[Violation]:
         """Findings of cached units no version checked now carries, in the versions the
         cache served."""
-        from .cache import finding_in, ranges_in
-
         seen = {u.key for u in self.units.values()}
         out = []
         for hexkey, rec in self.valid_units.items():
             if hexkey in seen:
                 continue
-            spans = self._still_served(ranges_in(rec["ranges"]))
+            spans = self._still_served(rec["ranges"])
             if spans:
-                out.extend(with_versions(finding_in(f), spans) for f in rec["findings"])
-                self.cache.out_units[hexkey] = dict(rec, ranges=[list(r) for r in spans])
+                out.extend(with_versions(f, spans) for f in rec["findings"])
+                self.cache.out_units[hexkey] = dict(rec["raw"], ranges=[list(r) for r in spans])
                 for fkey in rec["files"]:
                     if fkey not in self.files:
                         frec = self.valid_files[fkey]
-                        fspans = self._still_served(ranges_in(frec["ranges"]))
-                        out.extend(with_versions(finding_in(f), fspans)
-                                   for f in frec["findings"])
+                        fspans = self._still_served(frec["ranges"])
+                        out.extend(with_versions(f, fspans) for f in frec["findings"])
                         self.cache.out_files.setdefault(
-                            fkey, dict(frec, ranges=[list(r) for r in fspans]))
+                            fkey, dict(frec["raw"], ranges=[list(r) for r in fspans]))
         return out
 
     def item_versions(self) -> dict[int, tuple]:
