@@ -102,10 +102,14 @@ def run(args) -> int:
     from conformance.engine.file import is_lance_file, validate_file
 
     one_file = not getattr(args, "namespace", False) and is_lance_file(args.uri, opts)
-    if one_file and (versions != "latest" or refs is not None
+    if one_file and (versions != "latest" or refs is not None or args.cache is not None
                      or getattr(args, "engine", "local") == "spark"):
         print("lance-conformance validate: URI is one Lance file: --version, --all-versions, "
-              "--ref and --engine spark apply to datasets only", file=sys.stderr)
+              "--ref, --cache and --engine spark apply to datasets only", file=sys.stderr)
+        return 2
+    if args.cache is not None and getattr(args, "namespace", False):
+        print("lance-conformance validate: --cache does not apply to --namespace",
+              file=sys.stderr)
         return 2
     # --- end one Lance file ---
     if one_file:
@@ -134,7 +138,7 @@ def run(args) -> int:
             report = spark_validate(args.uri, master=args.master, versions=versions,
                                     deep=args.deep, rules=rules, skip=skip,
                                     storage_options=opts, progress=progress,
-                                    timeout=args.timeout, refs=refs)
+                                    timeout=args.timeout, refs=refs, cache=args.cache)
         except (DatasetNotFound, SparkEngineError) as exc:
             print(f"lance-conformance validate: {exc}", file=sys.stderr)
             return 2
@@ -143,7 +147,7 @@ def run(args) -> int:
         try:
             report = validate(args.uri, versions=versions, deep=args.deep, rules=rules,
                               skip=skip, storage_options=opts, progress=progress,
-                              timeout=args.timeout, refs=refs)
+                              timeout=args.timeout, refs=refs, cache=args.cache)
         except DatasetNotFound as exc:
             print(f"lance-conformance validate: {exc}", file=sys.stderr)
             return 2
@@ -209,6 +213,10 @@ def register(subparsers) -> None:
     p.add_argument("--output", default=None, metavar="FILE", help="write the report here")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="time limit for the dataset in seconds")
+    p.add_argument("--cache", default=None, metavar="PATH",
+                   help="keep the verdict of every version and unit in PATH (a .json file, or "
+                        "a folder; local or a store URI) and check only what is new or changed "
+                        "since the last run with it; the report is the one without --cache")
     p.add_argument("--progress", action="store_true",
                    help="show a progress bar on stderr even when it is not a terminal")
     # --- namespace (directory namespace, conformance/engine/namespace.py) ---

@@ -2,12 +2,16 @@
 
 The work is split so that a distributed engine (Spark) can reuse it:
 
-* :func:`plan` (the driver) opens the store, lists ``_versions/``, runs every selected
-  table- and version-scope rule and returns a :class:`Plan` with those findings and one
-  :class:`DataFileItem` per data file of each checked version (only with ``deep``);
+* :func:`plan` (the driver) opens the store, lists ``_versions/``, streams the manifests of
+  each ref oldest first through :class:`.history.History` (table-, version- and
+  fragment-scope rules; every fragment checked once per *unit*, however many versions list
+  it) and returns a :class:`Plan` with those findings and one :class:`DataFileItem` per
+  distinct data file of the checked versions (only with ``deep``);
 * :func:`run_data_file_item` runs the data-file-scope rules on one item. Items hold only
-  plain values (URI, options, version, fragment id, file index, rule ids), so they pickle;
-* :func:`merge` joins the driver's findings and the items' findings into a :class:`Report`.
+  plain values (URI, options, version, the fragment and the manifest without fragments as
+  bytes, file index, rule ids), so they pickle and need no manifest read;
+* :func:`merge` joins the driver's findings and the items' findings into a :class:`Report`,
+  each finding naming every version it holds in (``Violation.versions``).
 
 The whole table is judged, not only its main line: every branch under ``tree/{name}/``
 (nested names included) runs the same table- and version-scope rules in its own
@@ -36,11 +40,20 @@ from dataclasses import dataclass, field
 
 from conformance.engine.report import Report, Violation
 from conformance.rules import registry
-from conformance.rules.context import DataFileContext, TableContext, VersionContext
+from conformance.rules.context import (
+    DataFileContext,
+    DataFileManifest,
+    TableContext,
+    VersionContext,
+)
 from reference_impl.errors import FormatError, LanceError, NotFound, StoreError
 from reference_impl.file import parallel
 
 from . import access
+from .checks import engine_violation as _engine_violation
+from .checks import run_check
+from .counting import CountingStore, Counts
+from .history import History, group
 
 
 class DatasetNotFound(LanceError):
@@ -57,15 +70,21 @@ MAIN = "main"
 
 @dataclass(frozen=True)
 class DataFileItem:
-    """One data file to deep-check: plain, picklable values only."""
+    """One data file to deep-check: plain, picklable values only. ``fragment`` is the
+    serialized ``DataFragment`` that lists it (``file_index``-th file) and ``environment`` a
+    serialized Manifest holding what data-file rules read of ``version``'s manifest (the
+    schema and base paths: ``DATA_FILE_ENVIRONMENT``), so the check reads no manifest; ``manifest_key`` and ``manifest_size`` name the
+    manifest file only for legacy dictionaries, which live in it."""
 
     uri: str
     storage_options: tuple[tuple[str, str], ...]
     version: int
     manifest_key: str
-    fragment_index: int
+    fragment: bytes
     file_index: int
     rules: tuple[str, ...]
+    environment: bytes = b""
+    manifest_size: int = 0
     # The branch whose root (``tree/{branch}/`` below ``uri``) ``manifest_key`` is relative
     # to, None for main; ``ref`` is the label its findings carry.
     branch: str | None = None
@@ -82,6 +101,14 @@ class Plan:
     started: float = field(default_factory=time.monotonic)
     # ref label -> the versions checked on it (main's are ``versions_checked`` as well)
     refs_checked: dict[str, list[int]] = field(default_factory=dict)
+    # item index -> the version ranges its data file holds in (its findings name them all)
+    item_versions: dict[int, tuple] = field(default_factory=dict)
+    # counters of what the driver read and checked (see .history)
+    stats: dict[str, int] = field(default_factory=dict)
+    counts: Counts = field(default_factory=Counts)
+    # the History of each ref checked (they put their verdicts into the cache)
+    histories: list = field(default_factory=list)
+    cache: object = None
 
 
 @dataclass(frozen=True)
@@ -94,56 +121,20 @@ class RefTarget:
     versions: object
 
 
-# -- running checks ------------------------------------------------------------------------
-
-def _violation(rule: registry.Rule, finding, extra_location: dict) -> Violation:
-    location = dict(extra_location)
-    location.update(getattr(finding, "location", {}) or {})
-    return Violation(rule=rule.id, severity=rule.severity.value,
-                     spec={"file": rule.spec_file, "section": rule.section,
-                           "clause": rule.clause},
-                     message=str(getattr(finding, "message", finding)), location=location)
-
-
-def _engine_violation(rule_id: str, message: str, location: dict) -> Violation:
-    r = registry.get_rule(rule_id)
-    return _violation(r, registry.Finding(message, dict(location)), {})
-
-
-def run_check(rule: registry.Rule, ctx, location: dict) -> list[Violation]:
-    """Run one check on one context; an exception becomes an ENGINE-001 finding."""
-    out = []
-    try:
-        for finding in rule.check(ctx) or ():
-            out.append(_violation(rule, finding, location))
-    except FormatError as exc:
-        # A reader refused bytes the rule needed: report it against the rule it names
-        # when that is this rule, else as the rule's own finding with the reader's reason.
-        loc = dict(location)
-        if exc.path:
-            loc.setdefault("path", exc.path)
-        if exc.offset is not None:
-            loc["offset"] = exc.offset
-        out.append(_violation(rule, registry.Finding(f"{exc}", loc), {}))
-    except Exception as exc:  # noqa: BLE001 - the engine never crashes on a check
-        out.append(_engine_violation(
-            "ENGINE-001", f"rule {rule.id} raised {type(exc).__name__}: {exc}",
-            dict(location, rule=rule.id)))
-    return out
-
-
 def _selected_rules(rules: Iterable[str] | None, skip: Iterable[str] | None, deep: bool):
     skipped = set(skip or ())
     chosen = [r for r in registry.select(rules, deep=deep) if r.id not in skipped]
     return chosen
 
 
-def open_table(uri: str, storage_options: dict | None = None, *, deep: bool = False) -> TableContext:
-    """Open the store and list versions; raises DatasetNotFound when there is nothing."""
+def open_table(uri: str, storage_options: dict | None = None, *, deep: bool = False,
+               counts: Counts | None = None) -> TableContext:
+    """Open the store and list versions; raises DatasetNotFound when there is nothing.
+    Reads through the store are counted in ``counts`` (a new :class:`Counts` by default)."""
     from reference_impl.io.uri import open_store
 
     try:
-        store = open_store(uri, storage_options)
+        store = CountingStore(open_store(uri, storage_options), counts)
     except LanceError as exc:
         raise DatasetNotFound(f"cannot open {uri}: {exc}") from None
     root = getattr(store, "root", None)
@@ -166,6 +157,7 @@ def open_table(uri: str, storage_options: dict | None = None, *, deep: bool = Fa
     _attach_loader(table)
     # base paths naming this root (a branch's id 0) reuse its store and client
     table.cache["base-stores"] = {uri.rstrip("/"): store, str(store.uri).rstrip("/"): store}
+    table.cache["datafile_info"] = {}
     return table
 
 
@@ -184,6 +176,10 @@ def open_branch(main: TableContext, branch: str, label: str | None = None) -> Ta
                        ref=label or f"branch:{branch}", branch=branch, main_store=main.store,
                        nested_dirs=nested)
     ctx.cache["base-stores"] = main.cache.setdefault("base-stores", {})
+    # a data file's footer is read once per run, whichever ref lists it
+    ctx.cache["datafile_info"] = main.cache.setdefault("datafile_info", {})
+    ctx.cache["deletion.files"] = main.cache.setdefault("deletion.files",
+                                                        {"bytes": 0, "files": {}})
     try:
         ctx.version_entries = access.list_versions(store)
     except LanceError:
@@ -194,8 +190,14 @@ def open_branch(main: TableContext, branch: str, label: str | None = None) -> Ta
     return ctx
 
 
+#: manifests a table context keeps decoded (the engine streams the history; a rule or the
+#: root label that asks for one more reads it)
+LOADED_KEPT = 2
+
+
 def _attach_loader(table: TableContext) -> None:
-    """Give ``table`` its cached manifest loader (load errors recorded for MANIFEST-00x)."""
+    """Give ``table`` its manifest loader, which keeps the last :data:`LOADED_KEPT`
+    manifests (load errors recorded for MANIFEST-00x)."""
     store = table.store
     cache: dict[int, object] = {}
 
@@ -213,6 +215,8 @@ def _attach_loader(table: TableContext) -> None:
                 table.load_errors[entry.key] = FormatError(
                     f"manifest cannot be read: {type(exc).__name__}: {exc}",
                     rule="MANIFEST-003", path=entry.key)
+        while len(cache) >= LOADED_KEPT:
+            cache.pop(next(iter(cache)))
         cache[version] = mf
         return mf
 
@@ -313,7 +317,9 @@ def root_label(table: TableContext) -> str:
         return table.cache["engine:root-label"]
     label = MAIN
     attached = [e.version for e in table.version_entries if e.scheme != "detached"]
-    mf = table.manifest_file(max(attached)) if attached else None
+    # only a root below tree/ can be a branch's: else the label is main without a read
+    below_tree = "/tree/" in unquote(str(table.store.uri))
+    mf = table.manifest_file(max(attached)) if attached and below_tree else None
     if mf is not None and mf.manifest.HasField("branch") and mf.manifest.branch:
         name = mf.manifest.branch
         if unquote(str(table.store.uri)).rstrip("/").endswith("/tree/" + name):
@@ -347,15 +353,35 @@ def _branch_dirs(store, depth: int = 4) -> list[str]:
     return [n for n in names if n not in KNOWN_DIRS and holds_versions(n, depth - 1)]
 
 
+@dataclass(frozen=True)
+class Options:
+    """How the planner walks the history (the defaults are the fast, shared path; the others
+    give the same report and exist to test that): ``fast`` splits manifests by their bytes
+    (:class:`.split.FastSplitter`), ``dedupe`` checks each unit once for every version that
+    carries it, ``guards`` lets version rules read the fragment aggregates."""
+
+    fast: bool = True
+    dedupe: bool = True
+    guards: bool = True
+
+
 def plan(uri: str, *, versions="latest", deep: bool = False, rules=None, skip=None,
          storage_options: dict | None = None, deadline: float | None = None,
-         progress: Callable[[str, int, int], None] | None = None, refs=None) -> Plan:
-    """The driver's part: table- and version-scope rules of every ref checked, plus the
-    data-file work list. ``refs``: see :func:`_targets`."""
+         progress: Callable[[str, int, int], None] | None = None, refs=None,
+         options: Options | None = None, cache: str | None = None) -> Plan:
+    """The driver's part: table-, version- and fragment-scope rules of every ref checked,
+    plus the data-file work list. ``refs``: see :func:`_targets`. ``cache``: the path of a
+    verdict cache (:mod:`.cache`); :func:`keep` writes it after :func:`merge`."""
+    options = options or Options()
     chosen = _selected_rules(rules, skip, deep)
-    table = open_table(uri, storage_options, deep=deep)
-    targets, labels = _targets(table, refs, versions)
     result = Plan(uri=uri, versions_checked=[], rules_checked=[r.id for r in chosen])
+    if cache is not None:
+        from .cache import VerdictCache
+
+        result.cache = VerdictCache.open(cache, uri=uri, rules=result.rules_checked,
+                                         deep=deep, storage_options=storage_options)
+    table = open_table(uri, storage_options, deep=deep, counts=result.counts)
+    targets, labels = _targets(table, refs, versions)
     by_scope: dict[str, list[registry.Rule]] = {}
     for r in chosen:
         by_scope.setdefault(r.scope.value, []).append(r)
@@ -382,87 +408,71 @@ def plan(uri: str, *, versions="latest", deep: bool = False, rules=None, skip=No
             ctx = table
         else:
             ctx = open_branch(table, target.branch, target.label) if target.branch else \
-                open_table(uri, storage_options, deep=deep)
+                open_table(uri, storage_options, deep=deep, counts=result.counts)
             if target.label.startswith("branch:") and not ctx.version_entries:
                 continue  # REFS-004: the branch file has no tree
         stopped = not _check_target(result, found, ctx, target, by_scope, deep,
                                     storage_options, out_of_time, progress,
-                                    is_root=target.label == root)
+                                    is_root=target.label == root, options=options)
     result.findings.extend(f for f in found if f.location.get("ref", root) in labels)
     result.versions_checked = list(result.refs_checked.get(root, []))
+    result.stats.update(result.counts.as_stats())
     return result
 
 
 def _check_target(result: Plan, found: list, ctx: TableContext, target: RefTarget, by_scope,
                   deep: bool, storage_options, out_of_time, progress, *,
-                  is_root: bool = False) -> bool:
-    """Run the table- and version-scope rules of one ref and list its data-file items;
-    False when the time limit stopped it."""
+                  is_root: bool = False, options: Options | None = None) -> bool:
+    """Stream the versions of one ref through a :class:`.history.History` (version- and
+    fragment-scope rules, data-file items), then run its table-scope rules; False when the
+    time limit stopped it."""
     label = target.label
     selected = _pick_versions(ctx, target.versions)
     ctx.selected_versions = selected
     ctx.ref = label
     where = {"ref": label}
     checked = result.refs_checked.setdefault(label, [])
-    for r in by_scope.get("table", []):
-        if r.id.startswith("REFS-") and not is_root and ctx.branch is None:
-            continue  # a tag of main: the tag's rules ran in main's context
-        found.extend(run_check(r, ctx, where))
     missing = {v for v in selected if ctx.entry(v) is None}  # reported by COMMIT-005
     data_rules = tuple(r.id for r in by_scope.get("data_file", []))
     todo = [v for v in selected if v not in missing]
     opts = tuple(sorted((storage_options or {}).items()))
+
+    def new_item(version, manifest_key, size, environment, fragment, file_index) -> int:
+        result.items.append(DataFileItem(
+            result.uri, opts, version, manifest_key, fragment.SerializeToString(), file_index,
+            data_rules, environment, size, ctx.branch, label))
+        return len(result.items) - 1
+
+    options = options or Options()
+    history = History(ctx, label, by_scope, stats=result.stats,
+                      new_item=new_item if deep and data_rules else None, fast=options.fast,
+                      dedupe=options.dedupe, guards=options.guards,
+                      cache=result.cache.ref(label) if result.cache is not None else None)
+    result.histories.append(history)
+    history.plan_cache(todo)
+    finished = True
     for i, v in enumerate(todo):
         if out_of_time(label):
-            return False
+            finished = False
+            break
         if progress:
             progress("versions", i, len(todo))
-        mf = ctx.manifest_file(v)
-        if mf is None:
-            continue  # reported by the MANIFEST framing rules
-        checked.append(v)
-        entry = ctx.entry(v)
-        vctx = VersionContext(table=ctx, version=v, manifest_key=entry.key, mf=mf)
-        for r in by_scope.get("version", []):
-            found.extend(run_check(r, vctx, dict(where, version=v)))
-        if deep and data_rules:
-            for fi, frag in enumerate(mf.manifest.fragments):
-                for di, _df in enumerate(frag.files):
-                    result.items.append(DataFileItem(result.uri, opts, v, entry.key, fi, di,
-                                                     data_rules, ctx.branch, label))
-    if progress:
+        if history.serve(v) or history.check(v):
+            checked.append(v)
+    if progress and finished:
         progress("versions", len(todo), len(todo))
-    return True
-
-
-_MANIFESTS: dict = {}
-_MANIFESTS_LOCK = threading.Lock()
-_MANIFESTS_KEPT = 4
-
-
-def _item_manifest(item: DataFileItem, store):
-    """The item's decoded manifest, decoded once per process for all items of a version.
-
-    Manifests are written once and never changed (put-if-not-exists), so a manifest seen
-    before under the same dataset, options, key and size is the same manifest; the size is
-    checked on every use so that a file replaced in place (a test, a repair) is read again.
-    """
-    key = (item.uri, item.storage_options, item.branch, item.manifest_key)
-    size = store.size(item.manifest_key)
-    with _MANIFESTS_LOCK:
-        hit = _MANIFESTS.get(key)
-    if hit is not None and hit[0] == size:
-        return hit[1]
-    mf = access.read_manifest_file(store, item.manifest_key)
-    with _MANIFESTS_LOCK:
-        while len(_MANIFESTS) >= _MANIFESTS_KEPT:
-            _MANIFESTS.pop(next(iter(_MANIFESTS)))
-        _MANIFESTS[key] = (size, mf)
-    return mf
+    found.extend(history.finish())
+    result.item_versions.update(history.item_versions())
+    for r in by_scope.get("table", []):
+        if r.id.startswith("REFS-") and not is_root and ctx.branch is None:
+            continue  # a tag of main: the tag's rules ran in main's context
+        found.extend(run_check(r, ctx, where))
+    return finished
 
 
 _ROOTS: dict = {}
 _ROOTS_KEPT = 4
+_ROOTS_LOCK = threading.Lock()
 
 
 def _item_root(item: DataFileItem) -> tuple:
@@ -472,13 +482,13 @@ def _item_root(item: DataFileItem) -> tuple:
     from reference_impl.io.uri import open_store
 
     key = (item.uri, item.storage_options)
-    with _MANIFESTS_LOCK:
+    with _ROOTS_LOCK:
         hit = _ROOTS.get(key)
     if hit is not None:
         return hit
     root = open_store(item.uri, dict(item.storage_options))
     made = (root, {item.uri.rstrip("/"): root, str(root.uri).rstrip("/"): root})
-    with _MANIFESTS_LOCK:
+    with _ROOTS_LOCK:
         while len(_ROOTS) >= _ROOTS_KEPT:
             _ROOTS.pop(next(iter(_ROOTS)))
         return _ROOTS.setdefault(key, made)
@@ -494,16 +504,29 @@ def item_store(item: DataFileItem):
     return store.child(prefix) if prefix else store
 
 
+def _item_manifest(item: DataFileItem):
+    """The ``ManifestFile`` a data-file check sees: the item's manifest without fragments."""
+    from reference_impl.proto import table_pb2
+    from reference_impl.table.manifest import ManifestFile
+
+    manifest = DataFileManifest(table_pb2.Manifest.FromString(item.environment))
+    return ManifestFile(key=item.manifest_key, size=item.manifest_size, manifest=manifest,
+                        index_section=None, transaction=None, transaction_field=None,
+                        transaction_bytes=None, manifest_offset=0, tail_major=0, tail_minor=2)
+
+
 def run_data_file_item(item: DataFileItem) -> list[Violation]:
     """Run the data-file-scope rules of one item (a Spark task, or a local loop step)."""
+    from reference_impl.proto import table_pb2
+
     loc = {"ref": item.ref, "version": item.version}
     try:
         store = item_store(item)
         table = TableContext(uri=item.uri, store=store, storage_options=dict(item.storage_options),
                              deep=True, ref=item.ref, branch=item.branch,
                              cache={"base-stores": _item_root(item)[1]})
-        mf = _item_manifest(item, store)
-        fragment = mf.manifest.fragments[item.fragment_index]
+        mf = _item_manifest(item)
+        fragment = table_pb2.DataFragment.FromString(item.fragment)
         data_file = fragment.files[item.file_index]
         loc.update(fragment=int(fragment.id), path=data_file.path)
         vctx = VersionContext(table=table, version=item.version, manifest_key=item.manifest_key,
@@ -528,33 +551,62 @@ def run_data_file_item(item: DataFileItem) -> list[Violation]:
 
 
 def unique_findings(findings: Iterable[Violation]) -> list[Violation]:
-    """The findings in report order, identical ones (same rule, message and place) once."""
-    unique = {}
-    for f in findings:
-        unique.setdefault((f.rule, f.message, repr(sorted(f.location.items()))), f)
-    return sorted(unique.values(), key=Violation.sort_key)
+    """The findings in report order, identical ones (same rule, message and place) once, and
+    the same finding from several versions once, naming them all (``versions``)."""
+    return group(findings)
 
 
 def merge(p: Plan, item_findings: Iterable[Iterable[Violation]], *, elapsed_s: float | None = None) -> Report:
-    """Join the driver's findings and every item's findings into one report."""
+    """Join the driver's findings and every item's findings into one report; the findings
+    of item ``i`` name every version its data file holds in (``p.item_versions[i]``)."""
+    from .history import with_versions
+
     findings = list(p.findings)
-    for chunk in item_findings:
-        findings.extend(chunk)
-    ordered = unique_findings(findings)
+    decoded = 0
+    for i, chunk in enumerate(item_findings):
+        spans = p.item_versions.get(i, ())
+        decoded += i < len(p.items)
+        findings.extend(with_versions(f, spans) if "version" in f.location else f
+                        for f in chunk)
+    ordered = group(findings)
     elapsed = time.monotonic() - p.started if elapsed_s is None else elapsed_s
+    stats = dict(p.stats, data_files_decoded=decoded) if p.stats else {}
     return Report(uri=p.uri, versions_checked=sorted(p.versions_checked),
                   rules_checked=sorted(p.rules_checked), findings=ordered, elapsed_s=elapsed,
-                  refs_checked={k: sorted(v) for k, v in sorted(p.refs_checked.items())})
+                  refs_checked={k: sorted(v) for k, v in sorted(p.refs_checked.items())},
+                  stats=stats)
+
+
+def keep(p: Plan, item_findings: list[list[Violation]]) -> None:
+    """Write the verdicts of this run into ``p``'s cache (when it has one and the run
+    finished: a run stopped by its time limit keeps the cache it found)."""
+    if p.cache is None or any(f.rule == "ENGINE-002" for f in p.findings):
+        return
+    if len(item_findings) != len(p.items) or any(
+            f.rule == "ENGINE-002" for chunk in item_findings for f in chunk):
+        return
+    done = dict(enumerate(item_findings))
+    for h in p.histories:
+        h.keep(done)
+    try:
+        p.cache.save()
+    except (LanceError, OSError) as exc:
+        import sys
+
+        print(f"lance-conformance: cannot write the cache: {exc}", file=sys.stderr)
 
 
 def _validate(uri, versions, deep, rules, skip, storage_options, deadline, progress,
-              refs=None) -> Report:
+              refs=None, cache=None) -> Report:
     p = plan(uri, versions=versions, deep=deep, rules=rules, skip=skip,
-             storage_options=storage_options, deadline=deadline, progress=progress, refs=refs)
+             storage_options=storage_options, deadline=deadline, progress=progress, refs=refs,
+             cache=cache)
     results = _run_items(p.items, deadline, progress)
     if progress and p.items:
         progress("data files", len(p.items), len(p.items))
-    return merge(p, results)
+    report = merge(p, results)
+    keep(p, results)
+    return report
 
 
 def _not_checked(left: int) -> list[Violation]:
@@ -609,7 +661,7 @@ def _run_items(items: list[DataFileItem], deadline, progress) -> list[list[Viola
 
 def validate(uri: str, *, versions="latest", deep: bool = False, rules=None, skip=None,
              storage_options: dict | None = None, progress=None,
-             timeout: float | None = None, refs=None) -> Report:
+             timeout: float | None = None, refs=None, cache: str | None = None) -> Report:
     """Validate the dataset at ``uri`` and return a :class:`Report`.
 
     ``versions``: ``"latest"`` (the highest attached version), ``"all"`` (every manifest,
@@ -619,18 +671,20 @@ def validate(uri: str, *, versions="latest", deep: bool = False, rules=None, ski
     branch with the same ``versions`` choice, every tag), ``"main"``, or one branch or tag
     name; None means ``"all"``, or ``"main"`` when ``versions`` lists numbers. Raises
     :class:`DatasetNotFound` for an unreachable store or an empty dataset path, and
-    :class:`RefNotFound` for a ref the dataset does not have."""
+    :class:`RefNotFound` for a ref the dataset does not have. ``cache``: a verdict cache
+    path (file or folder, local or a store URI): versions and units it holds verdicts for
+    are not checked again (:mod:`.cache`), and it is updated with this run's."""
     started = time.monotonic()
     if timeout is None:
         return _validate(uri, versions, deep, rules, skip, storage_options, None, progress,
-                         refs)
+                         refs, cache)
     deadline = started + float(timeout)
     box: dict = {}
 
     def work():
         try:
             box["report"] = _validate(uri, versions, deep, rules, skip, storage_options,
-                                      deadline, progress, refs)
+                                      deadline, progress, refs, cache)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller below
             box["error"] = exc
 

@@ -4,15 +4,23 @@ A report is one JSON object (its schema is ``conformance/schemas/report.schema.j
 
     {"uri": str, "versions_checked": [int], "refs_checked": {ref: [int]}, "conforms": bool,
      "rules_checked": [str], "violations": [Violation], "warnings": [Violation],
-     "elapsed_s": float, "provenance": Provenance}
+     "elapsed_s": float, "provenance": Provenance, "stats": {...}}
 
     Violation = {"rule": "AREA-NNN", "severity": "error"|"warning",
-                 "spec": {"file", "section", "clause"}, "message": str, "location": {...}}
+                 "spec": {"file", "section", "clause"}, "message": str, "location": {...},
+                 "versions": [[first, last], ...]}
 
 ``versions_checked`` are the versions of the root validated (main, or the branch whose
 ``tree/NAME`` the URI names); ``refs_checked`` maps every ref whose versions were checked
 (``main``, ``branch:NAME``, ``tag:NAME``) to its versions. A finding's ``location["ref"]``
 names the ref it belongs to; every format shows it.
+
+A finding that holds in several versions of a ref (the same rule, message and place, the
+version apart) is one finding: ``location["version"]`` is the first of them and
+``versions`` lists them all as inclusive ``[first, last]`` ranges (present only when the
+finding holds in more than one version); text shows ``v1-2000``. ``Violation.covers()``
+gives every version a finding names. ``stats`` counts what the run read and checked
+(``conformance/engine/history.py`` names the counters).
 ``violations`` hold error-severity findings, ``warnings`` the rest; ``conforms`` is true
 exactly when there is no error-severity finding. Findings are sorted by rule id, then by ref
 (main first), version, path and message, so two runs over the same bytes print the same
@@ -47,6 +55,17 @@ class Violation:
     spec: dict
     message: str
     location: dict = field(default_factory=dict)
+    # the versions it holds in, as inclusive (first, last) ranges; () when only
+    # ``location["version"]`` (or none)
+    versions: tuple = ()
+
+    def covers(self) -> list[int]:
+        """Every version this finding names (empty for a finding on no version)."""
+        from .ranges import expand
+
+        if self.versions:
+            return list(expand(self.versions))
+        return [int(self.location["version"])] if "version" in self.location else []
 
     def sort_key(self) -> tuple:
         loc = self.location
@@ -57,8 +76,11 @@ class Violation:
                 json.dumps(loc, sort_keys=True, default=str))
 
     def as_dict(self) -> dict:
-        return {"rule": self.rule, "severity": self.severity, "spec": dict(self.spec),
-                "message": self.message, "location": dict(self.location)}
+        out = {"rule": self.rule, "severity": self.severity, "spec": dict(self.spec),
+               "message": self.message, "location": dict(self.location)}
+        if self.versions and self.versions != ((self.location.get("version"),) * 2,):
+            out["versions"] = [[int(a), int(b)] for a, b in self.versions]
+        return out
 
 
 @dataclass
@@ -72,6 +94,8 @@ class Report:
     elapsed_s: float = 0.0
     refs_checked: dict[str, list[int]] = field(default_factory=dict)
     provenance: dict = field(default_factory=dict)  # conformance.kit.provenance()
+    # what the run read and checked (counters, see conformance/engine/history.py)
+    stats: dict = field(default_factory=dict)
 
     @property
     def violations(self) -> list[Violation]:
@@ -102,6 +126,7 @@ class Report:
             "warnings": [v.as_dict() for v in self.warnings],
             "elapsed_s": round(float(self.elapsed_s), 6),
             "provenance": self.provenance or _kit().provenance(),
+            **({"stats": dict(self.stats)} if self.stats else {}),
         }
 
     # -- formats ---------------------------------------------------------------------------
@@ -123,11 +148,15 @@ def _kit():
     return kit
 
 
-def _where(loc: dict) -> str:
+def _where(loc: dict, versions: tuple = ()) -> str:
+    from .ranges import text
+
     parts = []
     if loc.get("ref"):
         parts.append(f"[{loc['ref']}]")
-    if "version" in loc:
+    if versions:
+        parts.append(text(versions))
+    elif "version" in loc:
         parts.append(f"v{loc['version']}")
     if "path" in loc:
         parts.append(str(loc["path"]))
@@ -143,9 +172,12 @@ def to_text(report: Report) -> str:
     """Readable text: a verdict line, then each broken rule with its findings."""
     d = report.as_dict()
     verdict = "CONFORMS" if d["conforms"] else "DOES NOT CONFORM"
+    from .ranges import text as ranges_text
+    from .ranges import to_ranges
+
     lines = [
         f"{report.uri}: {verdict}",
-        f"  versions checked: {', '.join(map(str, d['versions_checked'])) or 'none'}; "
+        f"  versions checked: {ranges_text(to_ranges(d['versions_checked']), '') or 'none'}; "
         f"rules checked: {len(d['rules_checked'])}; errors: {len(d['violations'])}; "
         f"warnings: {len(d['warnings'])}; {d['elapsed_s']:.3f} s",
         f"  judged against {_kit().summary(d['provenance'])}",
@@ -153,7 +185,7 @@ def to_text(report: Report) -> str:
     other = {k: v for k, v in d["refs_checked"].items() if k != "main"}
     if other:
         lines.append("  refs checked: " + "; ".join(
-            f"{k} ({', '.join(map(str, v)) or 'no version'})" for k, v in other.items()))
+            f"{k} ({ranges_text(to_ranges(v), '') or 'no version'})" for k, v in other.items()))
     for title, items in (("errors", report.violations), ("warnings", report.warnings)):
         if not items:
             continue
@@ -166,7 +198,7 @@ def to_text(report: Report) -> str:
                 spec = v.spec
                 lines.append(f"  {v.rule} [{v.severity}] {spec.get('file', '')} "
                              f"§ {spec.get('section', '')}")
-            where = _where(v.location)
+            where = _where(v.location, v.versions)
             lines.append(f"    - {v.message}" + (f"  ({where})" if where else ""))
     return "\n".join(lines) + "\n"
 
@@ -191,7 +223,7 @@ def to_junit(report: Report) -> str:
             continue
         out.append(f'<testcase classname="lance-conformance" name="{escape(rule_id)}">')
         for v in found:
-            body = f"{v.message}\n{_where(v.location)}\n{v.spec.get('clause', '')}"
+            body = f"{v.message}\n{_where(v.location, v.versions)}\n{v.spec.get('clause', '')}"
             out.append(f"<failure message={quoteattr(v.message)} type={quoteattr(v.rule)}>"
                        f"{escape(body)}</failure>")
         out.append("</testcase>")

@@ -2,15 +2,17 @@
 
 The work is the local engine's (:mod:`.local`), split across machines:
 
-* the driver runs :func:`.local.plan`: it reads ``_versions/`` and the manifests and runs
-  every table- and version-scope rule, producing the driver's findings and one
-  :class:`~.local.DataFileItem` per data file (only with ``deep``);
+* the driver runs :func:`.local.plan`, the planner the local engine runs: it streams the
+  manifests and runs every table-, version- and fragment-scope rule (each fragment once per
+  unit), producing the driver's findings and one :class:`~.local.DataFileItem` per distinct
+  data file of the history (only with ``deep``): Spark distributes units, not versions;
 * the items are spread over ``partitions`` Spark tasks
   (``sc.parallelize(items, n).mapPartitions(...)``); each task first checks that it can
   read the manifests its items name, then runs :func:`.local.run_data_file_item` on each
   (decode every page, deletion files, row ids, statistics) and returns the findings;
 * the driver gathers them and :func:`.local.merge` builds the report, so the JSON is the
-  local engine's apart from ``elapsed_s``.
+  local engine's apart from ``elapsed_s`` (each data file's findings name every version
+  that carries it); with ``cache`` the driver serves and keeps verdicts as locally.
 
 Failure modes, all raised as :class:`SparkEngineError` (the CLI's exit 2), never a stuck
 job: the master is unreachable or grants no executor within ``connect_timeout`` seconds;
@@ -37,6 +39,7 @@ from .local import (
     DatasetNotFound,
     _engine_violation,
     item_store,
+    keep,
     merge,
     plan,
     run_data_file_item,
@@ -145,7 +148,7 @@ def run_items(spark, items: list[DataFileItem], *, partitions: int | None = None
 def validate(uri: str, *, master: str | None = None, spark=None, versions="latest",
              deep: bool = False, rules=None, skip=None, storage_options: dict | None = None,
              progress=None, timeout: float | None = None, partitions: int | None = None,
-             connect_timeout: float | None = None, refs=None) -> Report:
+             connect_timeout: float | None = None, refs=None, cache: str | None = None) -> Report:
     """Validate the dataset at ``uri`` with the deep checks on Spark; a :class:`Report`
     equal to the local engine's apart from ``elapsed_s``.
 
@@ -171,7 +174,8 @@ def validate(uri: str, *, master: str | None = None, spark=None, versions="lates
         except SparkUnavailable as exc:
             raise SparkEngineError(str(exc)) from None
     p = plan(uri, versions=versions, deep=deep, rules=rules, skip=skip,
-             storage_options=storage_options, deadline=deadline, progress=progress, refs=refs)
+             storage_options=storage_options, deadline=deadline, progress=progress, refs=refs,
+             cache=cache)
     p.started = started
     target = _absolute(uri)
     items = [dataclasses.replace(i, uri=target) for i in p.items]
@@ -190,7 +194,10 @@ def validate(uri: str, *, master: str | None = None, spark=None, versions="lates
             {"ref": "all"})]]
     if progress and items:
         progress("data files", len(items), len(items))
-    return merge(p, results)
+    report = merge(p, results)
+    if finished:
+        keep(p, results)
+    return report
 
 
 def validate_many(uris: Iterable[str], *, spark, versions="latest", deep: bool = False,

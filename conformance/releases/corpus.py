@@ -367,17 +367,20 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
     seen = set()
     flagged_versions: set[str] = set()
     for v in report.violations:
-        flagged_versions.add(str(v.location.get("version")))
+        # a finding names every version it holds in (one finding for a run of versions)
+        covered = v.covers() or [None]
+        flagged_versions.update(str(version) for version in covered)
         if v.rule in expected:
             seen.add(v.rule)
             continue
-        version = v.location.get("version")
-        if version is not None and int(version) in refused_by_newest:
-            continue  # the newest release refuses this version too
-        if table_refused and (version is None or found):
-            continue  # on a table the newest release (a found table: its reader) refuses
-        verdict.errors.append({"rule": v.rule, "message": v.message[:300],
-                               "location": {k: str(x) for k, x in v.location.items()}})
+        for version in covered:
+            if version is not None and int(version) in refused_by_newest:
+                continue  # the newest release refuses this version too
+            if table_refused and (version is None or found):
+                continue  # on a table the newest release (a found table: its reader) refuses
+            location = dict(v.location, **({"version": version} if version is not None else {}))
+            verdict.errors.append({"rule": v.rule, "message": v.message[:300],
+                                   "location": {k: str(x) for k, x in location.items()}})
     if table_refused and any(v.location.get("version") is None for v in report.violations):
         # an error on the whole table the newest release refuses to open covers every version
         flagged_versions |= {str(v) for v in info.get("versions", [])}

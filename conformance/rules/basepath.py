@@ -38,8 +38,10 @@ def unique_ids(ctx):
 @rule("BASEPATH-002", title="every base_id names a base path", severity="error", spec="000",
       section="File Metadata Base References",
       clause="When a file's base_id is present, readers must look up the corresponding base "
-             "path entry in the manifest's base_paths array")
+             "path entry in the manifest's base_paths array", scope="fragment",
+      manifest_part=True)
 def base_ids_resolve(ctx):
+    """Data and deletion files (per fragment) and index entries (the manifest part)."""
     ids = {int(b.id) for b in ctx.manifest.base_paths}
     for bid, what, fid in _file_base_ids(ctx.manifest):
         if bid not in ids:

@@ -34,10 +34,10 @@ def timestamps(ctx):
     for e in ctx.selected_entries():
         if e.scheme == "detached":
             continue
-        mf = ctx.manifest_file(e.version)
-        if mf is None or not mf.manifest.HasField("timestamp"):
+        facts = ctx.version_facts(e.version)
+        if facts is None or facts.timestamp_ns is None:
             continue
-        ts = mf.manifest.timestamp.seconds * 10**9 + mf.manifest.timestamp.nanos
+        ts = facts.timestamp_ns
         if prev is not None and ts < prev[1]:
             yield Finding(f"version {e.version} is older than version {prev[0]}",
                           {"version": e.version, "path": e.key})

@@ -45,7 +45,10 @@ def file_info(ctx, df):
 
     cache = ctx.table.cache.setdefault("datafile_info", {})
     base_id = df.base_id if df.HasField("base_id") else None
-    ck = (df.path, base_id, ctx.version if base_id is not None else None)
+    # the same path under the same root (the table's, or a base path) is the same object in
+    # every version and ref: its footer is read once per run
+    root = ctx.table.store.uri if base_id is None else _base_path_of(ctx.manifest, base_id)
+    ck = (df.path, base_id, root)
     if ck in cache:
         return cache[ck]
     store = key = info = err = None
@@ -61,12 +64,23 @@ def file_info(ctx, df):
     return cache[ck]
 
 
+def _base_path_of(manifest, base_id):
+    """The path ``base_id`` names in ``manifest`` (None without a base id or such a base)."""
+    if base_id is None:
+        return None
+    for b in manifest.base_paths:
+        if b.id == base_id:
+            return b.path
+    return None
+
+
 def _loc(frag, df, key=None):
     return {"fragment": int(frag.id), "path": key or df.path}
 
 
 @rule("DATAFILE-001", title="every data file exists", severity="error", spec="004",
-      section="DataFile", clause="Path to the root relative to the dataset's URI.")
+      section="DataFile", clause="Path to the root relative to the dataset's URI.",
+      scope="fragment")
 def exists(ctx):
     for frag, df in data_files(ctx):
         _s, key, _info, err = file_info(ctx, df)
@@ -80,7 +94,7 @@ def exists(ctx):
       clause="The known size of the file on disk in bytes.",
       releases="legacy (0.1) data files of pylance 0.27 to 7.x, and of lancedb 0.22 to 0.30, "
                "record a file_size_bytes a few KiB below the file's size; the cross-release "
-               "corpus lists them as expected findings")
+               "corpus lists them as expected findings", scope="fragment")
 def size_matches(ctx):
     for frag, df in data_files(ctx):
         _s, key, info, _err = file_info(ctx, df)
@@ -93,7 +107,7 @@ def size_matches(ctx):
       spec="FACTS", section=_SEC,
       clause="40-byte footer `<QQQIIHH` + `LANC` ... Legacy files end with a 16-byte tail "
              "(u64 metadata position, 0, 2, `LANC`) pointing at `lance.file.Metadata`.",
-      refusal='a data file without a valid footer or tail cannot be read')
+      refusal='a data file without a valid footer or tail cannot be read', scope="fragment")
 def footer_valid(ctx):
     for frag, df in data_files(ctx):
         _s, key, _info, err = file_info(ctx, df)
@@ -106,7 +120,7 @@ def footer_valid(ctx):
       severity="error", spec="004", section="DataFile",
       clause="The major file version used to create the file ... If both `file_major_version` "
              "and `file_minor_version` are set to 0, then this is a version 0.1 or version 0.2 "
-             "file.")
+             "file.", scope="fragment")
 def version_matches_entry(ctx):
     for frag, df in data_files(ctx):
         _s, key, info, _err = file_info(ctx, df)
@@ -128,12 +142,14 @@ def version_matches_entry(ctx):
                "in one version is refused by every later writer ('a mixture of file "
                "versions') and stays an error here")
 def version_matches_format(ctx):
-    fmt, want, files, have = _format_and_file_versions(ctx)
+    fmt, want, have, _count = _format_and_file_versions(ctx)
     if want is None:
         return  # DATAFILE-007
     if _understated_legacy_format(want, have):
         return  # DATAFILE-009
-    for frag, df in files:
+    if have <= {want}:
+        return  # every data file has the announced version
+    for frag, df in data_files(ctx):
         version = normalize_version(df.file_major_version, df.file_minor_version)
         if version != want:
             yield Finding(f"DataFile version {df.file_major_version}."
@@ -142,12 +158,16 @@ def version_matches_format(ctx):
 
 
 def _format_and_file_versions(ctx) -> tuple:
-    """``(data_format version text, its normalized version or None, [(fragment, DataFile)],
-    {normalized version of every DataFile})`` of the context's manifest."""
+    """``(data_format version text, its normalized version or None, {normalized version of
+    every DataFile}, number of DataFiles)`` of the context's manifest."""
     fmt = ctx.manifest.data_format.version if ctx.manifest.HasField("data_format") else ""
+    stats = ctx.fragment_stats
+    if stats is not None:  # the engine tallied the data files' versions
+        return fmt, DATA_FORMATS.get(fmt), set(stats.file_versions), \
+            sum(stats.file_versions.values())
     files = list(data_files(ctx))
     have = {normalize_version(df.file_major_version, df.file_minor_version) for _f, df in files}
-    return fmt, DATA_FORMATS.get(fmt), files, have
+    return fmt, DATA_FORMATS.get(fmt), have, len(files)
 
 
 def _understated_legacy_format(want, have: set) -> bool:
@@ -162,16 +182,16 @@ def _understated_legacy_format(want, have: set) -> bool:
                "take each file's version from its DataFile entry, and releases from 0.17 "
                "read such a table and write the files' version at their next commit")
 def format_understated(ctx):
-    fmt, want, files, have = _format_and_file_versions(ctx)
+    fmt, want, have, count = _format_and_file_versions(ctx)
     if want is not None and _understated_legacy_format(want, have):
         (version,) = have
-        yield Finding(f"data_format says {fmt!r} but all {len(files)} data files are "
+        yield Finding(f"data_format says {fmt!r} but all {count} data files are "
                       f"{version[0]}.{version[1]} files", {"path": ctx.manifest_key})
 
 
 @rule("DATAFILE-006", title="column indices fit the file's column count", severity="error",
       spec="004", section="DataFile",
-      clause="The top-level column indices for each field in the file.")
+      clause="The top-level column indices for each field in the file.", scope="fragment")
 def column_count(ctx):
     for frag, df in data_files(ctx):
         _s, key, info, _err = file_info(ctx, df)

@@ -2,10 +2,12 @@
 and Schema Evolution", spec 004 ``DeletionFile``, FACTS "Fragments, data files, deletion
 files").
 
-Every check runs per version over the fragments that carry a ``deletion_file``. The file
-is located with ``ctx.location("deletion", name, base_id)`` (base-path rules of spec 000)
-and decoded once per version by :func:`deleted_offsets` (cached in ``ctx.cache``), which
-the ROWID rules reuse to tell live rows from deleted ones.
+Every check runs per fragment that carries a ``deletion_file`` (scope ``fragment``, but
+DELETION-006, which compares with the manifest's version). The file is located with
+``ctx.location("deletion", name, base_id)`` (base-path rules of spec 000), read once per run
+(the bytes kept on the table context, up to :data:`KEPT_BYTES`) and decoded once per context
+by :func:`deleted_offsets` (cached in ``ctx.cache``), which the ROWID rules reuse to tell live
+rows from deleted ones.
 
 Where the spec and pylance 14.0.2 differ: the spec calls the ``.arrow`` content an Int32
 array; pylance writes ``row_id: uint32 not null``. DELETION-007 accepts both (UInt32 as
@@ -61,11 +63,7 @@ def _load(ctx, frag) -> dict:
         base_id = d.base_id if d.HasField("base_id") else None
         store, key = ctx.location("deletion", name, base_id)
         out["key"] = key
-        size = store.size(key)
-        if size > D.DEFAULT_MAX_SIZE:
-            raise FormatError(f"deletion file of {size} bytes exceeds the limit",
-                              rule="DELETION-003", path=key)
-        out["data"] = store.get(key, max_size=D.DEFAULT_MAX_SIZE)
+        out["data"] = _file_bytes(ctx, store, key)
         cap = max(frag.physical_rows, 1) * 2 + 1024
         out["offsets"] = D.decode_deletion_file(out["data"], d.file_type, max_rows=cap, path=key)
     except NotFound as exc:
@@ -74,6 +72,28 @@ def _load(ctx, frag) -> dict:
     except FormatError as exc:
         out["error"] = exc
     return out
+
+
+#: bytes of deletion files a run keeps, so a file several fragment units name is read once
+KEPT_BYTES = 64 << 20
+
+
+def _file_bytes(ctx, store, key: str) -> bytes:
+    """The bytes of the deletion file ``key`` (bounded), read once per run and table root
+    while they fit in :data:`KEPT_BYTES`; a missing file raises NotFound."""
+    kept = ctx.table.cache.setdefault("deletion.files", {"bytes": 0, "files": {}})
+    ck = (store.uri, key)
+    if ck not in kept["files"]:
+        size = store.size(key)
+        if size > D.DEFAULT_MAX_SIZE:
+            raise FormatError(f"deletion file of {size} bytes exceeds the limit",
+                              rule="DELETION-003", path=key)
+        data = store.get(key, max_size=D.DEFAULT_MAX_SIZE)
+        if kept["bytes"] + len(data) > KEPT_BYTES:
+            return data
+        kept["bytes"] += len(data)
+        kept["files"][ck] = data
+    return kept["files"][ck]
 
 
 def deleted_offsets(ctx, frag) -> np.ndarray | None:
@@ -89,6 +109,7 @@ def deleted_offsets(ctx, frag) -> np.ndarray | None:
     severity="error", spec="001", section=_SECTION,
     clause="Rows can be marked deleted by adding a deletion file next to the data in the "
            "_deletions folder.",
+    scope="fragment",
 )
 def deletion_file_exists(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -104,6 +125,7 @@ def deletion_file_exists(ctx) -> Iterator[Finding]:
     severity="error", spec="001", section=_SECTION,
     clause="The suffix is determined by the file type (.arrow for Arrow file, .bin for "
            "roaring bitmap).",
+    scope="fragment",
 )
 def deletion_file_type_known(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -119,6 +141,7 @@ def deletion_file_type_known(ctx) -> Iterator[Finding]:
     clause="A single Int32Array of deleted row offsets, stored as an Arrow IPC file with one "
            "batch and one column. Has a .arrow extension. / A Roaring Bitmap of deleted row "
            "offsets. Has a .bin extension.",
+    scope="fragment",
 )
 def deletion_file_decodes(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -132,6 +155,7 @@ def deletion_file_decodes(ctx) -> Iterator[Finding]:
     "DELETION-004", title="Deleted offsets are below the fragment's physical_rows",
     severity="error", spec="001", section=_SECTION,
     clause="These files contain the indices of rows that have between deleted for some fragment.",
+    scope="fragment",
 )
 def deletion_offsets_in_range(ctx) -> Iterator[Finding]:
     from .fragment import stats_recorded
@@ -155,6 +179,7 @@ def deletion_offsets_in_range(ctx) -> Iterator[Finding]:
     "DELETION-005", title="num_deleted_rows equals the number of offsets in the file",
     severity="error", spec="004", section="DeletionFile",
     clause="The number of rows that are marked as deleted. (uint64 num_deleted_rows = 4)",
+    scope="fragment",
 )
 def deletion_count_matches(ctx) -> Iterator[Finding]:
     from .fragment import stats_recorded
@@ -179,6 +204,11 @@ def deletion_count_matches(ctx) -> Iterator[Finding]:
 )
 def deletion_read_version(ctx) -> Iterator[Finding]:
     version = ctx.manifest.version
+    stats = ctx.fragment_stats
+    if stats is not None:
+        top = stats.deletion_read_versions.max()
+        if top is None or top < version:
+            return  # every deletion file was read from an earlier version
     for frag in _with_deletion(ctx):
         rv = frag.deletion_file.read_version
         if rv >= version:
@@ -194,6 +224,7 @@ def deletion_read_version(ctx) -> Iterator[Finding]:
     pylance="pylance 14.0.2 writes the column as `row_id: uint32 not null`; the spec says Int32. "
             "Both are accepted; any other type, a second column, nulls or negative offsets fail.",
     enforces="pylance",
+    scope="fragment",
 )
 def deletion_arrow_column(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -207,6 +238,7 @@ def deletion_arrow_column(ctx) -> Iterator[Finding]:
     "DELETION-008", title="Arrow deletion file holds exactly one record batch",
     severity="warning", spec="004", section="DeletionFile",
     clause="stored as an Arrow IPC file with one batch and one column",
+    scope="fragment",
 )
 def deletion_arrow_one_batch(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -226,6 +258,7 @@ def deletion_arrow_one_batch(ctx) -> Iterator[Finding]:
     releases="pylance before 0.8 does not record num_deleted_rows (it reads 0): the rule "
              "then counts the offsets the file holds, and fires only on a file that deletes "
              "no row",
+    scope="fragment",
 )
 def deletion_not_empty(ctx) -> Iterator[Finding]:
     for frag in _with_deletion(ctx):
@@ -244,6 +277,7 @@ def deletion_not_empty(ctx) -> Iterator[Finding]:
     pylance="pylance 14.0.2 writes distinct offsets (in no set order); duplicates make "
             "num_deleted_rows ambiguous.",
     enforces="pylance",
+    scope="fragment",
 )
 def deletion_arrow_distinct(ctx) -> Iterator[Finding]:
     import pyarrow as pa

@@ -25,13 +25,25 @@ def uses_stable_row_ids(m) -> bool:
     return any(f.WhichOneof("row_id_sequence") for f in m.fragments)
 
 
-def expected_flags(m) -> tuple[int, int]:
-    """(reader, writer) flags the manifest's contents require."""
+def _used(ctx) -> tuple[bool, bool]:
+    """(deletion files used, stable row ids used) by ``ctx``'s version: from the engine's
+    fragment aggregates when it has them, else from the fragments."""
+    stats = ctx.fragment_stats
+    if stats is not None:
+        return stats.deletions > 0, stats.with_row_ids > 0
+    return uses_deletions(ctx.manifest), uses_stable_row_ids(ctx.manifest)
+
+
+def expected_flags(m, used: tuple[bool, bool] | None = None) -> tuple[int, int]:
+    """(reader, writer) flags the manifest's contents require; ``used`` gives
+    :func:`_used`'s answer when it is known already."""
+    deletions, row_ids = used if used is not None else (uses_deletions(m),
+                                                        uses_stable_row_ids(m))
     reader = writer = 0
-    if uses_deletions(m):
+    if deletions:
         reader |= 1
         writer |= 1
-    if uses_stable_row_ids(m):
+    if row_ids:
         reader |= 2
         writer |= 2
     if len(m.config):
@@ -79,7 +91,7 @@ def _missing(ctx, bit: int, what: str, reader: bool = True):
 @rule("FLAGS-003", title="deletion files imply flag 1", severity="error", spec="004",
       section="Manifest", clause="Known flags: * 1: deletion files are present")
 def deletion_flag(ctx):
-    if uses_deletions(ctx.manifest):
+    if _used(ctx)[0]:
         yield from _missing(ctx, 1, "a fragment has a deletion file")
 
 
@@ -87,7 +99,7 @@ def deletion_flag(ctx):
       section="Manifest",
       clause="* 2: row ids are stable and stored as part of the fragment metadata.")
 def row_id_flag(ctx):
-    if uses_stable_row_ids(ctx.manifest):
+    if _used(ctx)[1]:
         yield from _missing(ctx, 2, "a fragment stores a row id sequence")
 
 
@@ -118,7 +130,7 @@ def base_path_flag(ctx):
               "not required to be cleared", enforces="pylance")
 def unused_flags(ctx):
     m = ctx.manifest
-    reader, writer = expected_flags(m)
+    reader, writer = expected_flags(m, _used(ctx))
     # flags a writer legitimately keeps without the feature in use right now
     sticky = 2 | 16 | 4 | 32
     for name, have, want in (("reader", int(m.reader_feature_flags), reader),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from .context import fragment_count
 from .datafile import data_files, file_info, normalize_version
 from .registry import Finding, rule
 
@@ -25,7 +26,11 @@ def _loc(frag, **kw) -> dict:
 @rule("FRAG-001", title="fragment ids are unique", severity="error", spec="004",
       section=_SEC, clause="The ID of a DataFragment is unique within a dataset.")
 def unique_ids(ctx):
-    counts = Counter(int(f.id) for f in ctx.manifest.fragments)
+    stats = ctx.fragment_stats
+    if stats is not None:  # the engine counted the ids as fragments came and went
+        counts = {fid: stats.ids.counts[fid] for fid in stats.duplicate_ids}
+    else:
+        counts = Counter(int(f.id) for f in ctx.manifest.fragments)
     for fid, n in sorted(counts.items()):
         if n > 1:
             yield Finding(f"fragment id {fid} is used by {n} fragments", {"fragment": fid})
@@ -38,6 +43,9 @@ def below_max(ctx):
     m = ctx.manifest
     if not m.HasField("max_fragment_id"):
         return  # FRAG-003
+    stats = ctx.fragment_stats
+    if stats is not None and (stats.max_id is None or stats.max_id <= m.max_fragment_id):
+        return  # no fragment id is above it
     for f in m.fragments:
         if f.id > m.max_fragment_id:
             yield Finding(f"fragment id {f.id} is above max_fragment_id {m.max_fragment_id}",
@@ -57,11 +65,14 @@ def below_max(ctx):
                "the fragments")
 def max_present(ctx):
     m = ctx.manifest
-    if m.HasField("max_fragment_id") or not len(m.fragments):
+    n = fragment_count(ctx)
+    if m.HasField("max_fragment_id") or not n:
         return
-    if max(int(f.id) for f in m.fragments) == 0:
+    stats = ctx.fragment_stats
+    top = stats.max_id if stats is not None else max(int(f.id) for f in m.fragments)
+    if top == 0:
         return  # a non-optional 0 is not written: this is max_fragment_id 0
-    yield Finding(f"{len(m.fragments)} fragments but no max_fragment_id",
+    yield Finding(f"{n} fragments but no max_fragment_id",
                   {"path": ctx.manifest_key})
 
 
@@ -79,7 +90,7 @@ def stats_recorded(manifest) -> bool:
              "with deletion tombstones.",
       releases="manifests without writer_version (pylance before 0.8) carry no or wrong "
                "statistics, which every later release recounts from the data files: not checked "
-               "there")
+               "there", scope="fragment")
 def physical_rows(ctx):
     if not stats_recorded(ctx.manifest):
         return
@@ -93,7 +104,7 @@ def physical_rows(ctx):
 @rule("FRAG-005", title="data-file field ids are never -1 (nor below -2)", severity="error",
       spec="004", section="DataFile",
       clause="An object with a value in fields of -1 must not be stored to disk. -2 is used "
-             "for \"tombstoned\", meaning a field that is no longer in use.")
+             "for \"tombstoned\", meaning a field that is no longer in use.", scope="fragment")
 def no_unassigned_ids(ctx):
     for frag, df in data_files(ctx):
         bad = sorted({i for i in df.fields if i == -1 or i < -2})
@@ -108,7 +119,8 @@ def no_unassigned_ids(ctx):
       pylance="pylance 14.0.2 drop_columns (Project) leaves the dropped field ids in "
               "DataFile.fields instead of writing -2; readers ignore ids missing from the "
               "schema, so this is a warning", enforces="pylance",
-      releases="every pylance release from 0.16 on leaves dropped field ids in DataFile.fields")
+      releases="every pylance release from 0.16 on leaves dropped field ids in DataFile.fields",
+      scope="fragment")
 def field_ids_known(ctx):
     ids = {f.id for f in ctx.manifest.fields}
     for frag, df in data_files(ctx):
@@ -121,7 +133,7 @@ def field_ids_known(ctx):
 @rule("FRAG-006", title="column_indices is shaped as the file version requires",
       severity="error", spec="004", section="DataFile",
       clause="If the data file is version 1 then this property will be empty. Otherwise there "
-             "must be one entry for each field in `fields`.")
+             "must be one entry for each field in `fields`.", scope="fragment")
 def column_indices_shape(ctx):
     for frag, df in data_files(ctx):
         legacy = normalize_version(df.file_major_version, df.file_minor_version) == "legacy"
@@ -138,7 +150,7 @@ def column_indices_shape(ctx):
 @rule("FRAG-007", title="no column index is used twice (other than -1)", severity="error",
       spec="004", section="DataFile",
       clause="Some fields may not correspond to a top-level column in the file. In these "
-             "cases the index will -1.")
+             "cases the index will -1.", scope="fragment")
 def unique_column_indices(ctx):
     for frag, df in data_files(ctx):
         counts = Counter(c for c in df.column_indices if c != -1)
@@ -150,7 +162,8 @@ def unique_column_indices(ctx):
 @rule("FRAG-008", title="a field is stored once in a fragment (one data file, one entry)",
       severity="error", spec="004", section="DataFile",
       clause="-2 is used for \"tombstoned\", meaning a field that is no longer in use. This is "
-             "often because the original field id was reassigned to a different data file.")
+             "often because the original field id was reassigned to a different data file.",
+      scope="fragment")
 def field_in_one_file(ctx):
     """A field id (other than the negative markers) appears once in the ``fields`` of a
     fragment's data files: in two files, or twice in one file's list, it names two columns
@@ -195,7 +208,7 @@ def _one_column(f) -> bool:
       releases="pylance 0.17 and 0.18, where 2.1 was still unstable, listed list and struct "
                "parents too; 14.0.2 refuses those tables (the kit's FILE rules refuse their "
                "files as well). A packed struct and a blob v2 column are one column each, so "
-               "leaves; every release since 0.38 lists a packed struct so")
+               "leaves; every release since 0.38 lists a packed struct so", scope="fragment")
 def leaf_fields_only(ctx):
     fields = list(ctx.manifest.fields)
     parents = {f.parent_id for f in fields}
@@ -217,7 +230,7 @@ def leaf_fields_only(ctx):
       spec="004", section=_SEC,
       clause="If column exists in the schema of a dataset, but the file for that column does "
              "not exist within a DataFragment of that dataset, that column consists entirely "
-             "of nulls.")
+             "of nulls.", scope="fragment")
 def has_files(ctx):
     for frag in ctx.manifest.fragments:
         if not len(frag.files):
@@ -226,7 +239,8 @@ def has_files(ctx):
 
 @rule("FRAG-011", title="legacy data files list their field ids sorted", severity="error",
       spec="004", section="DataFile",
-      clause="In Lance v1 these ids must be sorted but might not always be contiguous.")
+      clause="In Lance v1 these ids must be sorted but might not always be contiguous.",
+      scope="fragment")
 def legacy_sorted(ctx):
     for frag, df in data_files(ctx):
         if normalize_version(df.file_major_version, df.file_minor_version) != "legacy":

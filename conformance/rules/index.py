@@ -21,6 +21,7 @@ from reference_impl.errors import FormatError, LanceError
 from reference_impl.table import fragment_reuse
 from reference_impl.table import index as ix
 
+from .context import fragment_count
 from .registry import Finding, rule
 
 _SEC = "IndexMetadata"
@@ -128,7 +129,7 @@ def bitmap_ids_used(ctx):
     m = ctx.manifest
     if m.HasField("max_fragment_id"):
         top = int(m.max_fragment_id)
-    elif len(m.fragments):
+    elif fragment_count(ctx):
         return  # FRAG-003 reports the missing max_fragment_id
     else:
         top = -1
@@ -160,6 +161,16 @@ def built_from_past(ctx):
                           f"after this version {v}", _loc(ctx, i))
 
 
+def _size(ctx, store, key: str) -> int:
+    """The size of an index file, asked of the store once per run (the versions that list an
+    index share its files); NotFound and other store errors are raised each time."""
+    sizes = ctx.table.cache.setdefault("index.sizes", {})
+    ck = (store.uri, key)
+    if ck not in sizes:
+        sizes[ck] = store.size(key)
+    return sizes[ck]
+
+
 @rule("INDEX-008", title="listed index files exist with their sizes", severity="error",
       spec="004", section="IndexFile",
       clause="List of files and their sizes for this index segment. This enables skipping "
@@ -174,7 +185,7 @@ def files_exist(ctx):
             name = f"{i.uuid}/{f.path}"
             try:
                 store, key = ctx.location("index", name, i.base_id)
-                size = store.size(key)
+                size = _size(ctx, store, key)
             except FormatError as exc:
                 yield Finding(f"index {i.name!r} file {f.path!r}: {exc.message}",
                               _loc(ctx, i, file=f.path))
@@ -232,23 +243,23 @@ def type_url_case(ctx):
 def uuid_stable(ctx):
     seen: dict[str, tuple] = {}
     for v in ctx.selected_versions:
-        mf = ctx.manifest_file(v)
-        if mf is None or mf.index_section is None:
+        facts = ctx.version_facts(v)
+        if facts is None or not facts.indices:
             continue
         here: dict[str, tuple] = {}
-        for pos, im in enumerate(mf.index_section.indices):
-            u = ix.uuid_text(im.uuid.uuid)
-            # the details' type is not part of the identity: releases from 1.x on fill it in
-            # when they rewrite the metadata of an index an older release made without it
-            key = (im.name, tuple(im.fields), int(im.dataset_version))
+        # the details' type is not part of the identity (facts.indices holds name, fields and
+        # dataset_version): releases from 1.x on fill it in when they rewrite the metadata of
+        # an index an older release made without it
+        for u, key, pos in facts.indices:
             if u in here:
                 continue  # a duplicate inside one version is INDEX-001's
             here[u] = key
             if u in seen and seen[u][0] != key:
+                name, fields, built = key
                 yield Finding(f"index uuid {u} is {seen[u][0][0]!r} (fields "
                               f"{list(seen[u][0][1])}, built from v{seen[u][0][2]}) in version "
-                              f"{seen[u][1]} but {im.name!r} (fields {list(im.fields)}, built "
-                              f"from v{im.dataset_version}) in version {v}",
+                              f"{seen[u][1]} but {name!r} (fields {list(fields)}, built "
+                              f"from v{built}) in version {v}",
                               {"version": v, "uuid": u, "entry": pos})
         for u, key in here.items():
             seen.setdefault(u, (key, v))

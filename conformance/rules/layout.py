@@ -45,7 +45,7 @@ def has_versions(ctx):
              "13 bytes to a 26-character hex string, resulting in a 50-character filename.",
       releases="pylance before 0.38 (and lancedb bundling it) names data files with a "
                "hyphenated UUID, also uuid-based and accepted; 0.38 and later write the "
-               "50-character names")
+               "50-character names", scope="fragment")
 def data_names(ctx):
     for frag in ctx.manifest.fragments:
         for df in frag.files:
@@ -79,8 +79,9 @@ def known_dirs(ctx):
 @rule("LAYOUT-005", title="paths from metadata stay inside their directory",
       severity="error", spec="000", section="Dataset Portability",
       clause="All file paths within Lance files are stored relative to their containing "
-             "directory")
+             "directory", scope="fragment", manifest_part=True)
 def no_escape(ctx):
+    """Data file paths (per fragment) and ``transaction_file`` (the manifest part)."""
     m = ctx.manifest
     for frag in m.fragments:
         for df in frag.files:
@@ -89,7 +90,7 @@ def no_escape(ctx):
             except FormatError as exc:
                 yield Finding(f"data file path: {exc.message}",
                               {"fragment": int(frag.id), "path": df.path})
-    if m.transaction_file:
+    if ctx.whole_manifest and m.transaction_file:
         try:
             check_key(m.transaction_file)
             if "/" in m.transaction_file:

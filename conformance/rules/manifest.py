@@ -21,7 +21,7 @@ _FRAMING = "Manifest file framing (`_versions/*.manifest`)"
 
 def _load_errors(ctx, rule_id: str, default_rule: str | None = None):
     for entry in ctx.selected_entries():
-        ctx.manifest_file(entry.version)  # make sure it was tried
+        ctx.version_facts(entry.version)  # make sure it was read (the engine streams them)
         exc = ctx.load_errors.get(entry.key)
         if exc is None:
             continue

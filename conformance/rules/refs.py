@@ -241,20 +241,20 @@ def branch_field(ctx):
     branch = getattr(ctx, "branch", None)
     root = unquote(ctx.store.uri).rstrip("/")
     for e in ctx.selected_entries():
-        mf = ctx.manifest_file(e.version)
-        if mf is None:
+        facts = ctx.version_facts(e.version)
+        if facts is None:
             continue  # the MANIFEST framing rules report it
-        m = mf.manifest
+        said = facts.branch  # Manifest.branch, None when the field is absent
         loc = {"version": e.version, "path": e.key}
         if branch is not None:
-            if not m.HasField("branch") or m.branch != branch:
-                said = repr(m.branch) if m.HasField("branch") else "no branch"
-                yield Finding(f"manifest of version {e.version} says {said}, expected "
+            if said != branch:
+                shown = repr(said) if said is not None else "no branch"
+                yield Finding(f"manifest of version {e.version} says {shown}, expected "
                               f"{branch!r}", loc)
             continue
-        if m.HasField("branch") and not root.endswith("/tree/" + m.branch):
-            yield Finding(f"manifest says branch {m.branch!r} but the dataset root "
-                          f"is not tree/{m.branch}", loc)
+        if said is not None and not root.endswith("/tree/" + said):
+            yield Finding(f"manifest says branch {said!r} but the dataset root "
+                          f"is not tree/{said}", loc)
 
 
 @rule("REFS-006", title="tag names are valid", severity="error", spec=_R,

@@ -88,6 +88,7 @@ class Scope(StrEnum):
 
     TABLE = "table"          # the whole dataset: every version, refs, branches
     VERSION = "version"      # one version's manifest and what it references
+    FRAGMENT = "fragment"    # one fragment: its data files' metadata, deletion file, row ids
     DATA_FILE = "data_file"  # one data file (deep checks)
     NAMESPACE = "namespace"  # a directory namespace
 
@@ -115,6 +116,9 @@ class Rule:
     enforces: str | None = None  # "spec" or "pylance" when the two disagree
     releases: str | None = None  # which releases write what, where releases differ
     refusal: str | None = None   # why every reader must refuse (error rules off the spec texts)
+    # a fragment-scope rule that also judges a part of the manifest outside the fragments:
+    # the engine runs it once more per version with the fragments hidden
+    manifest_part: bool = False
 
     @property
     def spec_file(self) -> str:
@@ -151,6 +155,8 @@ class Rule:
             out["pylance"] = self.pylance
         if self.enforces:
             out["enforces"] = self.enforces
+        if self.manifest_part:
+            out["manifest_part"] = True
         return out
 
 
@@ -171,6 +177,7 @@ def rule(
     enforces: str | None = None,
     releases: str | None = None,
     refusal: str | None = None,
+    manifest_part: bool = False,
 ) -> Callable[[Callable[..., Iterable[Finding]]], Callable[..., Iterable[Finding]]]:
     """Register the decorated generator function as the check of rule ``id``."""
     if not ID_PATTERN.match(id) or id.split("-")[0] not in AREAS:
@@ -179,6 +186,8 @@ def rule(
         raise ValueError(f"rule {id}: unknown spec {spec!r}")
     if (pylance is None) != (enforces is None) and enforces is not None:
         raise ValueError(f"rule {id}: 'enforces' needs a 'pylance' note")
+    if manifest_part and Scope(scope) is not Scope.FRAGMENT:
+        raise ValueError(f"rule {id}: manifest_part is for fragment-scope rules")
     if Severity(severity) is Severity.ERROR and spec not in SPEC_TEXTS and not refusal \
             and not id.startswith("ENGINE"):
         raise ValueError(f"rule {id}: an error rule quoting a facts sheet ({spec}) needs "
@@ -191,6 +200,7 @@ def rule(
             id=id, title=title, severity=Severity(severity), scope=Scope(scope), spec=spec,
             section=section, clause=clause, check=fn, deep=deep, pylance=pylance,
             enforces=enforces, releases=releases, refusal=refusal,
+            manifest_part=manifest_part,
         )
         return fn
 

@@ -56,6 +56,12 @@ def _bytes(ctx, frag, group: str):
                           path=value.path) from None
 
 
+def load_sequences(ctx, frag) -> dict:
+    """``frag``'s sequences decoded once per context: ``{"row_ids", "created",
+    "last_updated"}`` (numpy arrays or None) and ``"errors"`` (sequence name -> FormatError)."""
+    return _load(ctx, frag)
+
+
 def _load(ctx, frag) -> dict:
     cache = ctx.cache.setdefault(_CACHE, {})
     if frag.id in cache:
@@ -85,6 +91,7 @@ def _stable(ctx) -> bool:
     "ROWID-001", title="Row id sequences decode",
     severity="error", spec="001", section="Row ID sequences",
     clause="The row id values for a fragment are stored in a RowIdSequence protobuf message.",
+    scope="fragment",
 )
 def row_ids_decode(ctx) -> Iterator[Finding]:
     for frag in ctx.manifest.fragments:
@@ -97,6 +104,7 @@ def row_ids_decode(ctx) -> Iterator[Finding]:
     "ROWID-002", title="A row id sequence holds physical_rows ids",
     severity="error", spec="004", section="DataFragment",
     clause="These are the row ids for the fragment, in order of the rows as they appear.",
+    scope="fragment",
 )
 def row_ids_length(ctx) -> Iterator[Finding]:
     for frag in ctx.manifest.fragments:
@@ -115,6 +123,9 @@ def row_ids_length(ctx) -> Iterator[Finding]:
     clause="The row ids features assigns a unique u64 id to each row in the table.",
 )
 def row_ids_unique(ctx) -> Iterator[Finding]:
+    stats = ctx.fragment_stats
+    if stats is not None and not stats.with_row_ids:
+        return  # no fragment carries row ids
     parts, owners = [], []
     for frag in ctx.manifest.fragments:
         ids = _load(ctx, frag)["row_ids"]
@@ -151,6 +162,10 @@ def row_ids_unique(ctx) -> Iterator[Finding]:
 )
 def row_ids_below_next(ctx) -> Iterator[Finding]:
     nxt = ctx.manifest.next_row_id
+    stats = ctx.fragment_stats
+    top = stats.row_id_max.max() if stats is not None else None
+    if stats is not None and (top is None or top < nxt):
+        return  # the largest row id of every fragment is below next_row_id
     for frag in ctx.manifest.fragments:
         ids = _load(ctx, frag)["row_ids"]
         if ids is not None and ids.size and int(ids.max()) >= nxt:
@@ -163,6 +178,7 @@ def row_ids_below_next(ctx) -> Iterator[Finding]:
     severity="error", spec="004", section="DataFragment",
     clause="If small (< 200KB), the row created at versions are stored inline. / the row latest "
            "updated versions are stored inline.",
+    scope="fragment",
 )
 def version_sequences_length(ctx) -> Iterator[Finding]:
     for frag in ctx.manifest.fragments:
@@ -188,6 +204,10 @@ def version_sequences_length(ctx) -> Iterator[Finding]:
 )
 def versions_not_in_future(ctx) -> Iterator[Finding]:
     version = ctx.manifest.version
+    stats = ctx.fragment_stats
+    top = stats.row_version_max.max() if stats is not None else None
+    if stats is not None and (top is None or top <= version):
+        return  # no fragment's row versions reach past this version
     for frag in ctx.manifest.fragments:
         loaded = _load(ctx, frag)
         for which in ("created", "last_updated"):
@@ -203,6 +223,7 @@ def versions_not_in_future(ctx) -> Iterator[Finding]:
     clause="oneof created_at_version_sequence / oneof last_updated_at_version_sequence",
     pylance="pylance 14.0.2 keeps created <= last_updated for every row.",
     enforces="pylance",
+    scope="fragment",
 )
 def created_not_after_updated(ctx) -> Iterator[Finding]:
     for frag in ctx.manifest.fragments:
@@ -222,6 +243,7 @@ def created_not_after_updated(ctx) -> Iterator[Finding]:
     "ROWID-008", title="With stable row ids every fragment carries a row id sequence",
     severity="error", spec="004", section="Manifest",
     clause="* 2: row ids are stable and stored as part of the fragment metadata.",
+    scope="fragment",
 )
 def sequences_match_flag(ctx) -> Iterator[Finding]:
     """The other direction (a sequence without flag 2) is FLAGS-004's."""
@@ -238,6 +260,7 @@ def sequences_match_flag(ctx) -> Iterator[Finding]:
     severity="error", spec="004", section="ExternalFile",
     clause="Path to the file, relative to the root of the table. / The byte offset in the file "
            "where the data starts. / The size of the data in the file, in bytes.",
+    scope="fragment",
 )
 def external_sequences_fit(ctx) -> Iterator[Finding]:
     for frag in ctx.manifest.fragments:
@@ -255,6 +278,7 @@ def external_sequences_fit(ctx) -> Iterator[Finding]:
     pylance="pylance 14.0.2 writes both version sequences on every fragment of a stable-row-id "
             "table and none elsewhere.",
     enforces="pylance",
+    scope="fragment",
 )
 def versions_with_row_ids(ctx) -> Iterator[Finding]:
     for frag in ctx.manifest.fragments:

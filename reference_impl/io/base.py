@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..errors import PathEscape
 
@@ -25,10 +25,13 @@ DEFAULT_MAX_READ = 1 << 30
 
 @dataclass(frozen=True)
 class ObjectInfo:
-    """One listed object: its key relative to the listed store and its size in bytes."""
+    """One listed object: its key relative to the listed store and its size in bytes.
+    ``stamp`` is what the store says of this version of the object besides its size (the
+    S3 ETag, a local file's modification time in ns), None when it says nothing."""
 
     key: str
     size: int
+    stamp: str | None = field(default=None, compare=False)
 
 
 def check_key(key: str) -> str:

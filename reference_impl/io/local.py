@@ -15,11 +15,20 @@ from __future__ import annotations
 import errno
 import os
 import secrets
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import AlreadyExists, FormatError, NotFound, StoreError
 from .base import DEFAULT_MAX_READ, ObjectInfo, ObjectStore, check_key
+
+
+def _holds_file(path: str) -> bool:
+    """Whether the directory ``path`` holds a file at any depth."""
+    for _dirpath, _dirnames, filenames in os.walk(path):
+        if filenames:
+            return True
+    return False
 
 
 class LocalStore(ObjectStore):
@@ -28,13 +37,18 @@ class LocalStore(ObjectStore):
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(os.path.abspath(root))
         self.uri = self.root.as_uri()
+        self._root = str(self.root)
 
     def _path(self, key: str) -> Path:
         return self.root / check_key(key)
 
+    def _file(self, key: str) -> str:
+        """The file of ``key`` as a string (reads: no pathlib object per request)."""
+        return os.path.join(self._root, check_key(key))
+
     # -- reads -----------------------------------------------------------------
     def get(self, key: str, *, max_size: int = DEFAULT_MAX_READ) -> bytes:
-        path = self._path(key)
+        path = self._file(key)
         try:
             with open(path, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
@@ -50,7 +64,7 @@ class LocalStore(ObjectStore):
             raise StoreError(f"cannot read {path}: {exc}") from exc
 
     def get_range(self, key: str, start: int, length: int) -> bytes:
-        path = self._path(key)
+        path = self._file(key)
         if start < 0 or length < 0:
             raise FormatError(f"negative range {start}+{length}", path=key, offset=start)
         try:
@@ -68,31 +82,61 @@ class LocalStore(ObjectStore):
 
     def size(self, key: str) -> int:
         try:
-            st = os.stat(self._path(key))
+            st = os.stat(self._file(key))
         except (FileNotFoundError, NotADirectoryError) as exc:
             raise NotFound(f"{key} not found under {self.uri}", path=key) from exc
-        if not os.path.isfile(self._path(key)):
+        if not stat.S_ISREG(st.st_mode):
             raise NotFound(f"{key} is not a file", path=key)
         return st.st_size
 
     def list(self, prefix: str = "") -> Iterator[ObjectInfo]:
-        base = self.root
-        start = base / prefix.rstrip("/") if prefix.rstrip("/") else base
+        base = str(self.root)
+        stripped = prefix.rstrip("/")
+        start = os.path.join(base, stripped) if stripped else base
         # A prefix may end inside a name ("_versions/1"): walk its directory and filter.
         # Never walk above the root: a missing root lists nothing.
-        walk_from = start if start.is_dir() or start == base else start.parent
-        if not walk_from.is_dir():
+        walk_from = start if start == base or os.path.isdir(start) else os.path.dirname(start)
+        if not os.path.isdir(walk_from):
             return
+        cut = len(base) + 1
         for dirpath, _dirnames, filenames in os.walk(walk_from):
+            rel = dirpath[cut:].replace(os.sep, "/") if len(dirpath) > len(base) else ""
             for name in filenames:
-                full = Path(dirpath) / name
-                key = full.relative_to(base).as_posix()
+                key = f"{rel}/{name}" if rel else name
                 if key.startswith(prefix):
                     try:
-                        size = full.stat().st_size
+                        st = os.stat(os.path.join(dirpath, name))
                     except FileNotFoundError:  # removed while listing
                         continue
-                    yield ObjectInfo(key, size)
+                    yield ObjectInfo(key, st.st_size, str(st.st_mtime_ns))
+
+    def list_dir(self, prefix: str) -> tuple[list[ObjectInfo], list[str]]:
+        """One ``scandir`` of the directory (the generic listing walks every file below
+        it). A sub-directory counts only when it holds a file somewhere, as in a listing of
+        objects."""
+        stripped = prefix.strip("/")
+        if stripped:
+            check_key(stripped)
+        path = os.path.join(str(self.root), stripped) if stripped else str(self.root)
+        files: list[ObjectInfo] = []
+        dirs: list[str] = []
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except (FileNotFoundError, NotADirectoryError):
+            return [], []
+        for entry in entries:
+            try:
+                if entry.is_dir():
+                    if _holds_file(entry.path):
+                        dirs.append(entry.name)
+                elif entry.is_file():
+                    key = f"{stripped}/{entry.name}" if stripped else entry.name
+                    st = entry.stat()
+                    files.append(ObjectInfo(key, st.st_size, str(st.st_mtime_ns)))
+            except FileNotFoundError:  # removed while listing
+                continue
+        return files, sorted(dirs)
 
     # -- writes ----------------------------------------------------------------
     def _write_temp(self, path: Path, data: bytes) -> Path:

@@ -303,7 +303,8 @@ class S3Store(ObjectStore):
                     s3_key = item["Key"]
                     if not s3_key.startswith(full) or s3_key.endswith("/"):
                         continue  # directory markers some servers list
-                    yield ObjectInfo(s3_key[len(base):], int(item.get("Size", 0)))
+                    yield ObjectInfo(s3_key[len(base):], int(item.get("Size", 0)),
+                                     item.get("ETag"))
         except (ClientError, BotoCoreError) as exc:
             raise self._fail(exc, "list", prefix or None) from exc
 

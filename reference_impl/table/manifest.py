@@ -23,6 +23,8 @@ Every framing failure is a :class:`~reference_impl.errors.FormatError` naming it
 
 Reading costs one size request and, for manifests under 64 KiB, one ranged read; a larger
 manifest needs one more ranged read for the bytes before the last 64 KiB.
+:func:`decode_manifest_file` decodes bytes already read whole (the validator reads each
+manifest with one request of the size its listing gave).
 """
 
 from __future__ import annotations
@@ -136,20 +138,40 @@ def read_manifest_file(store: ObjectStore, key: str, *, max_size: int = DEFAULT_
     """
     if size is None:
         size = store.size(key)
+    _check_size(size, max_size, key)
+    start = max(0, size - TAIL_READ)
+    data = store.get_range(key, start, size - start)
+    if len(data) != size - start:
+        raise FormatError("manifest changed size while being read", rule="MANIFEST-001",
+                          path=key, offset=start)
+    return _decode(_Window(store, key, size, start, data), key, size, None)
+
+
+def decode_manifest_file(data: bytes, key: str, *, max_size: int = DEFAULT_MAX_MANIFEST_SIZE,
+                         parse_manifest=None) -> ManifestFile:
+    """Decode the whole bytes of a manifest file already read (``key`` names it in errors).
+
+    ``parse_manifest(body) -> Manifest`` replaces the plain protobuf parse of the Manifest
+    message (a caller that splits the fragments off first passes one; it raises
+    ``DecodeError`` for bytes that do not parse). Raises FormatError like
+    :func:`read_manifest_file`."""
+    size = len(data)
+    _check_size(size, max_size, key)
+    return _decode(_Window(None, key, size, 0, data), key, size, parse_manifest)
+
+
+def _check_size(size: int, max_size: int, key: str) -> None:
     if size > max_size:
         raise FormatError(f"manifest is {size} bytes, above the bound of {max_size}",
                           rule="MANIFEST-002", path=key, offset=0)
     if size < TAIL_SIZE:
         raise FormatError(f"manifest is {size} bytes, shorter than its 16-byte tail",
                           rule="MANIFEST-001", path=key, offset=0)
-    start = max(0, size - TAIL_READ)
-    data = store.get_range(key, start, size - start)
-    if len(data) != size - start:
-        raise FormatError("manifest changed size while being read", rule="MANIFEST-001",
-                          path=key, offset=start)
-    win = _Window(store, key, size, start, data)
 
-    tail = data[-TAIL_SIZE:]
+
+def _decode(win: _Window, key: str, size: int, parse_manifest) -> ManifestFile:
+    """Tail, Manifest, index section and inline transaction of the file ``win`` holds."""
+    tail = win.read(size - TAIL_SIZE, TAIL_SIZE)
     if tail[12:] != MAGIC:
         raise FormatError(f"bad magic {tail[12:]!r} (expected b'LANC')", rule="MANIFEST-001",
                           path=key, offset=size - 4)
@@ -163,8 +185,16 @@ def read_manifest_file(store: ObjectStore, key: str, *, max_size: int = DEFAULT_
         raise FormatError(
             f"manifest length prefix {length} at {position} ends at {position + 4 + length}, "
             f"not at the tail ({end})", rule="MANIFEST-002", path=key, offset=position)
-    manifest = table_pb2.Manifest()
-    _parse(manifest, win.read(position + 4, length), "MANIFEST-003", key, position + 4, "Manifest")
+    body = win.read(position + 4, length)
+    if parse_manifest is None:
+        manifest = table_pb2.Manifest()
+        _parse(manifest, body, "MANIFEST-003", key, position + 4, "Manifest")
+    else:
+        try:
+            manifest = parse_manifest(body)
+        except (DecodeError, RuntimeError, ValueError, RecursionError) as exc:
+            raise FormatError(f"Manifest protobuf does not parse: {exc}", rule="MANIFEST-003",
+                              path=key, offset=position + 4) from None
 
     index_section = None
     if manifest.HasField("index_section"):
@@ -313,5 +343,5 @@ def reencode(mf: ManifestFile) -> bytes:
 
 __all__ = [
     "DEFAULT_MAX_MANIFEST_SIZE", "MAGIC", "ManifestFile", "collect_unknown_fields",
-    "encode_manifest_file", "has_unknown_fields", "read_manifest_file", "reencode",
+    "decode_manifest_file", "encode_manifest_file", "has_unknown_fields", "read_manifest_file", "reencode",
 ]

@@ -133,6 +133,27 @@ def test_same_report_on_pylance_scenarios(spark, pylance_scenarios):
         assert dist.versions_checked, name
 
 
+def test_a_history_is_distributed_as_units(spark, pylance, tmp_path):
+    """Spark runs one task per data file, not per version and data file: a damaged data file
+    eight more appends carry is decoded once, and its finding names every version."""
+    import shutil
+
+    from conformance.engine.spark import validate
+
+    uri = tmp_path / "t"
+    shutil.copytree(INVALID / "ENC-001" / "table", uri)
+    for i in range(8):
+        pylance.write_dataset(pa.table({"a": pa.array([10 + i], pa.int64()),
+                                        "s": pa.array([f"n{i}"])}), str(uri), mode="append")
+    local = local_validate(str(uri), versions="all", deep=True)
+    dist = validate(str(uri), spark=spark, versions="all", deep=True)
+    _same(local, dist)
+    (f,) = [f for f in dist.violations if f.rule == "ENC-001"]
+    assert len(f.covers()) > 8 and f.versions
+    stats = dist.stats
+    assert stats["data_files_decoded"] == stats["data_files"] < stats["fragment_entries"]
+
+
 def test_single_validate_matches_and_cli_json(spark, tmp_path):
     """``validate()`` with a given session matches; rules the data files break appear."""
     from conformance.engine.spark import validate
