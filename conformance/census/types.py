@@ -1,0 +1,457 @@
+"""The census of types: every Arrow type, variant and storage version, as releases write them.
+
+:func:`build` runs ``type_program.py`` with a release's Python (its cached virtualenv,
+:mod:`conformance.releases.venvs`): one folder per storage version and case (a type in one
+variant), holding what the release was given, its table and what it read back, and
+``case.json`` with the release's outcome (``identical``, ``other-type``, ``other-values``,
+``refused-write``, ``refused-read``, ``crashed`` or ``inexpressible`` in that release's
+pyarrow).
+
+:func:`judge` is the kit's side, for each case:
+
+* **read**: our reader and validator on the release's table. Where the release reads its
+  table back, ours must read the same rows (as :func:`conformance.releases.corpus
+  .table_difference` compares them) and the validator (``--deep``) must report no error;
+  where the release cannot read its own table, ours must refuse it with a typed error or
+  read exactly what was written.
+* **write**: our writer (:func:`reference_impl.write_dataset`) at the same storage version.
+  Where the release writes the type, ours must write it too, the validator must keep quiet,
+  and both the release and our reader must read ours as the release reads its own table.
+  Where the release refuses, ours must refuse with a typed error naming the type.
+
+A cell is ``ok`` when both hold. Our writer writes storage versions 2.0 to 2.2; at legacy and
+2.3 its column is ``n/a``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from conformance.releases.corpus import table_difference
+from conformance.releases.venvs import Release, cache_root, ensure_venv
+
+PROGRAM = Path(__file__).with_name("type_program.py")
+RELEASE_PROGRAM = Path(__file__).parents[1] / "releases" / "release_program.py"
+STORAGES = ("legacy", "2.0", "2.1", "2.2", "2.3")
+#: The storage versions our writer writes.
+OUR_WRITER_STORAGES = ("2.0", "2.1", "2.2")
+#: The releases of the documented census: the newest, and an old one of the cross-release list.
+DEFAULT_RELEASES = ("pylance==14.0.2", "pylance==0.20.0")
+#: What the release did with its own table, and whether it read it back.
+READ_BACK = ("identical", "other-type", "other-values")
+REFUSED = ("refused-write", "crashed")
+
+
+def census_root() -> Path:
+    return cache_root() / "census" / "types"
+
+
+def program_digest() -> str:
+    h = hashlib.sha256(PROGRAM.read_bytes())
+    h.update(RELEASE_PROGRAM.read_bytes())
+    return h.hexdigest()[:16]
+
+
+# -- the release's side ---------------------------------------------------------------------------
+
+
+def storages_of(python: str, timeout: float = 300) -> list[str]:
+    """The storage versions the release behind ``python`` writes."""
+    done = subprocess.run([python, str(PROGRAM), "storages"], capture_output=True, text=True,
+                          timeout=timeout)
+    if done.returncode != 0:
+        raise RuntimeError(f"the census program failed: {_tail(done.stderr)}")
+    return [s for s in json.loads(done.stdout.strip().splitlines()[-1]) if s in STORAGES]
+
+
+def _tail(text: str, n: int = 6) -> str:
+    return "\n".join(text.strip().splitlines()[-n:])
+
+
+def _run_until_done(python: str, args: list[str], folder: Path, timeout: float) -> None:
+    """Run the program; when a case kills the release's process (a native crash), run it
+    again: the program marks the case it was on as ``crashed`` and goes on with the next."""
+    for _ in range(200):
+        done = subprocess.run([python, str(PROGRAM), *args], capture_output=True, text=True,
+                              timeout=timeout)
+        if done.returncode == 0:
+            return
+        started = [p for p in folder.glob("*/case.json")
+                   if json.loads(p.read_text()).get("outcome") == "started"]
+        started += list(folder.glob("*/ours-read.started"))
+        if not started:
+            raise RuntimeError(f"the census program failed ({' '.join(args[:1])}): "
+                               f"{_tail(done.stderr)}")
+    raise RuntimeError("the census program kept crashing")
+
+
+def build(release: str, out: Path | None = None, *, python: str | None = None,
+          storages=None, force: bool = False, timeout: float = 1800) -> Path:
+    """Write every case with ``release`` (once per program); return the release's folder.
+
+    ``python`` runs the program instead of the release's cached virtualenv (an interpreter
+    where that release is installed, as in the test suite).
+    """
+    rel = Release.parse(release)
+    out = Path(out) if out else census_root() / rel.slug
+    python = python or str(ensure_venv(rel))
+    wanted = [s for s in (storages or STORAGES)]
+    accepted = storages_of(python)
+    out.mkdir(parents=True, exist_ok=True)
+    for storage in wanted:
+        folder = out / storage
+        stamp = folder / "release.json"
+        if storage not in accepted:
+            folder.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(json.dumps({"release": release, "program": program_digest(),
+                                         "writes": False}))
+            continue
+        if not force and stamp.is_file() and \
+                json.loads(stamp.read_text()).get("program") == program_digest():
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        started = time.monotonic()
+        _run_until_done(python, ["write", str(out), storage], folder, timeout)
+        stamp.write_text(json.dumps({"release": release, "program": program_digest(),
+                                     "writes": True,
+                                     "seconds": round(time.monotonic() - started, 1)}))
+    return out
+
+
+# -- the kit's side -------------------------------------------------------------------------------
+
+
+@dataclass
+class Cell:
+    """One case (a type in one variant) at one storage version, for one release."""
+
+    release: str
+    storage: str
+    row: str
+    family: str
+    variant: str
+    order: int
+    pylance: str              # the release's outcome on its own table (see the module doc)
+    pylance_detail: str = ""  # its error, or the type it read back
+    read: str = "n/a"         # ours on the release's table: same | refused | false-error | ...
+    read_detail: str = ""
+    write: str = "n/a"        # our writer: same | refused | writes-refused | ...
+    write_detail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.read in READ_OK and self.write in WRITE_OK
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["ok"] = self.ok
+        return d
+
+
+#: Verdicts that meet the census's demands.
+READ_OK = ("n/a", "same", "refused", "reads-as-written")
+WRITE_OK = ("n/a", "same", "refused", "read-as-written")
+
+
+def _read_stream(path: Path) -> pa.Table:
+    with ipc.open_stream(str(path)) as r:
+        return r.read_all()
+
+
+def _names_type(message: str, info: dict) -> bool:
+    """Whether a refusal names the type (or the container of its variant) it refuses."""
+    text = message.lower()
+    row = info["row"].lower()
+    tokens = {row, row.split(" (")[0], info.get("input_type", "").lower()}
+    head = row.split("<")[0].split("(")[0].split("[")[0].split(" ")[0]
+    tokens |= {head, head.removeprefix("arrow."), head.removesuffix("_union")}
+    if head.endswith("_union"):
+        tokens.add("union")
+    if row.startswith("struct<>") or "struct<>" in row:
+        tokens.add("struct")
+    tokens |= {"in-list": {"list"}, "in-map": {"map"}, "in-struct": {"struct"},
+               "in-fixed-size-list": {"fixed_size_list", "fixed-size list"}}.get(
+                   info["variant"], set())
+    return any(t and t in text for t in tokens)
+
+
+def _errors(report) -> list[str]:
+    return [f"{v.rule}: {v.message[:200]}" for v in report.violations]
+
+
+def _judge_read(folder: Path, info: dict, cell: Cell) -> None:
+    import reference_impl as ri
+    from conformance.engine import local
+    from reference_impl.errors import LanceError
+
+    table = folder / "table"
+    if cell.pylance in READ_BACK:
+        want = _read_stream(folder / "read.arrows")
+        try:
+            got = ri.open_dataset(str(table)).to_table()
+        except LanceError as e:
+            cell.read, cell.read_detail = "refused-wrongly", f"{type(e).__name__}: {e}"[:400]
+            return
+        except Exception as e:  # noqa: BLE001 - the verdict records what went wrong
+            cell.read, cell.read_detail = "crash", f"{type(e).__name__}: {e}"[:400]
+            return
+        diff = table_difference(want, got)
+        errors = _errors(local.validate(str(table), versions="all", deep=True))
+        if diff:
+            cell.read, cell.read_detail = "misread", diff
+        elif errors:
+            cell.read, cell.read_detail = "false-error", "; ".join(errors)[:400]
+        else:
+            cell.read = "same"
+    elif cell.pylance == "refused-read":
+        given = _read_stream(folder / "input.arrows")
+        try:
+            got = ri.open_dataset(str(table)).to_table()
+        except LanceError as e:
+            cell.read, cell.read_detail = "refused", f"{type(e).__name__}: {e}"[:400]
+            return
+        except Exception as e:  # noqa: BLE001
+            cell.read, cell.read_detail = "crash", f"{type(e).__name__}: {e}"[:400]
+            return
+        diff = table_difference(given, got)
+        if diff:
+            errors = _errors(local.validate(str(table), versions="all", deep=True))
+            cell.read = "refused" if errors else "misread"
+            cell.read_detail = ("; ".join(errors) if errors else diff)[:400]
+        else:
+            cell.read = "reads-as-written"
+
+
+def _write_ours(folder: Path, info: dict, cell: Cell) -> bool:
+    """Write the case's input with our writer under ``ours/``; True when written."""
+    import reference_impl as ri
+    from reference_impl.errors import LanceError
+
+    shutil.rmtree(folder / "ours", ignore_errors=True)
+    for name in ("ours-read.arrows", "ours-read.json", "ours-read.started"):
+        (folder / name).unlink(missing_ok=True)
+    if cell.storage not in OUR_WRITER_STORAGES:
+        cell.write = "n/a"
+        return False
+    given = _read_stream(folder / "input.arrows")
+    try:
+        ri.write_dataset(given, str(folder / "ours"), data_storage_version=cell.storage)
+    except LanceError as e:
+        shutil.rmtree(folder / "ours", ignore_errors=True)
+        message = f"{type(e).__name__}: {e}"
+        if cell.pylance in READ_BACK:
+            cell.write, cell.write_detail = "refuses-what-release-writes", message[:400]
+        elif _names_type(message, info):
+            cell.write, cell.write_detail = "refused", message[:400]
+        else:
+            cell.write, cell.write_detail = "refused-unnamed", message[:400]
+        return False
+    except Exception as e:  # noqa: BLE001
+        shutil.rmtree(folder / "ours", ignore_errors=True)
+        cell.write, cell.write_detail = "crash", f"{type(e).__name__}: {e}"[:400]
+        return False
+    return True
+
+
+def _judge_write(folder: Path, info: dict, cell: Cell) -> None:
+    """Our written table, once the release has read it (``ours-read.*``)."""
+    import reference_impl as ri
+    from conformance.engine import local
+
+    ours = folder / "ours"
+    record = folder / "ours-read.json"
+    theirs = json.loads(record.read_text()) if record.is_file() else \
+        {"outcome": "crashed", "error": "not read"}
+    if cell.pylance in REFUSED:
+        if theirs["outcome"] == "read":
+            diff = table_difference(_read_stream(folder / "input.arrows"),
+                                    _read_stream(folder / "ours-read.arrows"))
+            cell.write = "writes-refused"
+            cell.write_detail = ("the release refuses to write it; it reads ours "
+                                 + (f"otherwise: {diff}" if diff else "as written"))[:400]
+        else:
+            cell.write = "writes-refused"
+            cell.write_detail = f"the release refuses to write it and to read ours: " \
+                                f"{theirs.get('error', '')}"[:400]
+        return
+    want_path = folder / "read.arrows" if cell.pylance in READ_BACK else folder / "input.arrows"
+    want = _read_stream(want_path)
+    if theirs["outcome"] != "read":
+        cell.write = "refused-by-release"
+        cell.write_detail = theirs.get("error", "")[:400]
+        return
+    diff = table_difference(want, _read_stream(folder / "ours-read.arrows"))
+    if diff:
+        cell.write, cell.write_detail = "misread-by-release", diff
+        return
+    if cell.pylance not in READ_BACK:
+        cell.write = "read-as-written"  # the release cannot read its own, but reads ours
+        cell.write_detail = "the release reads ours as written"
+    try:
+        got = ri.open_dataset(str(ours)).to_table()
+    except Exception as e:  # noqa: BLE001
+        cell.write, cell.write_detail = "unreadable-by-us", f"{type(e).__name__}: {e}"[:400]
+        return
+    diff = table_difference(want, got)
+    if diff:
+        cell.write, cell.write_detail = "misread-by-us", diff
+        return
+    errors = _errors(local.validate(str(ours), versions="all", deep=True))
+    if errors:
+        cell.write, cell.write_detail = "false-error", "; ".join(errors)[:400]
+        return
+    if cell.pylance in READ_BACK:
+        cell.write = "same"
+
+
+def _case_folders(folder: Path) -> list[Path]:
+    return sorted(p.parent for p in folder.glob("*/case.json"))
+
+
+def _new_cell(info: dict) -> Cell:
+    detail = info.get("error") or (info.get("read_type", "")
+                                   if info["outcome"] == "other-type" else "")
+    return Cell(release=info["release"], storage=info["storage"], row=info["row"],
+                family=info["family"], variant=info["variant"], order=info["order"],
+                pylance=info["outcome"], pylance_detail=detail[:400])
+
+
+#: The kit's stages, each run over every case of a storage version in a child process (our
+#: reader or writer may crash in native code; the case is then recorded as a crash).
+KIT_STAGES = ("write-ours", "judge")
+
+
+def _kit_stage(stage: str, folder: Path) -> None:
+    """Run ``stage`` on every case of ``folder`` in this process, skipping the cases done.
+
+    A case the previous run died on (its ``kit.started`` names the stage) is recorded as a
+    ``crash`` of that stage and skipped.
+    """
+    for case in _case_folders(folder):
+        info = json.loads((case / "case.json").read_text())
+        marker = case / "kit.started"
+        out = case / ("ours.json" if stage == "write-ours" else "verdict.json")
+        if out.is_file():
+            continue
+        cell = _new_cell(info)
+        if stage == "judge" and (case / "ours.json").is_file():
+            prior = json.loads((case / "ours.json").read_text())
+            cell.write, cell.write_detail = prior["write"], prior["write_detail"]
+        if marker.is_file():
+            what = "our writer" if stage == "write-ours" else "our reader or validator"
+            if stage == "write-ours":
+                cell.write, cell.write_detail = "crash", f"{what} killed the process"
+            else:
+                cell.read, cell.read_detail = "crash", f"{what} killed the process"
+            marker.unlink()
+            out.write_text(json.dumps({"written": False, **cell.as_dict()}))
+            continue
+        marker.write_text(stage)
+        if stage == "write-ours":
+            written = cell.pylance != "inexpressible" and _write_ours(case, info, cell)
+            out.write_text(json.dumps({"written": written, **cell.as_dict()}))
+        else:
+            if (case / "ours.json").is_file() and \
+                    json.loads((case / "ours.json").read_text())["written"]:
+                _judge_write(case, info, cell)
+            _judge_read(case, info, cell)
+            out.write_text(json.dumps(cell.as_dict()))
+        marker.unlink()
+
+
+def _run_kit_stage(stage: str, folder: Path, timeout: float) -> None:
+    import sys
+
+    for _ in range(500):
+        done = subprocess.run([sys.executable, "-m", "conformance.census.types", stage,
+                               str(folder)], capture_output=True, text=True, timeout=timeout)
+        if done.returncode == 0:
+            return
+        if not list(folder.glob("*/kit.started")):
+            raise RuntimeError(f"the census's {stage} failed: {_tail(done.stderr)}")
+    raise RuntimeError(f"the census's {stage} kept crashing")
+
+
+def judge_storage(folder: Path, python: str, timeout: float = 3600) -> list[Cell]:
+    """Every case of one storage version: ours written, read by the release, then judged."""
+    for case in _case_folders(folder):
+        for name in ("ours.json", "verdict.json", "kit.started"):
+            (case / name).unlink(missing_ok=True)
+    _run_kit_stage("write-ours", folder, timeout)
+    if list(folder.glob("*/ours")):
+        _run_until_done(python, ["read-ours", str(folder.parent), folder.name], folder, timeout)
+    _run_kit_stage("judge", folder, timeout)
+    cells = []
+    for case in _case_folders(folder):
+        d = json.loads((case / "verdict.json").read_text())
+        cells.append(Cell(**{k: v for k, v in d.items() if k in Cell.__dataclass_fields__}))
+    return cells
+
+
+def judge(out: Path, release: str, *, python: str | None = None,
+          storages=None) -> list[Cell]:
+    python = python or str(ensure_venv(Release.parse(release)))
+    cells = []
+    for storage in storages or STORAGES:
+        folder = out / storage
+        if folder.is_dir():
+            cells += judge_storage(folder, python)
+    return cells
+
+
+def census(releases=DEFAULT_RELEASES, *, storages=None, force: bool = False,
+           python: dict[str, str] | None = None, out_root: Path | None = None,
+           progress=None) -> dict:
+    """Build and judge the census of every release; the result is what ``--json`` writes."""
+    result = {"releases": {}, "storages": list(storages or STORAGES)}
+    for release in releases:
+        started = time.monotonic()
+        py = (python or {}).get(release)
+        out = (Path(out_root) / Release.parse(release).slug) if out_root else None
+        folder = build(release, out, python=py, storages=storages, force=force)
+        built = time.monotonic() - started
+        cells = judge(folder, release, python=py, storages=storages)
+        seconds = time.monotonic() - started
+        result["releases"][release] = {
+            "cells": [c.as_dict() for c in cells],
+            "seconds": round(seconds, 1), "build_seconds": round(built, 1),
+            "writes": [s for s in (storages or STORAGES)
+                       if json.loads((folder / s / "release.json").read_text()).get("writes")],
+        }
+        if progress:
+            progress(release, cells, seconds)
+    return result
+
+
+def os_cpu_note() -> str:
+    """The machine's load, for the record of how long the census took."""
+    try:
+        one, five, _ = os.getloadavg()
+        return f"{os.cpu_count()} cores, load {one:.1f} (1 min) {five:.1f} (5 min)"
+    except OSError:  # pragma: no cover
+        return f"{os.cpu_count()} cores"
+
+
+def main(argv: list[str]) -> int:
+    """``python -m conformance.census.types STAGE FOLDER``: one kit stage over a storage
+    version's cases (run by :func:`judge_storage` in a child process)."""
+    if len(argv) == 3 and argv[1] in KIT_STAGES:
+        _kit_stage(argv[1], Path(argv[2]))
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main(sys.argv))
