@@ -31,6 +31,7 @@ from __future__ import annotations
 import struct
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from reference_impl.errors import FormatError
 
@@ -194,11 +195,56 @@ def decode_array(arr: pa.Array) -> pa.Array:
 
 
 def decode_json_columns(table: pa.Table) -> pa.Table:
-    """Turn every top-level ``lance.json`` column of a scanned table into ``arrow.json``."""
+    """Turn every ``lance.json`` field of a scanned table into ``arrow.json``, at any depth
+    (a JSON child of a struct, the items of a list or fixed-size list, a map's values)."""
     for i, field in enumerate(table.schema):
-        if is_json_field(field) and (pa.types.is_large_binary(field.type)
-                                     or pa.types.is_binary(field.type)):
-            col = table.column(i).combine_chunks()
-            table = table.set_column(i, pa.field(field.name, pa.json_(), field.nullable),
-                                     decode_array(col))
+        if _holds_json(field):
+            new_field, arr = _decode_field(field, table.column(i).combine_chunks())
+            table = table.set_column(i, new_field, arr)
     return table
+
+
+def _holds_json(field: pa.Field) -> bool:
+    if is_json_field(field):
+        return pa.types.is_large_binary(field.type) or pa.types.is_binary(field.type)
+    t = field.type
+    return any(_holds_json(t.field(k)) for k in range(t.num_fields))
+
+
+def _decode_field(field: pa.Field, arr: pa.Array) -> tuple[pa.Field, pa.Array]:
+    """``(field, arr)`` with the JSON fields below (or at) ``field`` decoded to JSON text."""
+    if not _holds_json(field):
+        return field, arr
+    if is_json_field(field):
+        return pa.field(field.name, pa.json_(), field.nullable), decode_array(arr)
+    t = field.type
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(t):
+        kids = [_decode_field(t.field(k), arr.field(k)) for k in range(t.num_fields)]
+        out = pa.StructArray.from_arrays([a for _, a in kids], fields=[f for f, _ in kids],
+                                         mask=mask)
+        return field.with_type(out.type), out
+    if pa.types.is_map(t):
+        start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()
+        offsets = pa.compute.subtract(arr.offsets, pa.scalar(start, arr.offsets.type))
+        keys = arr.keys.slice(start, end - start)
+        item_field, items = _decode_field(t.item_field, arr.items.slice(start, end - start))
+        out = pa.MapArray.from_arrays(offsets, keys, items, mask=mask,
+                                      type=pa.map_(t.key_field, item_field))
+        return field.with_type(out.type), out
+    if pa.types.is_fixed_size_list(t):
+        size = t.list_size
+        values = arr.values.slice(arr.offset * size, len(arr) * size)
+        value_field, values = _decode_field(t.value_field, values)
+        out = pa.FixedSizeListArray.from_arrays(values, type=pa.list_(value_field, size),
+                                                mask=mask)
+        return field.with_type(out.type), out
+    # list / large_list
+    start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()
+    offsets = pa.compute.subtract(arr.offsets, pa.scalar(start, arr.offsets.type))
+    value_field, values = _decode_field(t.value_field, arr.values.slice(start, end - start))
+    large = pa.types.is_large_list(t)
+    cls = pa.LargeListArray if large else pa.ListArray
+    out = cls.from_arrays(offsets, values, mask=mask,
+                          type=(pa.large_list if large else pa.list_)(value_field))
+    return field.with_type(out.type), out

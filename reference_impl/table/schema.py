@@ -99,6 +99,7 @@ FIELD_ID_KEY = b"lance:field_id"
 EXTENSION_NAME_KEY = b"ARROW:extension:name"
 EXTENSION_METADATA_KEY = b"ARROW:extension:metadata"
 MAX_DEPTH = 64  # deeper nesting is refused rather than recursed into
+BFLOAT16 = "lance.bfloat16"
 
 _PRIMITIVES: dict[str, pa.DataType] = {
     "null": pa.null(), "bool": pa.bool_(),
@@ -147,6 +148,11 @@ def parse_logical_type(lt: str) -> pa.DataType:
         return _PRIMITIVES[lt]
     if lt == "json":
         return _JSON_STORAGE
+    if lt == BFLOAT16:
+        # the item type of a fixed-size list of lance.bfloat16 is spelled by the extension's
+        # name (``fixed_size_list:lance.bfloat16:8``); pylance reads its 2-byte values back
+        # as fixed_size_binary(2)
+        return pa.binary(2)
     head, _, rest = lt.partition(":")
     if head == "decimal":
         parts = rest.split(":")
@@ -446,6 +452,15 @@ def _to_arrow_field(tree: SchemaTree, f: file_pb2.Field) -> pa.Field:
             t = pa.map_(key.with_nullable(False), value)
         except (pa.ArrowException, ValueError, TypeError) as exc:
             raise FormatError(f"map field {f.name!r}: {exc}", rule="SCHEMA-005") from None
+    elif lt.startswith("fixed_size_list:") and kids:
+        # a fixed-size list of a nested type (pylance 2.2+: ``fixed_size_list:struct:2``)
+        # spells its item's logical type and has the item as its one child
+        inner, _, size = lt[len("fixed_size_list:"):].rpartition(":")
+        if len(kids) != 1 or kids[0].logical_type != inner:
+            raise FormatError(f"{lt} field {f.name!r} (id {f.id}) needs one child of type "
+                              f"{inner!r}", rule="SCHEMA-005")
+        n = _int_param(size, "list size", 1, 2**31 - 1, lt)
+        t = pa.list_(_to_arrow_field(tree, kids[0]), n)
     else:
         if kids:
             raise FormatError(f"field {f.name!r} (id {f.id}) of type {lt!r} has children",
@@ -455,18 +470,24 @@ def _to_arrow_field(tree: SchemaTree, f: file_pb2.Field) -> pa.Field:
 
 
 def fields_to_arrow(fields: Iterable[file_pb2.Field],
-                    schema_metadata: dict[str, bytes] | None = None) -> pa.Schema:
+                    schema_metadata: dict[str, bytes] | None = None, *,
+                    extensions: bool = True) -> pa.Schema:
     """The pyarrow schema of a Lance field list; every field (children included) holds its
     id under ``b"lance:field_id"``. Extension types known to pyarrow (``arrow.uuid``,
     ``arrow.fixed_shape_tensor`` ...) come back as extension types; unknown ones (such as
-    ``lance.json``) as their storage type with the extension keys in the field metadata."""
+    ``lance.json``) as their storage type with the extension keys in the field metadata.
+
+    With ``extensions=False`` every field keeps its storage type (the extension keys stay in
+    its metadata): the schema a decoder walks, whose nested fields all carry their ids, as
+    the fields of an extension type's storage do not."""
     tree = SchemaTree(fields)
     arrow_fields = [_to_arrow_field(tree, f) for f in tree.top_level_fields()]
     meta = None
     if schema_metadata:
         meta = {(k.encode() if isinstance(k, str) else k): bytes(v) for k, v in schema_metadata.items()}
     schema = pa.schema(arrow_fields, metadata=meta)
-    if any(f.extension_name or EXTENSION_NAME_KEY.decode() in f.metadata for f in tree.fields):
+    if extensions and any(f.extension_name or EXTENSION_NAME_KEY.decode() in f.metadata
+                          for f in tree.fields):
         # IPC import turns ARROW:extension:* metadata into registered extension types; an
         # extension registered in this process may refuse the stored type (its own checks),
         # and then the field stays its storage type with the extension keys as metadata

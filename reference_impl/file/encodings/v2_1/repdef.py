@@ -42,6 +42,7 @@ class Layer:
     validity: np.ndarray | None  # bool per element, None = all valid
     offsets: np.ndarray | None  # int64, len = elements + 1 (lists only)
     length: int
+    dim: int = 1  # a 2.3 sparse fixed-size list layer: child slots per element
 
 
 def max_rep(layers) -> int:
