@@ -504,14 +504,41 @@ def _decode_page_group(container: FileContainer, group, path, field_: pa.Field) 
         shape, bits = arrow_types.value_shape(path[-1])
         if shape != "null":  # a null-typed leaf's pages are checked page by page
             rows = sum(int(p.length) for p in pages)
+            extents: list = []
             rep, dfn, values = mini_block.decode_pages(
-                layouts, [read_page_buffers(container, p) for p in pages], container.version_name)
+                layouts, [read_page_buffers(container, p) for p in pages], container.version_name,
+                extents)
             n_slots = len(rep) if rep is not None else (len(dfn) if dfn is not None else rows)
+            _check_group_pages(layouts[0], pages, rep, dfn, extents)
             return _levels_to_node(container, path, layouts[0], list(layouts[0].layers), rep, dfn,
                                    values, None, n_slots, rows, shape, bits)
     except (FormatError, UnsupportedFeature, ValueError, IndexError):
         pass
     return _concat_nodes([_decode_page_split(container, p, path, field_) for p in pages])
+
+
+def _check_group_pages(layout, pages, rep, dfn, extents) -> None:
+    """Each page of a group decoded together must hold what decoding it alone accepts: levels
+    that begin a row and describe exactly its rows, and one value per visible slot. (The
+    group's totals can agree while a damaged page gives a row to its neighbour.) Raises
+    ValueError, which sends the group to the page-by-page decode and its own refusal."""
+    layers = list(layout.layers)
+    at = 0
+    for page, (n_levels, n_values) in zip(pages, extents, strict=True):
+        rows = int(page.length)
+        if rep is None and dfn is None:
+            n_slots = rows
+            got_rows, visible, starts = rows, rows, True
+        else:
+            n_slots = n_levels
+            sl = slice(at, at + n_slots)
+            got_rows, visible, starts = repdef.rows_and_visible(
+                layers, None if rep is None else rep[sl], None if dfn is None else dfn[sl], n_slots)
+            at += n_slots
+        if got_rows != rows or visible != n_values or not starts:
+            raise ValueError("a page of the group does not hold its own rows")
+    if rep is not None and at != len(rep) or dfn is not None and at != len(dfn):
+        raise ValueError("the pages' levels do not add up")
 
 
 def _row_aligned_runs(index, rows_per_run: int) -> list:

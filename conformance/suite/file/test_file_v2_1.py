@@ -39,7 +39,7 @@ import decimal
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from reference_impl.file.reader import LanceFileReader
@@ -372,9 +372,18 @@ def test_pylance_misreads_its_own_tiny_struct_pages(pylance, tmp_path, version):
     assert_same(ours(tmp_path).read_all(), table)
 
 
+def _tiny_struct_pages_example():
+    """The table ``test_property_roundtrip`` once found (see
+    ``test_pylance_misreads_its_own_tiny_struct_pages``), written one row per page."""
+    t = pa.struct([("l", pa.list_(pa.float32())), ("s", pa.struct([("x", pa.bool_())]))])
+    return pa.table({"c0": make_column(pa.int8(), 196, 103, "none"),
+                     "c1": make_column(t, 196, 3, "some")}), 1
+
+
 @pytest.mark.parametrize("version", VERSIONS)
 @settings(max_examples=15, deadline=None)
 @given(data=tables())
+@example(data=_tiny_struct_pages_example())
 def test_property_roundtrip(pylance, tmp_path_factory, version, data):
     _roundtrip(pylance, tmp_path_factory.mktemp("prop"), data, version)
 
@@ -383,6 +392,7 @@ def test_property_roundtrip(pylance, tmp_path_factory, version, data):
 @pytest.mark.parametrize("version", VERSIONS)
 @settings(max_examples=400, deadline=None)
 @given(data=tables(max_rows=3000))
+@example(data=_tiny_struct_pages_example())
 def test_property_roundtrip_slow(pylance, tmp_path_factory, version, data):
     _roundtrip(pylance, tmp_path_factory.mktemp("prop"), data, version)
 
