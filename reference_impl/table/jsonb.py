@@ -248,3 +248,83 @@ def _decode_field(field: pa.Field, arr: pa.Array) -> tuple[pa.Field, pa.Array]:
     out = cls.from_arrays(offsets, values, mask=mask,
                           type=(pa.large_list if large else pa.list_)(value_field))
     return field.with_type(out.type), out
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def from_text(text: str) -> bytes:
+    """One JSON document (text) as the binary JSON a ``lance.json`` column stores (the
+    encoding above: object members sorted by key bytes, as pylance stores them; integers in
+    the fewest bytes, 0 as a bare tag; other numbers as float64). ``InvalidInput`` when the
+    text is not JSON."""
+    import json
+
+    from reference_impl.errors import InvalidInput
+
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInput(f"arrow.json value is not valid JSON: {exc}") from None
+    out = bytearray()
+    _encode_container(doc, out, 0)
+    return bytes(out)
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _encode_container(doc, out: bytearray, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise ValueError("JSON nested too deeply")
+    if isinstance(doc, dict):
+        keys = sorted(doc, key=lambda k: k.encode("utf-8"))
+        items = [(_STRING, k.encode("utf-8")) for k in keys] + \
+            [_encode_item(doc[k], depth) for k in keys]
+        header = (_OBJECT << 28) | len(keys)
+    elif isinstance(doc, list):
+        items = [_encode_item(v, depth) for v in doc]
+        header = (_ARRAY << 28) | len(doc)
+    else:
+        items = [_encode_item(doc, depth)]
+        header = _SCALAR << 28
+    out += struct.pack(">I", header)
+    for kind, raw in items:
+        out += struct.pack(">I", (kind << 28) | len(raw))
+    for _, raw in items:
+        out += raw
+
+
+def _encode_item(value, depth: int) -> tuple[int, bytes]:
+    if value is None:
+        return _NULL, b""
+    if value is True:
+        return _TRUE, b""
+    if value is False:
+        return _FALSE, b""
+    if isinstance(value, str):
+        return _STRING, value.encode("utf-8")
+    if isinstance(value, int):
+        if value == 0:
+            return _NUMBER, b"\x00"
+        for width in (1, 2, 4, 8):
+            lo, hi = -(1 << (8 * width - 1)), (1 << (8 * width - 1)) - 1
+            if lo <= value <= hi:
+                return _NUMBER, b"\x40" + value.to_bytes(width, "big", signed=True)
+        if 0 < value < (1 << 64):
+            return _NUMBER, b"\x50" + value.to_bytes(8, "big")
+        value = float(value)
+    if isinstance(value, float):
+        return _NUMBER, b"\x60" + struct.pack(">d", value)
+    nested = bytearray()
+    _encode_container(value, nested, depth + 1)
+    return _CONTAINER, bytes(nested)
+
+
+def encode_array(arr: pa.Array) -> pa.Array:
+    """An ``arrow.json`` (or JSON text) array as the ``large_binary`` values a ``lance.json``
+    column stores."""
+    storage = arr.storage if isinstance(arr, pa.ExtensionArray) else arr
+    return pa.array([None if v is None else from_text(v) for v in storage.to_pylist()],
+                    pa.large_binary())
