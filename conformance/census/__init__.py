@@ -1,6 +1,6 @@
 """The census: what pylance's users can write, asked of pylance releases and judged by the kit.
 
-``types`` writes one small table per Arrow type, variant and storage version with each
+``type_census`` writes one small table per Arrow type, variant and storage version with each
 release (``type_program.py``, run in the release's cached virtualenv), then asks of each
 table: does our reader read it as the release reads it (or refuse it, naming the type, where
 the release refuses), does the validator keep quiet, and does our writer write what the

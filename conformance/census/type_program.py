@@ -21,7 +21,8 @@ beside ``input.arrows`` (what it was given), ``table/`` (its dataset) and ``read
 
 Usage (with the release's Python)::
 
-    python type_program.py write OUT STORAGE      # every case at one storage version
+    python type_program.py write OUT STORAGE [ROWS]  # every case at one storage version
+                                                     # (ROWS: a JSON list of type names)
     python type_program.py storages               # the storage versions this release writes
     python type_program.py read-ours OUT STORAGE  # read each OUT/STORAGE/<case>/ours/ table
 """
@@ -33,7 +34,6 @@ import decimal
 import importlib.util
 import json
 import os
-import shutil
 import sys
 import traceback
 
@@ -507,7 +507,7 @@ def _same(a, b):
         return "type"
     if a.num_rows != b.num_rows:
         return "values"
-    for x, y in zip(a.columns, b.columns):
+    for x, y in zip(a.columns, b.columns, strict=True):
         x, y = x.combine_chunks(), y.combine_chunks()
         if x.equals(y):
             continue
@@ -553,10 +553,12 @@ def _started(folder):
     return info
 
 
-def write_cases(out, storage, release):
+def write_cases(out, storage, release, rows=None):
     base = os.path.join(out, storage)
     os.makedirs(base, exist_ok=True)
     for index, (row, family, values_fn) in enumerate(CATALOGUE):
+        if rows is not None and row not in rows:
+            continue
         for variant in VARIANTS:
             folder = os.path.join(base, case_name(index, row, variant))
             if _started(folder) is not None:
@@ -646,7 +648,8 @@ def main(argv):
         print(json.dumps([s for s in release_program.storage_versions() if s]))
         return 0
     if argv[1:2] == ["write"]:
-        write_cases(argv[2], argv[3], release)
+        rows = json.loads(argv[4]) if len(argv) > 4 else None  # a JSON list of row names
+        write_cases(argv[2], argv[3], release, rows)
         return 0
     if argv[1:2] == ["read-ours"]:
         read_ours(argv[2], argv[3])

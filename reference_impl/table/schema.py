@@ -57,7 +57,11 @@ list<T>                                    ``list`` + child (``list.struct`` whe
 large_list<T>                              ``large_list`` (``large_list.struct``)
 fixed_size_list<T>[n]                      ``fixed_size_list:<T>:n``, one field; T may
                                            itself be ``fixed_size_list:float:2``;
-                                           legacy panics on non-fixed-width T
+                                           legacy panics on non-fixed-width T;
+                                           ``fixed_size_list:lance.bfloat16:n`` for
+                                           bfloat16 items
+fixed_size_list<struct>[n]                 ``fixed_size_list:struct:n`` + one child (the
+                                           struct item) and its children; 2.2+ only
 struct<...>                                ``struct`` + children
 map<K, V> (keys unsorted)                  ``map`` + ``entries: struct`` + ``key``,
                                            ``value``; only 2.2+ (legacy, 2.0, 2.1 refuse;
@@ -66,9 +70,15 @@ dictionary<V, I, ordered>                  ``dict:<V>:<I>:<true|false>``, encodi
                                            DICTIONARY, field 8 present
 extension<arrow.uuid>                      ``fixed_size_binary:16`` + extension_name
 extension<arrow.fixed_shape_tensor>        ``fixed_size_list:float:4`` + extension_name
+extension<arrow.opaque>, ``arrow.bool8``,  the storage's logical type + extension_name;
+``lance.bfloat16``                         an extension over a struct
+(``arrow.variable_shape_tensor``) keeps    the struct's children
 extension<arrow.json>                      ``json``, extension_name ``lance.json``
                                            (stored as JSONB; pylance shows arrow.json)
-list_view                                  refused by pylance
+struct<> (no children)                     ``struct`` without children (a column of its
+                                           own in every file version)
+list_view, unions, run-end encoded,        refused by pylance
+decimal32/64, intervals
 =========================================  ===========================================
 
 Extension types keep ``ARROW:extension:name`` and ``ARROW:extension:metadata`` in the

@@ -96,33 +96,38 @@ def _run_until_done(python: str, args: list[str], folder: Path, timeout: float) 
 
 
 def build(release: str, out: Path | None = None, *, python: str | None = None,
-          storages=None, force: bool = False, timeout: float = 1800) -> Path:
+          storages=None, rows=None, force: bool = False, timeout: float = 1800) -> Path:
     """Write every case with ``release`` (once per program); return the release's folder.
 
     ``python`` runs the program instead of the release's cached virtualenv (an interpreter
-    where that release is installed, as in the test suite).
+    where that release is installed, as in the test suite); ``rows`` keeps only those types
+    of the catalogue.
     """
     rel = Release.parse(release)
     out = Path(out) if out else census_root() / rel.slug
     python = python or str(ensure_venv(rel))
     wanted = [s for s in (storages or STORAGES)]
     accepted = storages_of(python)
+    digest = program_digest() + ("" if rows is None else
+                                 hashlib.sha256(json.dumps(sorted(rows)).encode()).hexdigest()[:8])
     out.mkdir(parents=True, exist_ok=True)
     for storage in wanted:
         folder = out / storage
         stamp = folder / "release.json"
         if storage not in accepted:
+            shutil.rmtree(folder, ignore_errors=True)
             folder.mkdir(parents=True, exist_ok=True)
-            stamp.write_text(json.dumps({"release": release, "program": program_digest(),
+            stamp.write_text(json.dumps({"release": release, "program": digest,
                                          "writes": False}))
             continue
         if not force and stamp.is_file() and \
-                json.loads(stamp.read_text()).get("program") == program_digest():
+                json.loads(stamp.read_text()).get("program") == digest:
             continue
         shutil.rmtree(folder, ignore_errors=True)
         started = time.monotonic()
-        _run_until_done(python, ["write", str(out), storage], folder, timeout)
-        stamp.write_text(json.dumps({"release": release, "program": program_digest(),
+        args = ["write", str(out), storage] + ([] if rows is None else [json.dumps(list(rows))])
+        _run_until_done(python, args, folder, timeout)
+        stamp.write_text(json.dumps({"release": release, "program": digest,
                                      "writes": True,
                                      "seconds": round(time.monotonic() - started, 1)}))
     return out
@@ -408,7 +413,7 @@ def _run_kit_stage(stage: str, folder: Path, timeout: float) -> None:
     import sys
 
     for _ in range(500):
-        done = subprocess.run([sys.executable, "-m", "conformance.census.types", stage,
+        done = subprocess.run([sys.executable, "-m", "conformance.census.type_census", stage,
                                str(folder)], capture_output=True, text=True, timeout=timeout)
         if done.returncode == 0:
             return
@@ -444,7 +449,7 @@ def judge(out: Path, release: str, *, python: str | None = None,
     return cells
 
 
-def census(releases=DEFAULT_RELEASES, *, storages=None, force: bool = False,
+def census(releases=DEFAULT_RELEASES, *, storages=None, rows=None, force: bool = False,
            python: dict[str, str] | None = None, out_root: Path | None = None,
            progress=None) -> dict:
     """Build and judge the census of every release; the result is what ``--json`` writes."""
@@ -453,7 +458,7 @@ def census(releases=DEFAULT_RELEASES, *, storages=None, force: bool = False,
         started = time.monotonic()
         py = (python or {}).get(release)
         out = (Path(out_root) / Release.parse(release).slug) if out_root else None
-        folder = build(release, out, python=py, storages=storages, force=force)
+        folder = build(release, out, python=py, storages=storages, rows=rows, force=force)
         built = time.monotonic() - started
         cells = judge(folder, release, python=py, storages=storages)
         seconds = time.monotonic() - started
@@ -478,7 +483,7 @@ def os_cpu_note() -> str:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m conformance.census.types STAGE FOLDER``: one kit stage over a storage
+    """``python -m conformance.census.type_census STAGE FOLDER``: one kit stage over a storage
     version's cases (run by :func:`judge_storage` in a child process)."""
     if len(argv) == 3 and argv[1] in KIT_STAGES:
         _kit_stage(argv[1], Path(argv[2]))
