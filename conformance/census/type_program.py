@@ -25,6 +25,7 @@ Usage (with the release's Python)::
                                                      # (ROWS: a JSON list of type names)
     python type_program.py storages               # the storage versions this release writes
     python type_program.py read-ours OUT STORAGE  # read each OUT/STORAGE/<case>/ours/ table
+    python type_program.py read-tables OUT STORAGE   # read each case's table/ (newest-read.*)
 """
 
 from __future__ import annotations
@@ -105,13 +106,15 @@ def _floats(name):
 
 
 def _bfloat16(n, nulls):
-    try:
-        from lance.arrow import bfloat16_array
-    except ImportError:
-        raise Inexpressible("this release has no lance.arrow.bfloat16_array") from None
+    """lance.bfloat16 values: the top 16 bits of float32 values (storage fixed_size_binary(2),
+    the extension named in the field's metadata: :data:`FIELD_METADATA`). Built without
+    ``lance.arrow``, which needs pandas in some releases."""
+    import struct
+
     vals = [None if nulls and _null_at(i) else (i * 0.5 - 3 if i % 4 != 1 else float("inf"))
             for i in range(n)]
-    return bfloat16_array(vals)
+    return pa.array([None if v is None else struct.pack("<f", v)[2:] for v in vals],
+                    pa.binary(2))
 
 
 def _decimals(fn_name, precision, scale):
@@ -370,7 +373,9 @@ CATALOGUE = [
 #: Rows whose values are all null whatever is asked (no non-nullable variant of them).
 ALWAYS_NULL = {"null"}
 #: Rows whose field carries extension metadata instead of a registered extension type.
-FIELD_METADATA = {"arrow.variable_shape_tensor": VARIABLE_TENSOR_METADATA}
+FIELD_METADATA = {"arrow.variable_shape_tensor": VARIABLE_TENSOR_METADATA,
+                  "lance.bfloat16": {b"ARROW:extension:name": b"lance.bfloat16",
+                                     b"ARROW:extension:metadata": b""}}
 
 
 def row_names():
@@ -608,15 +613,17 @@ def write_cases(out, storage, release, rows=None):
             _finish(folder, info)
 
 
-def read_ours(out, storage):
+def read_ours(out, storage, which="ours", prefix="ours-read"):
     """Read every ``ours/`` table the kit wrote beside a case into ``ours-read.arrows``, with
-    ``ours-read.json`` saying ``read`` or ``refused-read`` (and the error), or ``crashed``."""
+    ``ours-read.json`` saying ``read`` or ``refused-read`` (and the error), or ``crashed``.
+    (``which``/``prefix``: another table of each case, such as an older release's ``table/``
+    read by the newest release into ``newest-read.*``.)"""
     base = os.path.join(out, storage)
     for name in sorted(os.listdir(base)):
         folder = os.path.join(base, name)
-        uri = os.path.join(folder, "ours")
-        record = os.path.join(folder, "ours-read.json")
-        marker = os.path.join(folder, "ours-read.started")
+        uri = os.path.join(folder, which)
+        record = os.path.join(folder, prefix + ".json")
+        marker = os.path.join(folder, prefix + ".started")
         if not os.path.isdir(uri) or os.path.exists(record):
             continue
         if os.path.exists(marker):
@@ -631,7 +638,7 @@ def read_ours(out, storage):
                 raise
             info = {"outcome": "refused-read", "error": _short(e)}
         else:
-            save_table(os.path.join(folder, "ours-read.arrows"), got)
+            save_table(os.path.join(folder, prefix + ".arrows"), got)
             info = {"outcome": "read"}
         _write_json(record, info)
         os.remove(marker)
@@ -653,6 +660,9 @@ def main(argv):
         return 0
     if argv[1:2] == ["read-ours"]:
         read_ours(argv[2], argv[3])
+        return 0
+    if argv[1:2] == ["read-tables"]:  # another release's tables, as the newest reads them
+        read_ours(argv[2], argv[3], "table", "newest-read")
         return 0
     print(__doc__, file=sys.stderr)
     return 2

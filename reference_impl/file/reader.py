@@ -56,7 +56,7 @@ from .encodings.v2_0.column import decode_column_2_0
 from .encodings.v2_1 import blob as blob_layout
 from .encodings.v2_1 import constant as constant_layout
 from .encodings.v2_1 import full_zip, mini_block, repdef
-from .encodings.v2_1.values import Fixed, Var, concat
+from .encodings.v2_1.values import Fixed, Fsl, Var, concat
 from .encodings.v2_3 import planar
 from .page import column_encoding, page_layout, read_page_buffers
 from .random_access import chunk_runs, load_page_index, read_run
@@ -246,6 +246,23 @@ def _levels_to_node(container: FileContainer, path, lay, layers, rep, dfn, value
             values = _placeholder(shape, bits, n_vis)
         else:
             values = values.take(np.zeros(n_vis, np.int64))
+    elif lay.value_compression.WhichOneof("compression") == "constant" and not spans[2] \
+            and spans[1] is None:
+        # values of no bytes (bits_per_value 0, a constant{} node): placeholders under
+        # nulls, as pylance 1.0.4 writes an all-null fixed-size list page, or items of the
+        # null type (its fixed_size_list<null> pages)
+        t, dims = path[-1].type, []
+        while pa.types.is_fixed_size_list(t):
+            dims.append(t.list_size)
+            t = t.value_type
+        if pa.types.is_null(arrow_types.storage(t)) and dims:
+            size = int(np.prod(dims))
+            values = Fsl(size, Fixed(np.zeros(n_vis * size, bool), 1), dims=dims)
+        else:
+            if np.count_nonzero(dfn[visible] == 0 if dfn is not None else visible):
+                raise FormatError("a full-zip page of values without bytes has valid values",
+                                  rule="ENC-043", path=container.path)
+            values = _placeholder(shape, bits, n_vis)
     else:
         values = full_zip.slot_values(lay, spans, visible)
     if len(layers_out) != len(path):

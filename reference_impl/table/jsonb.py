@@ -211,16 +211,26 @@ def _holds_json(field: pa.Field) -> bool:
     return any(_holds_json(t.field(k)) for k in range(t.num_fields))
 
 
-def _decode_field(field: pa.Field, arr: pa.Array) -> tuple[pa.Field, pa.Array]:
-    """``(field, arr)`` with the JSON fields below (or at) ``field`` decoded to JSON text."""
+def _decode_field(field: pa.Field, arr: pa.Array, nested: bool = False
+                  ) -> tuple[pa.Field, pa.Array]:
+    """``(field, arr)`` with the JSON fields below (or at) ``field`` decoded to JSON text.
+
+    A nested field named ``arrow.json`` holds JSON text, not binary JSON: pylance 0.36 to
+    1.x convert top-level JSON columns only, and 14.0.2 reads those nested values as the
+    text they are. ``lance.json`` (2.x on) is binary JSON at any depth."""
     if not _holds_json(field):
         return field, arr
     if is_json_field(field):
-        return pa.field(field.name, pa.json_(), field.nullable), decode_array(arr)
+        out = pa.field(field.name, pa.json_(), field.nullable)
+        if nested and (field.metadata or {}).get(b"ARROW:extension:name") == b"arrow.json":
+            storage = arr.cast(pa.string()) if pa.types.is_binary(arr.type) else \
+                arr.cast(pa.large_string()).cast(pa.string())
+            return out, pa.ExtensionArray.from_storage(pa.json_(), storage)
+        return out, decode_array(arr)
     t = field.type
     mask = arr.is_null() if arr.null_count else None
     if pa.types.is_struct(t):
-        kids = [_decode_field(t.field(k), arr.field(k)) for k in range(t.num_fields)]
+        kids = [_decode_field(t.field(k), arr.field(k), True) for k in range(t.num_fields)]
         out = pa.StructArray.from_arrays([a for _, a in kids], fields=[f for f, _ in kids],
                                          mask=mask)
         return field.with_type(out.type), out
@@ -228,21 +238,23 @@ def _decode_field(field: pa.Field, arr: pa.Array) -> tuple[pa.Field, pa.Array]:
         start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()
         offsets = pa.compute.subtract(arr.offsets, pa.scalar(start, arr.offsets.type))
         keys = arr.keys.slice(start, end - start)
-        item_field, items = _decode_field(t.item_field, arr.items.slice(start, end - start))
+        item_field, items = _decode_field(t.item_field, arr.items.slice(start, end - start),
+                                          True)
         out = pa.MapArray.from_arrays(offsets, keys, items, mask=mask,
                                       type=pa.map_(t.key_field, item_field))
         return field.with_type(out.type), out
     if pa.types.is_fixed_size_list(t):
         size = t.list_size
         values = arr.values.slice(arr.offset * size, len(arr) * size)
-        value_field, values = _decode_field(t.value_field, values)
+        value_field, values = _decode_field(t.value_field, values, True)
         out = pa.FixedSizeListArray.from_arrays(values, type=pa.list_(value_field, size),
                                                 mask=mask)
         return field.with_type(out.type), out
     # list / large_list
     start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()
     offsets = pa.compute.subtract(arr.offsets, pa.scalar(start, arr.offsets.type))
-    value_field, values = _decode_field(t.value_field, arr.values.slice(start, end - start))
+    value_field, values = _decode_field(t.value_field, arr.values.slice(start, end - start),
+                                        True)
     large = pa.types.is_large_list(t)
     cls = pa.LargeListArray if large else pa.ListArray
     out = cls.from_arrays(offsets, values, mask=mask,
