@@ -350,14 +350,23 @@ def _judge_write(folder: Path, info: dict, cell: Cell) -> None:
         {"outcome": "crashed", "error": "not read"}
     newest = _newest_verdict(folder)
     if newest is not None and newest.get("pylance") in READ_BACK + REFUSED and \
-            newest.get("write") in ("same", "written-where-release-crashes") and (
-                cell.pylance not in READ_BACK or theirs["outcome"] != "read"):
-        # an older release that cannot write (or read) what the newest writes: our writer
-        # writes it as the newest does, which the newest reads back (its own census)
-        cell.write = "as-newest"
-        cell.write_detail = (f"the release {cell.pylance}; {NEWEST} writes it and reads ours "
-                             f"({theirs.get('error', '')})")[:400]
-        return
+            newest.get("write") in ("same", "written-where-release-crashes"):
+        if cell.pylance not in READ_BACK or theirs["outcome"] != "read":
+            # an older release that cannot write (or read) what the newest writes: our writer
+            # writes it as the newest does, which the newest reads back (its own census)
+            cell.write = "as-newest"
+            cell.write_detail = (f"the release {cell.pylance}; {NEWEST} writes it and reads "
+                                 f"ours ({theirs.get('error', '')})")[:400]
+            return
+        diff = table_difference(_read_stream(folder / "read.arrows"),
+                                _read_stream(folder / "ours-read.arrows"))
+        if diff:
+            # the older release reads ours (written as the newest writes) otherwise than
+            # its own: a format the newest changed since (1.x kept nested JSON as text)
+            cell.write = "as-newest"
+            cell.write_detail = (f"the release reads ours otherwise ({diff}); {NEWEST} "
+                                 f"writes it so and reads ours")[:400]
+            return
     if cell.pylance in REFUSED and _is_crash(cell.pylance, cell.pylance_detail) \
             and theirs["outcome"] == "read":
         # the release crashed writing it (a bug of its writer, not a refusal): ours may

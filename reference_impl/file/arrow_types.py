@@ -60,21 +60,25 @@ def is_leaf(field: pa.Field) -> bool:
     return not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t))
 
 
-def leaf_paths(f: pa.Field, prefix=()):
+def leaf_paths(f: pa.Field, prefix=(), empty_struct_columns: bool = True):
     """Pre-order leaves of ``f`` (each a tuple of fields from the top-level field down): the
-    fields that own a column in 2.1+ (:func:`is_leaf`)."""
+    fields that own a column in 2.1+ (:func:`is_leaf`). ``empty_struct_columns=False``: a
+    struct without children owns none (pylance 0.20.0's 2.1 files; every reader then reads
+    it as null)."""
     path = prefix + (f,)
     t = f.type
+    if is_empty_struct(t) and not empty_struct_columns:
+        return
     if is_leaf(f):
         yield path
     elif pa.types.is_struct(t):
         for c in t:
-            yield from leaf_paths(c, path)
+            yield from leaf_paths(c, path, empty_struct_columns)
     elif pa.types.is_map(t):
         entries = pa.field("entries", pa.struct([t.key_field, t.item_field]), nullable=False)
-        yield from leaf_paths(entries, path)
+        yield from leaf_paths(entries, path, empty_struct_columns)
     else:  # list / large_list, a fixed-size list of structs
-        yield from leaf_paths(t.value_field, path)
+        yield from leaf_paths(t.value_field, path, empty_struct_columns)
 
 
 def items_per_row(path) -> int:

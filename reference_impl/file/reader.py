@@ -91,8 +91,14 @@ class Node:
     weak: bool = False  # a struct's validity read from an empty struct's column (see _chain)
 
 
-_leaf_paths = arrow_types.leaf_paths
 _items_per_row = arrow_types.items_per_row
+
+
+def _leaf_paths(f: pa.Field, container: FileContainer | None = None):
+    """:func:`arrow_types.leaf_paths` of ``f`` as ``container`` maps fields to columns
+    (structs without children own a column unless the reader found the file otherwise)."""
+    return arrow_types.leaf_paths(
+        f, empty_struct_columns=getattr(container, "empty_struct_columns", True))
 
 
 def _chain(path, layers, values, leaf_valid, version: str = "2.2") -> Node:
@@ -580,7 +586,7 @@ def decode_column_2_1(container: FileContainer, column_index: int, field_: pa.Fi
     Returns ``(array, next_column_index, first_row)`` where ``first_row`` is the first row of
     the pages decoded (the array may extend beyond ``page_range``).
     """
-    leaves = list(_leaf_paths(field_))
+    leaves = list(_leaf_paths(field_, container))
     if not leaves:
         return pa.nulls(container.num_rows if page_range is None else page_range[1] - page_range[0], field_.type), column_index, (page_range[0] if page_range else 0)
     tree = None
@@ -723,7 +729,14 @@ class LanceFileReader:
         starts, idx = [], 0
         for f in self.decode_schema:
             starts.append(idx)
-            idx += len(list(_leaf_paths(f)))
+            idx += len(list(_leaf_paths(f, self.container)))
+        if idx != len(self.container.columns) and \
+                getattr(self.container, "empty_struct_columns", True) and \
+                any(arrow_types.is_empty_struct(p[-1].type)
+                    for f in self.decode_schema for p in _leaf_paths(f)):
+            # structs without children and no column of their own (pylance 0.20.0's 2.1)
+            self.container.empty_struct_columns = False
+            return self._column_starts()
         if idx != len(self.container.columns):
             raise FormatError(f"schema needs {idx} columns, file has {len(self.container.columns)}",
                               rule=RULE_SCHEMA, path=self.key)
@@ -808,7 +821,7 @@ class LanceFileReader:
         arrays = []
         for i in sel:
             f = self.decode_schema.field(i)
-            leaves = list(_leaf_paths(f))
+            leaves = list(_leaf_paths(f, self.container))
             if any(_items_per_row(p) > 1 for p in leaves):
                 # pages of fixed-size lists of structs count items: take from the whole field
                 whole = self._decoder()(self.container, starts[i], f, None)[0]
@@ -830,7 +843,7 @@ class LanceFileReader:
         starts = self._column_starts()
         n = 0
         for i in self._select(columns):
-            leaves = list(_leaf_paths(self.decode_schema.field(i)))
+            leaves = list(_leaf_paths(self.decode_schema.field(i), self.container))
             if len(leaves) != 1:
                 continue
             col = starts[i]

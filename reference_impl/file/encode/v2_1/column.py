@@ -82,7 +82,9 @@ def _assign_ids(f: pa.Field, ids: Iterator[int], leaves: list[int]) -> None:
     elif is_empty_struct(t):
         leaves.append(fid)  # a column of levels only (repdef.is_empty_struct)
     else:
-        if pa.types.is_fixed_size_list(t) and not _fixed_width(t.value_type):
+        if pa.types.is_fixed_size_list(t) and not (
+            _fixed_width(t.value_type) or pa.types.is_null(t.value_type)
+        ):
             raise UnsupportedFeature(
                 f"2.1+ writer supports fixed_size_list of fixed-width primitives only, "
                 f"not {t}"
@@ -165,6 +167,8 @@ def encode_leaf_page(
         return encode_all_null(sh)
     if pa.types.is_struct(values.type):
         return encode_packed_struct_page(sh, version, name)
+    if pa.types.is_fixed_size_list(values.type) and pa.types.is_null(values.type.value_type):
+        return encode_full_zip(sh)  # items without bytes: full-zip, as pylance 14.0.2
     if pa.types.is_dictionary(values.type):  # an Arrow dictionary field: always a dictionary
         indices, block, enc, n_items = arrow_dictionary(
             values, version, hints.dict_values_compression

@@ -42,6 +42,22 @@ class FixedSizeListValues:
                             if layer.null_count else None)
         items = layer
         self.dim = int(np.prod(self.dims))  # leaf items per row
+        # items of the null type: no bytes, every item null (``constant{}`` under the list,
+        # full-zip with the validity bytes alone, as pylance 14.0.2 writes them)
+        self.null_items = pa.types.is_null(items.type)
+        if self.null_items:
+            if len(self.dims) > 1:
+                raise UnsupportedFeature(f"2.1+ writer does not write {t} (nested, of nulls)")
+            self.item_bits = 0
+            self.item_bools = None
+            self.item_bytes = np.zeros(0, np.uint8)
+            self.layers = [(self.dims[0], np.zeros(len(items), bool))]
+            self.has_validity = True
+            self.item_valid = self.layers[0][1]
+            self.num_buffers = 2
+            self.row_bytes = 0
+            self.max_chunk_values = chunk_values_for_width(8)
+            return
         self.item_bits = fixed_bits(items.type)
         if len(self.dims) > 1 and self.item_bits == 1:
             raise UnsupportedFeature(f"2.1+ writer does not write {t} (nested, of booleans)")
@@ -65,7 +81,10 @@ class FixedSizeListValues:
             node.fixed_size_list.items_per_value = size
             node.fixed_size_list.has_validity = valid is not None
             node = node.fixed_size_list.values
-        node.flat.bits_per_value = self.item_bits
+        if self.null_items:
+            node.constant.SetInParent()
+        else:
+            node.flat.bits_per_value = self.item_bits
         return enc
 
     def cost(self, start: int, count: int) -> int:
@@ -88,6 +107,9 @@ class FixedSizeListValues:
         return self.dim * self.item_bits + extra
 
     def per_value_bytes(self) -> np.ndarray:
+        if self.null_items:  # the item validity bytes alone
+            return np.packbits(self.item_valid.reshape(-1, self.dim), axis=1,
+                               bitorder="little")
         if self.item_bools is not None or len(self.dims) > 1:
             raise UnsupportedFeature("a full-zip page of fixed-size lists of booleans or of "
                                      "nested fixed-size lists is not written by this writer")
