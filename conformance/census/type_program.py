@@ -122,7 +122,7 @@ def _decimals(fn_name, precision, scale):
         t = _need(fn_name)(precision, scale)
         big = decimal.Decimal(f"{'9' * (precision - scale)}.{'9' * scale}")
         small = decimal.Decimal(f"0.{'0' * (scale - 1)}1")
-        vals = [big if i % 7 == 0 else -big if i % 7 == 1 else small * (i * 12345 % 10 ** 7)
+        vals = [big if i % 7 == 0 else big.copy_negate() if i % 7 == 1 else small * (i * 12345 % 10 ** 7)
                 for i in range(n)]
         return pa.array([None if nulls and _null_at(i) else v for i, v in enumerate(vals)], t)
     return build
