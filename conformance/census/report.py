@@ -9,6 +9,7 @@ list of every cell that is not plain follows (what the release did, what the kit
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 
 #: the release's outcome on its own table, as one letter in a cell
@@ -93,8 +94,16 @@ def notes(cells: list[dict]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+#: what changes from one run to the next in a message: data file names, task and thread ids
+_VOLATILE = ((re.compile(r"data/[\w.-]+\.lance"), "data/….lance"),
+             (re.compile(r"\btask \d+"), "task N"), (re.compile(r"Id\(\d+\)"), "Id(N)"),
+             (re.compile(r"0x[0-9a-f]{6,}"), "0x…"))
+
+
 def _short(text: str, n: int = 140) -> str:
     text = " ".join((text or "").split())
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
     # a release's error names the line of its source that raised it: not part of the finding
     for cut in (", /home/runner/", ", /rustc/", " /home/runner/"):
         if cut in text:
