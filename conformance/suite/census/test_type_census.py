@@ -105,6 +105,7 @@ def full_census():
 
 
 @pytest.mark.compat
+@pytest.mark.timeout(3600)  # the census from scratch: about 7 minutes on 2 busy cores
 def test_every_cell_of_the_census_is_as_demanded(full_census):
     for release, data in full_census["releases"].items():
         cells = [Cell(**{k: v for k, v in c.items() if k in Cell.__dataclass_fields__})
@@ -122,6 +123,7 @@ def _tables(text: str) -> str:
 
 
 @pytest.mark.compat
+@pytest.mark.timeout(3600)
 def test_the_doc_is_the_census(full_census):
     """``docs/census-types.md`` shows what the census gives today."""
     made = report.markdown(full_census, "lance-conformance census types")
