@@ -258,6 +258,22 @@ def _subtree_ids(f: pa.Field) -> set[int]:
     return out
 
 
+def storage_schema(dataset) -> pa.Schema:
+    """The dataset's schema with every field in its storage type (every nested field with
+    its id), built once per opened dataset."""
+    cached = getattr(dataset, "_storage_schema", None)
+    if cached is not None:
+        return cached
+    from reference_impl.table.schema import fields_to_arrow
+
+    out = fields_to_arrow(dataset.manifest.fields, extensions=False)
+    try:
+        dataset._storage_schema = out
+    except AttributeError:
+        pass
+    return out
+
+
 def _fragment_table(
     dataset,
     frag,
@@ -268,6 +284,9 @@ def _fragment_table(
     with_row_address: bool,
 ) -> pa.Table:
     full = dataset.schema
+    # the fields under an extension type (arrow.variable_shape_tensor's struct) carry their
+    # ids in the storage schema only
+    storage = storage_schema(dataset)
     # Releases before 0.8 wrote no writer_version and no (or wrong) physical_rows; every
     # later release counts such a fragment's rows from its data files instead.
     n = int(frag.physical_rows) if dataset.manifest.HasField("writer_version") else 0
@@ -276,7 +295,7 @@ def _fragment_table(
         ids = [i for i in df.fields]
         idset = set(ids)
         # 2.1+ files list leaf ids only: a field is held when it or any descendant is listed
-        present = [name for name in wanted if idset & _subtree_ids(full.field(name))]
+        present = [name for name in wanted if idset & _subtree_ids(storage.field(name))]
         if not present:
             continue
         got = _read_data_file(dataset, df, [full.field(nm) for nm in present])

@@ -25,6 +25,7 @@ COMMANDS: list[str] = [
     "fixtures", "run",
     "fuzz",
     "compat",
+    "census",
 ]
 
 

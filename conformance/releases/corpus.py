@@ -505,7 +505,7 @@ def table_difference(want: pa.Table, got: pa.Table) -> str:
         if not a.equals(b):
             # NaN != NaN in Arrow's equality, at any depth (a vector of NaNs); compare on the
             # validity and the values with NaN equal to NaN instead
-            if _same_with_nan(a, b):
+            if _same_with_nan(a, b) or _same_nested_with_nan(a, b):
                 continue
             for i in range(len(a)):
                 if not _same_with_nan(a.slice(i, 1), b.slice(i, 1)):
@@ -545,6 +545,23 @@ def _same_with_nan(a: pa.Array, b: pa.Array) -> bool:
     if pa.types.is_struct(t):
         return all(_same_with_nan(x, y) for x, y in zip(a.flatten(), b.flatten(), strict=True))
     return False
+
+
+def _same_nested_with_nan(a: pa.Array, b: pa.Array) -> bool:
+    """Nested values holding NaN (a list, struct or map of floats): Arrow's equality says
+    NaN != NaN at any depth, so compare the Python values by their ``repr`` (``nan`` reads
+    the same on both sides, ``0.0`` and ``-0.0`` do not)."""
+    if not _holds_float(a.type) or a.type != b.type:
+        return False
+    return repr(a.to_pylist()) == repr(b.to_pylist())
+
+
+def _holds_float(t: pa.DataType) -> bool:
+    if pa.types.is_floating(t):
+        return True
+    if isinstance(t, pa.BaseExtensionType):
+        return _holds_float(t.storage_type)
+    return any(_holds_float(t.field(i).type) for i in range(t.num_fields))
 
 
 def file_roots(corpus: Path) -> list[Path]:

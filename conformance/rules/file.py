@@ -169,7 +169,10 @@ def aligned(ctx):
 @rule("FILE-013", title="2.1+: each column's page lengths sum to the row count", severity="error",
       spec="FILE-ENCODINGS", section="1.2 Page metadata",
       clause="Number of **top-level rows** the page covers, even for list leaves.", scope="data_file", deep=True,
-      refusal='a file whose columns, pages or metadata break this cannot be mapped to the rows it holds')
+      refusal='a file whose columns, pages or metadata break this cannot be mapped to the rows it holds',
+      releases='pylance 14.0.2 writes fixed_size_list<struct> at 2.2 and 2.3 and counts the pages of the '
+               "struct's columns in items (rows x list size); they are held to that count (type census, "
+               'docs/census-types.md)')
 def page_lengths(ctx):
     from reference_impl.file import checks
 

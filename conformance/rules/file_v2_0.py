@@ -107,7 +107,7 @@ def _decode_2_0(ctx) -> None:
     if exc is not None:
         raise exc
     columns = container_columns(reader.container)
-    _starts, used = field_starts(reader.schema, columns)
+    _starts, used = field_starts(reader.decode_schema, columns)
     if used != len(columns):
         raise FormatError(f"schema uses {used} columns, file has {len(columns)}", rule="FILE-051",
                           path=ctx.file_key)

@@ -74,7 +74,7 @@ def _compute(ctx):
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
             walk(t.value_field)
 
-    for f in fields_to_arrow(fields):
+    for f in fields_to_arrow(fields, extensions=False):  # statistics hold storage values
         walk(f)
     lo = min(ids) if ids else 0
     reader = _ColumnReader(

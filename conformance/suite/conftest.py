@@ -19,10 +19,15 @@ pytest_plugins: list[str] = [
     "conformance.suite.servers",
 ]
 
+# The default run is the CI gate: its examples are derived from each test's name, so a clone
+# passes or fails the same way every time (no luck of the draw; issue 30). The slow profile
+# still draws at random to hunt for new failures, and every failure it (or anything else)
+# ever found is kept as an explicit @example, which both profiles run first.
 settings.register_profile(
     "default",
     max_examples=60,
     deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile(

@@ -10,7 +10,7 @@ the page decoders need from a type:
   (:class:`~reference_impl.file.encodings.v2_1.values.Fixed` / ``Var`` / ``Fsl``) and a
   validity mask, checking that the decoded widths match the type;
 * :func:`is_leaf` -- which fields own a column in 2.1+ (FILE-ENCODINGS §1.1): everything but
-  struct (unless packed), list, large_list and map.
+  struct (unless packed, or without children), list, large_list and map.
 
 Dictionary-typed fields are decoded to their value type and re-encoded with the declared
 index type.
@@ -36,11 +36,72 @@ def is_packed(field: pa.Field) -> bool:
     return pa.types.is_struct(field.type) and any(md.get(k, b"").lower() == b"true" for k in PACKED_KEYS)
 
 
+def is_empty_struct(t: pa.DataType) -> bool:
+    """A struct without children: it owns a column of its own (pylance writes one, whose
+    pages hold levels and no values), as a leaf does."""
+    return pa.types.is_struct(t) and t.num_fields == 0
+
+
+def is_struct_fsl(t: pa.DataType) -> bool:
+    """A fixed-size list of structs (2.2+): no leaf of its own; the struct's leaves carry it
+    as a layer of their levels, one slot per item (FILE-ENCODINGS §1.1)."""
+    if not pa.types.is_fixed_size_list(t):
+        return False
+    inner = t.value_type
+    return pa.types.is_struct(inner) or is_struct_fsl(inner)
+
+
 def is_leaf(field: pa.Field) -> bool:
     t = field.type
     if pa.types.is_struct(t):
-        return is_packed(field)
+        return is_packed(field) or is_empty_struct(t)
+    if is_struct_fsl(t):
+        return False
     return not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t))
+
+
+def leaf_paths(f: pa.Field, prefix=(), empty_struct_columns: bool = True):
+    """Pre-order leaves of ``f`` (each a tuple of fields from the top-level field down): the
+    fields that own a column in 2.1+ (:func:`is_leaf`). ``empty_struct_columns=False``: a
+    struct without children owns none (pylance 0.20.0's 2.1 files; every reader then reads
+    it as null)."""
+    path = prefix + (f,)
+    t = f.type
+    if is_empty_struct(t) and not empty_struct_columns:
+        return
+    if is_leaf(f):
+        yield path
+    elif pa.types.is_struct(t):
+        for c in t:
+            yield from leaf_paths(c, path, empty_struct_columns)
+    elif pa.types.is_map(t):
+        entries = pa.field("entries", pa.struct([t.key_field, t.item_field]), nullable=False)
+        yield from leaf_paths(entries, path, empty_struct_columns)
+    else:  # list / large_list, a fixed-size list of structs
+        yield from leaf_paths(t.value_field, path, empty_struct_columns)
+
+
+def items_per_row(path) -> int:
+    """Slots per row in the column of leaf ``path``: the product of the sizes of the
+    fixed-size lists of structs along it. pylance 14.0.2 counts a page of such a column in
+    items (``Page.length`` = rows x size), as the type census observed."""
+    n = 1
+    for f in path:
+        if is_struct_fsl(f.type):
+            n *= f.type.list_size
+    return n
+
+
+def column_scales(fields) -> list[int]:
+    """:func:`items_per_row` of every 2.1+ column of a file's Lance field list, in column
+    order (an empty list when the fields do not form a schema)."""
+    from reference_impl.table.schema import fields_to_arrow
+
+    try:
+        schema = fields_to_arrow(fields, extensions=False)
+    except Exception:  # noqa: BLE001 - the schema rules report a schema that does not convert
+        return []
+    return [items_per_row(p) for f in schema for p in leaf_paths(f)]
 
 
 def storage(t: pa.DataType) -> pa.DataType:
@@ -66,8 +127,8 @@ def value_shape(field: pa.Field) -> tuple[str, int]:
         return "var", 0
     if pa.types.is_boolean(t):
         return "fixed", 1
-    if pa.types.is_null(t):
-        return "null", 0  # only all-null pages can hold it: no value bytes
+    if pa.types.is_null(t) or is_empty_struct(t):
+        return "null", 0  # only pages without values can hold it: no value bytes
     if pa.types.is_fixed_size_list(t):
         return "fsl", 0
     if pa.types.is_struct(t):
@@ -144,6 +205,10 @@ def _fsl_array(t: pa.DataType, v: Fsl, valid) -> pa.Array:
     by_layer = dict(zip(v.vlayers, v.validity, strict=False))
     last = len(types) - 1
     items = v.items
+    if pa.types.is_null(storage(inner)):
+        # items of the null type hold no bytes: whatever the page says, they are nulls
+        arr = pa.nulls(v.items.n)
+        return _fsl_layers(types, arr, v, valid, by_layer, last)
     if v.const_items is not None:
         it = storage(inner)
         width = 1 if pa.types.is_boolean(it) else it.bit_width // 8
@@ -154,6 +219,11 @@ def _fsl_array(t: pa.DataType, v: Fsl, valid) -> pa.Array:
         items = (Fixed(np.full(k, bool(const[0] & 1)), 1) if pa.types.is_boolean(it)
                  else Fixed(np.tile(np.frombuffer(const, np.uint8), k), width * 8))
     arr = _fixed_array(storage(inner), items, by_layer.get(last))
+    return _fsl_layers(types, arr, v, valid, by_layer, last)
+
+
+def _fsl_layers(types, arr, v: Fsl, valid, by_layer, last) -> pa.Array:
+    """The fixed-size list layers around the item array ``arr``, innermost first."""
     rows = v.n
     for depth in range(last, -1, -1):
         length = rows * int(np.prod(v.dims[:depth])) if depth else rows

@@ -73,11 +73,17 @@ def alignment(container) -> list:
 def page_lengths(container) -> list:
     if container.version_name == "2.0":
         return []
+    from .arrow_types import column_scales
+
+    scales = column_scales(container.fields)
     out = []
     for ci, col in enumerate(container.columns):
         total = sum(int(p.length) for p in col.pages)
-        if total != container.num_rows:
-            out.append(("FILE-013", f"column {ci} pages hold {total} rows, the file {container.num_rows}", None))
+        # a column under fixed-size lists of structs counts items (arrow_types.items_per_row)
+        per = scales[ci] if ci < len(scales) else 1
+        if total != container.num_rows * per:
+            out.append(("FILE-013", f"column {ci} pages hold {total} rows, the file {container.num_rows}"
+                        + (f" of {per} items" if per > 1 else ""), None))
     return out
 
 

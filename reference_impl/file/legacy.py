@@ -28,16 +28,20 @@ Legacy encodings, per field and batch:
 * **var-binary** (utf8, binary and their large variants): the page position points at
   ``length + 1`` i64 **absolute file positions**; value *i* is the bytes between offsets
   *i* and *i+1*. "If offsets[i] == offsets[i + 1], we treat the i-th value as Null", so
-  an empty string reads back as null.
+  an empty string reads back as null -- in a nullable field. A field that is not nullable
+  (a struct's ``not null`` child, a non-nullable column) reads it back as ``''``, as
+  pylance 14.0.2 and 0.20.0 do (the type census, ``docs/census-types.md``); so do the
+  values of a dictionary.
 * **lists**: a plain page of ``rows + 1`` offsets (i32 for ``list``, i64 for
   ``large_list``) relative to the batch's item page; a null list reads back empty.
 * **fixed_size_list**: one plain page of ``rows * dimension`` items.
 * **struct**: no data of its own; a null struct reads back as a struct of zeroed children.
   A child page may hold more values than the batch has rows (pylance 0.10 writes the
   whole child array of a sliced struct); readers take the first ``rows`` values.
-* **dictionary**: plain indices; the values are one var-binary page at
-  ``Field.dictionary{offset, length}`` (``length`` values, the page's ``length + 1``
-  positions at ``offset``). A null index is 0, so it reads back as item 0. *Which* file
+* **dictionary**: plain indices; the values are one page at
+  ``Field.dictionary{offset, length}``: var-binary for strings and binary (``length``
+  values, the page's ``length + 1`` positions at ``offset``), plain for numbers
+  (``length`` values at ``offset``). A null index is 0, so it reads back as item 0. *Which* file
   that position is in depends on whose schema it comes from: the dataset manifest's fields
   locate the values in the **manifest file** (every release writes them there, ahead of
   the manifest, and every release reads a dataset's dictionaries from there:
@@ -178,9 +182,13 @@ class LegacyFile:
             for i in (file_field_ids if file_field_ids is not None else [f.id for f in fields])
             if i >= 0
         ]
-        schema = fields_to_arrow(fields)
+        # decoded under the storage types, then wrapped in the extension types the schema
+        # names (an extension's storage fields carry no field ids of their own)
+        schema = fields_to_arrow(fields, extensions=False)
+        typed = fields_to_arrow(fields)
         if columns is not None:
             schema = pa.schema([schema.field(c) for c in columns])
+            typed = pa.schema([typed.field(c) for c in columns])
         lo = min(ids) if ids else 0
         table = self.page_table(max(ids) - lo + 1 if ids else 0)
         reader = _ColumnReader(
@@ -190,10 +198,11 @@ class LegacyFile:
         sizes = self.batch_sizes()
         arrays = []
         try:
-            for af in schema:
+            for af, want in zip(schema, typed, strict=True):
                 parts = [reader.read(af, b, n) for b, n in enumerate(sizes)]
-                arrays.append(pa.concat_arrays(parts) if parts else pa.array([], af.type))
-            return pa.Table.from_arrays(arrays, schema=schema)
+                arr = pa.concat_arrays(parts) if parts else pa.array([], af.type)
+                arrays.append(arr.cast(want.type) if arr.type != want.type else arr)
+            return pa.Table.from_arrays(arrays, schema=typed)
         except (pa.ArrowException, ValueError, OverflowError) as exc:
             raise self.error(
                 f"page contents do not form valid Arrow data: {exc}", RULE_VALUES
@@ -361,9 +370,10 @@ class _ColumnReader:
                     raise self.file.error(
                         f"dictionary field {af.name!r} has no dictionary page", RULE_TABLE
                     )
-                values = self._var_binary(
-                    int(lf.dictionary.offset), int(lf.dictionary.length), t.value_type, af.name
-                )
+                offset, count = int(lf.dictionary.offset), int(lf.dictionary.length)
+                values = self._var_binary(offset, count, t.value_type, af.name, af.nullable) \
+                    if _is_var_binary(t.value_type) else \
+                    self._fixed(offset, count, t.value_type, af.name)
             elif values.type != t.value_type:
                 values = values.cast(t.value_type)
             idx = self._fixed(pos, n, t.index_type, af.name)
@@ -376,7 +386,7 @@ class _ColumnReader:
                 )
             return pa.DictionaryArray.from_arrays(idx, values)
         if _is_var_binary(t):
-            return self._var_binary(pos, n, t, af.name)
+            return self._var_binary(pos, n, t, af.name, af.nullable)
         return self._fixed(pos, n, t, af.name)
 
     def _plain(self, pos: int, count: int, width: int, name: str) -> np.ndarray:
@@ -399,7 +409,10 @@ class _ColumnReader:
         raw = self._plain(pos, 1, (n * bits + 7) // 8, name) if n else np.zeros(0, np.uint8)
         return pa.Array.from_buffers(t, n, [None, pa.py_buffer(raw.tobytes())])
 
-    def _var_binary(self, pos: int, n: int, t: pa.DataType, name: str) -> pa.Array:
+    def _var_binary(self, pos: int, n: int, t: pa.DataType, name: str,
+                    nullable: bool = True) -> pa.Array:
+        """``n`` var-binary values at ``pos``; an empty value is null where the field is
+        nullable and ``''`` where it is not (as every release reads them back)."""
         if n == 0:
             return pa.array([], t)
         offsets = self._plain(pos, n + 1, 8, name).view("<i8").astype(np.int64)
@@ -410,7 +423,7 @@ class _ColumnReader:
             )
         data = self.file.read_range(start, end - start)
         rel = offsets - start
-        is_null = rel[1:] == rel[:-1]
+        is_null = rel[1:] == rel[:-1] if nullable else np.zeros(n, bool)
         validity = (
             pa.py_buffer(np.packbits(~is_null, bitorder="little").tobytes())
             if is_null.any()
@@ -443,6 +456,25 @@ def manifest_dictionaries(
             continue
         d = f.dictionary
         n = int(d.length)
+        value_type = pa.string()
+        try:
+            t = parse_logical_type(f.logical_type)
+            if pa.types.is_dictionary(t):
+                value_type = t.value_type
+        except Exception:  # noqa: BLE001 - the schema rules report a bad logical type
+            pass
+        if not _is_var_binary(value_type):
+            # numeric values are one plain page of ``length`` values (pylance writes only
+            # numbers and binary-like values as dictionaries)
+            width = _bit_width(value_type)
+            if width is None or width % 8 or d.offset < 0 or n > size or \
+                    d.offset + n * width // 8 > size:
+                raise FormatError(f"dictionary of field {f.name!r} ({n} {value_type} values at "
+                                  f"{d.offset}) leaves the manifest file", rule=RULE_VALUES,
+                                  path=path, offset=int(d.offset))
+            raw = read_range(int(d.offset), n * width // 8)
+            out[f.id] = pa.Array.from_buffers(value_type, n, [None, pa.py_buffer(raw)])
+            continue
         if d.offset < 0 or n > size // 8 or d.offset + 8 * (n + 1) > size:
             raise FormatError(f"dictionary of field {f.name!r} ({n} values at {d.offset}) "
                               f"leaves the manifest file", rule=RULE_VALUES, path=path,
@@ -454,15 +486,13 @@ def manifest_dictionaries(
                               f"the manifest file", rule=RULE_VALUES, path=path,
                               offset=int(d.offset))
         data = read_range(start, end - start)
+        rel = offsets - start
+        # an empty value is null, as in any var-binary page, unless the field is not nullable
+        empty = (rel[1:] == rel[:-1]) if f.nullable else np.zeros(n, bool)
+        validity = pa.py_buffer(np.packbits(~empty, bitorder="little").tobytes()) \
+            if empty.any() else None
         arr = pa.Array.from_buffers(pa.large_binary(), n, [
-            None, pa.py_buffer((offsets - start).tobytes()), pa.py_buffer(data)])
-        value_type = pa.string()
-        try:
-            t = parse_logical_type(f.logical_type)
-            if pa.types.is_dictionary(t):
-                value_type = t.value_type
-        except Exception:  # noqa: BLE001 - the schema rules report a bad logical type
-            pass
+            validity, pa.py_buffer(rel.tobytes()), pa.py_buffer(data)])
         try:
             out[f.id] = arr.cast(pa.large_string()).cast(value_type) \
                 if pa.types.is_string(value_type) or pa.types.is_large_string(value_type) \

@@ -56,7 +56,7 @@ from .encodings.v2_0.column import decode_column_2_0
 from .encodings.v2_1 import blob as blob_layout
 from .encodings.v2_1 import constant as constant_layout
 from .encodings.v2_1 import full_zip, mini_block, repdef
-from .encodings.v2_1.values import Fixed, Var, concat
+from .encodings.v2_1.values import Fixed, Fsl, Var, concat
 from .encodings.v2_3 import planar
 from .page import column_encoding, page_layout, read_page_buffers
 from .random_access import chunk_runs, load_page_index, read_run
@@ -88,33 +88,59 @@ class Node:
     offsets: np.ndarray | None = None
     children: dict = field(default_factory=dict)  # struct: name -> Node; list: "" -> Node
     values: object = None  # leaf value stream
+    weak: bool = False  # a struct's validity read from an empty struct's column (see _chain)
 
 
-def _leaf_paths(f: pa.Field, prefix=()):
-    """Pre-order leaves of ``f``; each a tuple of fields from the top-level field down."""
-    path = prefix + (f,)
-    t = f.type
-    if arrow_types.is_leaf(f):
-        yield path
-    elif pa.types.is_struct(t):
-        for c in t:
-            yield from _leaf_paths(c, path)
-    elif pa.types.is_map(t):
-        entries = pa.field("entries", pa.struct([t.key_field, t.item_field]), nullable=False)
-        yield from _leaf_paths(entries, path)
-    else:  # list / large_list
-        yield from _leaf_paths(t.value_field, path)
+_items_per_row = arrow_types.items_per_row
 
 
-def _chain(path, layers, values, leaf_valid) -> Node:
-    """Build the single-leaf node chain along ``path`` from unravelled layers."""
-    node = Node("leaf", layers[-1].length, leaf_valid, values=values)
+def _leaf_paths(f: pa.Field, container: FileContainer | None = None):
+    """:func:`arrow_types.leaf_paths` of ``f`` as ``container`` maps fields to columns
+    (structs without children own a column unless the reader found the file otherwise)."""
+    return arrow_types.leaf_paths(
+        f, empty_struct_columns=getattr(container, "empty_struct_columns", True))
+
+
+def _chain(path, layers, values, leaf_valid, version: str = "2.2") -> Node:
+    """Build the single-leaf node chain along ``path`` from unravelled layers.
+
+    The column of a struct without children (it owns one, FILE-ENCODINGS §1.1) holds levels
+    that pylance 14.0.2 does not read as validity: such a struct reads back valid whatever
+    its levels say, so does a fixed-size list of them (2.3), and so do the structs around it
+    when their first child is the empty struct -- in 2.3 unless another child of theirs has
+    a column of its own (:func:`_merge`). Observed by the type census
+    (``docs/census-types.md``).
+    """
+    empty = arrow_types.is_empty_struct(path[-1].type)
+    node = Node("leaf", layers[-1].length, None if empty else leaf_valid, values=values)
+    per = 1  # slots of this column per value of the layer (fixed-size lists of structs below)
     for i in range(len(path) - 2, -1, -1):
         layer = layers[i]
+        t = path[i].type
         if layer.is_list:
-            node = Node("list", layer.length, layer.validity, layer.offsets, {"": node})
+            offsets = layer.offsets
+            if per > 1:  # a list of fixed-size lists of structs: offsets count their items
+                if np.any(offsets % per):
+                    raise FormatError(f"list offsets split a fixed-size list of {per} items",
+                                      rule="ENC-040")
+                offsets = offsets // per
+            node = Node("list", layer.length, layer.validity, offsets, {"": node})
+            per = 1
+            continue
+        if arrow_types.is_struct_fsl(t):
+            per *= t.list_size
+        length, validity = layer.length, layer.validity
+        if per > 1:  # one level per item: every item of a value repeats the value's level
+            if length % per:
+                raise FormatError(f"{length} slots do not fill fixed-size lists of {per} items",
+                                  rule="ENC-040")
+            length //= per
+            validity = None if validity is None else validity[::per]
+        if arrow_types.is_struct_fsl(t):
+            node = Node("fsl", length, None if empty else validity, children={"": node})
         else:
-            node = Node("struct", layer.length, layer.validity, children={path[i + 1].name: node})
+            node = Node("struct", length, None if empty else validity,
+                        children={path[i + 1].name: node}, weak=empty and version == "2.3")
     return node
 
 
@@ -185,7 +211,12 @@ def _decode_page_nodes(container: FileContainer, page, path, field_: pa.Field, l
         values = value
         spans = "constant"
     elif kind == planar.SPARSE:  # 2.3: validity/offsets from slot sets; chunked, constant or no values
-        layers_out, values, per_slot = planar.decode_sparse(layout, buffers, rows,
+        # the outermost domain is the page's rows: its items under fixed-size lists of structs
+        per = _items_per_row(path)
+        if rows % per:
+            raise FormatError(f"page of {rows} items splits fixed-size lists of {per}",
+                              rule="ENC-040", path=container.path)
+        layers_out, values, per_slot = planar.decode_sparse(layout, buffers, rows // per,
                                                             "var" if shape == "var" else "fixed", bits)
         n_vis = layers_out[-1].length
         if not per_slot:  # one constant value, or none
@@ -193,7 +224,7 @@ def _decode_page_nodes(container: FileContainer, page, path, field_: pa.Field, l
         if len(layers_out) != len(path):
             raise FormatError(f"page has {len(layers_out)} layers, field path {len(path)}",
                               rule="ENC-040", path=container.path)
-        return _chain(path, layers_out, values, layers_out[-1].validity)
+        return _chain(path, layers_out, values, layers_out[-1].validity, container.version_name)
     elif kind == "blob_layout":
         if len(path) != 1:
             raise UnsupportedFeature("nested blob columns are not supported")
@@ -221,12 +252,29 @@ def _levels_to_node(container: FileContainer, path, lay, layers, rep, dfn, value
             values = _placeholder(shape, bits, n_vis)
         else:
             values = values.take(np.zeros(n_vis, np.int64))
+    elif lay.value_compression.WhichOneof("compression") == "constant" and not spans[2] \
+            and spans[1] is None:
+        # values of no bytes (bits_per_value 0, a constant{} node): placeholders under
+        # nulls, as pylance 1.0.4 writes an all-null fixed-size list page, or items of the
+        # null type (its fixed_size_list<null> pages)
+        t, dims = path[-1].type, []
+        while pa.types.is_fixed_size_list(t):
+            dims.append(t.list_size)
+            t = t.value_type
+        if pa.types.is_null(arrow_types.storage(t)) and dims:
+            size = int(np.prod(dims))
+            values = Fsl(size, Fixed(np.zeros(n_vis * size, bool), 1), dims=dims)
+        else:
+            if np.count_nonzero(dfn[visible] == 0 if dfn is not None else visible):
+                raise FormatError("a full-zip page of values without bytes has valid values",
+                                  rule="ENC-043", path=container.path)
+            values = _placeholder(shape, bits, n_vis)
     else:
         values = full_zip.slot_values(lay, spans, visible)
     if len(layers_out) != len(path):
         raise FormatError(f"page has {len(layers_out)} layers, field path {len(path)}",
                           rule="ENC-040", path=container.path)
-    return _chain(path, layers_out, values, layers_out[-1].validity)
+    return _chain(path, layers_out, values, layers_out[-1].validity, container.version_name)
 
 
 def _has_values(layout, kind) -> bool:
@@ -283,6 +331,8 @@ def _concat_nodes(nodes: list) -> Node:
                 return Node("leaf", length, validity, values=None)
             vals = [v if v is not None else Fsl.placeholder(proto, n.length) for v, n in zip(vals, nodes, strict=False)]
         return Node("leaf", length, validity, values=concat(vals))
+    if first.kind == "fsl":
+        return Node("fsl", length, validity, children={"": _concat_nodes([n.children[""] for n in nodes])})
     if first.kind == "list":
         offs, base = [np.zeros(1, np.int64)], 0
         for n in nodes:
@@ -292,7 +342,7 @@ def _concat_nodes(nodes: list) -> Node:
         child = _concat_nodes([n.children[""] for n in nodes])
         return Node("list", length, validity, np.concatenate(offs), {"": child})
     kids = {k: _concat_nodes([n.children[k] for n in nodes]) for k in first.children}
-    return Node("struct", length, validity, children=kids)
+    return Node("struct", length, validity, children=kids, weak=first.weak)
 
 
 def _merge(a: Node, b: Node) -> Node:
@@ -301,9 +351,13 @@ def _merge(a: Node, b: Node) -> Node:
         kids = dict(a.children)
         for k, v in b.children.items():
             kids[k] = _merge(kids[k], v) if k in kids else v
-        return Node("struct", a.length, a.validity, children=kids)
+        if a.weak and not b.weak:  # 2.3: a child with values of its own says the validity
+            return Node("struct", a.length, b.validity, children=kids)
+        return Node("struct", a.length, a.validity, children=kids, weak=a.weak)
     if a.kind == "list" and b.kind == "list":
         return Node("list", a.length, a.validity, a.offsets, {"": _merge(a.children[""], b.children[""])})
+    if a.kind == "fsl" and b.kind == "fsl":
+        return Node("fsl", a.length, a.validity, children={"": _merge(a.children[""], b.children[""])})
     return a
 
 
@@ -316,6 +370,8 @@ def _bitmap(valid):
 def _to_arrow(f: pa.Field, node: Node) -> pa.Array:
     t = f.type
     if node.kind == "leaf":
+        if arrow_types.is_empty_struct(t):
+            return pa.Array.from_buffers(t, node.length, [_bitmap(node.validity)], children=[])
         if node.values is None:
             return pa.nulls(node.length, t)
         return arrow_types.leaf_array(f, node.values, node.validity)
@@ -326,6 +382,12 @@ def _to_arrow(f: pa.Field, node: Node) -> pa.Array:
             if len(k) != node.length:
                 raise FormatError(f"struct child {c.name!r} has {len(k)} rows, struct {node.length}", rule="ENC-046")
         return pa.Array.from_buffers(t, node.length, [_bitmap(node.validity)], children=kids)
+    if node.kind == "fsl":
+        child = _to_arrow(t.value_field, node.children[""])
+        if len(child) != node.length * t.list_size:
+            raise FormatError(f"fixed-size list of {node.length} rows has {len(child)} items, "
+                              f"not {t.list_size} each", rule="ENC-046")
+        return pa.Array.from_buffers(t, node.length, [_bitmap(node.validity)], children=[child])
     # lists and maps
     if pa.types.is_map(t):
         entries = pa.field("entries", pa.struct([t.key_field, t.item_field]), nullable=False)
@@ -351,8 +413,10 @@ def _page_rows(container: FileContainer, col: int):
 MAX_PAGE_ROWS = 1 << 31
 
 
-def _check_pages(container: FileContainer, col: int, pages) -> None:
-    """Page lengths/priorities must tile ``[0, num_rows)`` before anything is allocated."""
+def _check_pages(container: FileContainer, col: int, pages, per_row: int = 1) -> None:
+    """Page lengths/priorities must tile ``[0, num_rows)`` before anything is allocated
+    (``[0, num_rows * per_row)`` in a column under fixed-size lists of structs, whose pages
+    count items)."""
     row = 0
     for i, p in enumerate(pages):
         if int(p.length) > MAX_PAGE_ROWS or int(p.priority) != row:
@@ -360,8 +424,9 @@ def _check_pages(container: FileContainer, col: int, pages) -> None:
                               f"expected first row {row}", rule="FILE-014" if int(p.priority) != row else "FILE-013",
                               path=container.path)
         row += int(p.length)
-    if row != container.num_rows:
-        raise FormatError(f"column {col} pages hold {row} rows, the file {container.num_rows}",
+    if row != container.num_rows * per_row:
+        raise FormatError(f"column {col} pages hold {row} rows, the file {container.num_rows}"
+                          + (f" of {per_row} items" if per_row > 1 else ""),
                           rule="FILE-013", path=container.path)
 
 
@@ -462,14 +527,41 @@ def _decode_page_group(container: FileContainer, group, path, field_: pa.Field) 
         shape, bits = arrow_types.value_shape(path[-1])
         if shape != "null":  # a null-typed leaf's pages are checked page by page
             rows = sum(int(p.length) for p in pages)
+            extents: list = []
             rep, dfn, values = mini_block.decode_pages(
-                layouts, [read_page_buffers(container, p) for p in pages], container.version_name)
+                layouts, [read_page_buffers(container, p) for p in pages], container.version_name,
+                extents)
             n_slots = len(rep) if rep is not None else (len(dfn) if dfn is not None else rows)
+            _check_group_pages(layouts[0], pages, rep, dfn, extents)
             return _levels_to_node(container, path, layouts[0], list(layouts[0].layers), rep, dfn,
                                    values, None, n_slots, rows, shape, bits)
     except (FormatError, UnsupportedFeature, ValueError, IndexError):
         pass
     return _concat_nodes([_decode_page_split(container, p, path, field_) for p in pages])
+
+
+def _check_group_pages(layout, pages, rep, dfn, extents) -> None:
+    """Each page of a group decoded together must hold what decoding it alone accepts: levels
+    that begin a row and describe exactly its rows, and one value per visible slot. (The
+    group's totals can agree while a damaged page gives a row to its neighbour.) Raises
+    ValueError, which sends the group to the page-by-page decode and its own refusal."""
+    layers = list(layout.layers)
+    at = 0
+    for page, (n_levels, n_values) in zip(pages, extents, strict=True):
+        rows = int(page.length)
+        if rep is None and dfn is None:
+            n_slots = rows
+            got_rows, visible, starts = rows, rows, True
+        else:
+            n_slots = n_levels
+            sl = slice(at, at + n_slots)
+            got_rows, visible, starts = repdef.rows_and_visible(
+                layers, None if rep is None else rep[sl], None if dfn is None else dfn[sl], n_slots)
+            at += n_slots
+        if got_rows != rows or visible != n_values or not starts:
+            raise ValueError("a page of the group does not hold its own rows")
+    if rep is not None and at != len(rep) or dfn is not None and at != len(dfn):
+        raise ValueError("the pages' levels do not add up")
 
 
 def _row_aligned_runs(index, rows_per_run: int) -> list:
@@ -494,7 +586,7 @@ def decode_column_2_1(container: FileContainer, column_index: int, field_: pa.Fi
     Returns ``(array, next_column_index, first_row)`` where ``first_row`` is the first row of
     the pages decoded (the array may extend beyond ``page_range``).
     """
-    leaves = list(_leaf_paths(field_))
+    leaves = list(_leaf_paths(field_, container))
     if not leaves:
         return pa.nulls(container.num_rows if page_range is None else page_range[1] - page_range[0], field_.type), column_index, (page_range[0] if page_range else 0)
     tree = None
@@ -505,13 +597,17 @@ def decode_column_2_1(container: FileContainer, column_index: int, field_: pa.Fi
             raise FormatError(f"field {field_.name!r} needs column {col}, file has {len(container.columns)}",
                               rule=RULE_SCHEMA, path=container.path)
         pages = list(container.columns[col].pages)
-        _check_pages(container, col, pages)
+        per = _items_per_row(path)
+        _check_pages(container, col, pages, per)
         if page_range is not None:
-            start, stop = page_range
+            start, stop = page_range[0] * per, page_range[1] * per
             sel = [p for p in pages if int(p.priority) < stop and int(p.priority) + int(p.length) > start]
         else:
             sel = pages
-        fr = int(sel[0].priority) if sel else (page_range[0] if page_range else 0)
+        if per > 1 and any(int(p.priority) % per or int(p.length) % per for p in sel):
+            raise FormatError(f"a page of column {col} splits a fixed-size list of {per} items",
+                              rule=RULE_PAGES, path=container.path)
+        fr = int(sel[0].priority) // per if sel else (page_range[0] if page_range else 0)
         if first_row is None:
             first_row = fr
         elif fr != first_row:
@@ -577,8 +673,10 @@ class LanceFileReader:
         # pylance writes a blob v2 column's descriptor fields detached, with id -1 (BLOB-001)
         self.fields, descriptors = blob.split_file_fields(self.container.fields, path=key)
         try:
-            self.schema = fields_to_arrow(self.fields, dict(self.container.descriptor.schema.metadata))
-            self.schema = blob.with_descriptor_types(self.schema, descriptors)
+            meta = dict(self.container.descriptor.schema.metadata)
+            self.schema = blob.with_descriptor_types(fields_to_arrow(self.fields, meta), descriptors)
+            self.decode_schema = blob.with_descriptor_types(
+                fields_to_arrow(self.fields, meta, extensions=False), descriptors)
         except FormatError as exc:
             raise naming(exc, key) from None
         except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
@@ -593,6 +691,7 @@ class LanceFileReader:
         self.fields = list(fields) if fields is not None else self.legacy.schema_fields()
         try:
             self.schema = fields_to_arrow(self.fields)
+            self.decode_schema = fields_to_arrow(self.fields, extensions=False)
         except FormatError as exc:
             raise naming(exc, self.key) from None
         except (ValueError, TypeError, KeyError, pa.ArrowException) as exc:
@@ -625,12 +724,19 @@ class LanceFileReader:
         if family(self.version) == "2.0":
             from .encodings.v2_0.column import container_columns, field_starts
 
-            starts, _total = field_starts(self.schema, container_columns(self.container))
+            starts, _total = field_starts(self.decode_schema, container_columns(self.container))
             return starts
         starts, idx = [], 0
-        for f in self.schema:
+        for f in self.decode_schema:
             starts.append(idx)
-            idx += len(list(_leaf_paths(f)))
+            idx += len(list(_leaf_paths(f, self.container)))
+        if idx != len(self.container.columns) and \
+                getattr(self.container, "empty_struct_columns", True) and \
+                any(arrow_types.is_empty_struct(p[-1].type)
+                    for f in self.decode_schema for p in _leaf_paths(f)):
+            # structs without children and no column of their own (pylance 0.20.0's 2.1)
+            self.container.empty_struct_columns = False
+            return self._column_starts()
         if idx != len(self.container.columns):
             raise FormatError(f"schema needs {idx} columns, file has {len(self.container.columns)}",
                               rule=RULE_SCHEMA, path=self.key)
@@ -669,8 +775,8 @@ class LanceFileReader:
         starts = self._column_starts()
 
         def one(i: int) -> pa.Array:
-            res = dec(self.container, starts[i], self.schema.field(i), page_range)
-            return self._cut(res[0], res, page_range)
+            res = dec(self.container, starts[i], self.decode_schema.field(i), page_range)
+            return self.typed(i, self._cut(res[0], res, page_range))
 
         # fields are independent: decoded on the decode threads, each spreading its pages
         arrays = parallel.map_ordered(one, sel)
@@ -714,12 +820,16 @@ class LanceFileReader:
         starts = self._column_starts()
         arrays = []
         for i in sel:
-            f = self.schema.field(i)
-            leaves = list(_leaf_paths(f))
-            if len(leaves) == 1:
-                arrays.append(self._take_single_leaf(f, starts[i], leaves[0], idx))
+            f = self.decode_schema.field(i)
+            leaves = list(_leaf_paths(f, self.container))
+            if any(_items_per_row(p) > 1 for p in leaves):
+                # pages of fixed-size lists of structs count items: take from the whole field
+                whole = self._decoder()(self.container, starts[i], f, None)[0]
+                arrays.append(self.typed(i, whole.take(pa.array(idx))))
+            elif len(leaves) == 1:
+                arrays.append(self.typed(i, self._take_single_leaf(f, starts[i], leaves[0], idx)))
             else:
-                arrays.append(self._take_pages(f, starts[i], idx))
+                arrays.append(self.typed(i, self._take_pages(f, starts[i], idx)))
         fields = [self.schema.field(i).remove_metadata() for i in sel]
         return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
@@ -733,7 +843,7 @@ class LanceFileReader:
         starts = self._column_starts()
         n = 0
         for i in self._select(columns):
-            leaves = list(_leaf_paths(self.schema.field(i)))
+            leaves = list(_leaf_paths(self.decode_schema.field(i), self.container))
             if len(leaves) != 1:
                 continue
             col = starts[i]
@@ -798,7 +908,25 @@ class LanceFileReader:
         """2.0 take: decode only the row range spanned by each needed page group."""
         from .encodings.v2_0 import take as take20
 
-        return take20.take(self, idx, self._names(columns))
+        sel = self._select(columns)
+        table = take20.take(self, idx, self._names(columns))
+        arrays = [self.typed(i, table.column(k).combine_chunks()) for k, i in enumerate(sel)]
+        fields = [self.schema.field(i).remove_metadata() for i in sel]
+        return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+    def typed(self, i: int, arr: pa.Array) -> pa.Array:
+        """``arr``, decoded under the storage types of field ``i``
+        (:attr:`decode_schema`), as an array of the field's type: extension types, at any
+        depth, wrap the storage they hold."""
+        want = self.schema.field(i).type
+        if arr.type == want:
+            return arr
+        try:
+            return arr.cast(want)
+        except (pa.ArrowException, ValueError, TypeError) as exc:
+            raise FormatError(f"field {self.schema.field(i).name!r}: values decoded as "
+                              f"{arr.type} do not fit {want}: {exc}", rule=RULE_SCHEMA,
+                              path=self.key) from None
 
     def _names(self, columns):
         return [self.schema.field(i).name for i in self._select(columns)]

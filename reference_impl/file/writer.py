@@ -36,11 +36,19 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from ..errors import InvalidInput
 from ..io.base import ObjectStore
 from ..proto import encodings_v2_0_pb2, file2_pb2, file_pb2
-from .encode.arrow_data import check_writable, is_variable_width
+from .encode.arrow_data import (
+    check_empty_structs,
+    check_struct_nulls_2_0,
+    check_version_types,
+    check_writable,
+    holds_empty_struct,
+    is_variable_width,
+)
 from .encode.blob import (
     BlobPage,
     BlobV2Encoder,
@@ -100,12 +108,30 @@ def schema_fields_for(schema: pa.Schema) -> list[file_pb2.Field]:
 
 
 def _normalise_type(t: pa.DataType) -> pa.DataType:
-    """Arrow dictionary arrays other than :func:`keeps_dictionary` ones are written decoded,
-    as their value type (documented normalisation)."""
+    """The Arrow type a column of type ``t`` is encoded as (documented normalisation, as
+    pylance 14.0.2 stores them; the schema keeps the logical type and extension name):
+
+    * an extension type: its storage (``arrow.json`` text: ``lance.json`` binary JSON);
+    * ``string_view`` / ``binary_view``: ``string`` / ``binary`` (pylance reads them back so);
+    * a map: the list of ``entries`` structs it is (2.2+; :func:`check_writable_map`);
+    * dictionary arrays other than :func:`keeps_dictionary` ones: their value type.
+    """
+    if isinstance(t, pa.BaseExtensionType):
+        if t.extension_name in ("arrow.json", "lance.json"):
+            return pa.large_binary()
+        return _normalise_type(t.storage_type)
+    if t == pa.string_view():
+        return pa.string()
+    if t == pa.binary_view():
+        return pa.binary()
     if keeps_dictionary(t):
         return t
     if pa.types.is_dictionary(t):
         return _normalise_type(t.value_type)
+    if pa.types.is_map(t):
+        entries = pa.struct([t.key_field.with_type(_normalise_type(t.key_type)),
+                             t.item_field.with_type(_normalise_type(t.item_type))])
+        return pa.list_(pa.field("entries", entries, nullable=False))
     if pa.types.is_fixed_size_list(t):
         return pa.list_(
             pa.field(t.value_field.name, _normalise_type(t.value_type), t.value_field.nullable),
@@ -122,20 +148,72 @@ def _normalise_type(t: pa.DataType) -> pa.DataType:
     return t
 
 
+def normalise_array(arr: pa.Array, t: pa.DataType) -> pa.Array:
+    """``arr`` as an array of its :func:`_normalise_type` ``t``: extension arrays as their
+    storage (JSON text as binary JSON), views as plain strings, maps as lists of entries,
+    at any depth; a plain cast where nothing of that kind is inside."""
+    if arr.type == t:
+        return arr
+    src = arr.type
+    if isinstance(src, pa.BaseExtensionType):
+        if src.extension_name in ("arrow.json", "lance.json"):
+            from ..table.jsonb import encode_array
+
+            return encode_array(arr)
+        return normalise_array(arr.storage, t)
+    if not _holds_special(src):
+        return arr.cast(t)
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_map(src):
+        start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()
+        entries_t = t.value_type
+        keys = normalise_array(arr.keys.slice(start, end - start), entries_t.field(0).type)
+        items = normalise_array(arr.items.slice(start, end - start), entries_t.field(1).type)
+        entries = pa.StructArray.from_arrays([keys, items], fields=list(entries_t))
+        offsets = pa.compute.subtract(arr.offsets, pa.scalar(start, arr.offsets.type))
+        return pa.ListArray.from_arrays(offsets, entries, type=t, mask=mask)
+    if pa.types.is_struct(src):
+        kids = [normalise_array(arr.field(i), t.field(i).type) for i in range(src.num_fields)]
+        return pa.StructArray.from_arrays(kids, fields=list(t), mask=mask)
+    if pa.types.is_fixed_size_list(src):
+        size = src.list_size
+        values = normalise_array(arr.values.slice(arr.offset * size, len(arr) * size),
+                                 t.value_type)
+        return pa.FixedSizeListArray.from_arrays(values, type=t, mask=mask)
+    if pa.types.is_list(src) or pa.types.is_large_list(src):
+        start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()
+        values = normalise_array(arr.values.slice(start, end - start), t.value_type)
+        offsets = pa.compute.subtract(arr.offsets, pa.scalar(start, arr.offsets.type))
+        cls = pa.LargeListArray if pa.types.is_large_list(src) else pa.ListArray
+        return cls.from_arrays(offsets, values, type=t, mask=mask)
+    return arr.cast(t)
+
+
+def _holds_special(t: pa.DataType) -> bool:
+    """Whether ``t`` is or holds an extension type, a map or a view (what a cast cannot turn
+    into its written form)."""
+    if isinstance(t, pa.BaseExtensionType) or pa.types.is_map(t):
+        return True
+    if t in (pa.string_view(), pa.binary_view()):
+        return True
+    if pa.types.is_dictionary(t):
+        return False
+    return any(_holds_special(t.field(i).type) for i in range(t.num_fields))
+
+
 def keeps_dictionary(t: pa.DataType) -> bool:
-    """An Arrow ``dictionary<integer, string|binary>`` field (top level, in a struct or a
-    list) is written as a dictionary column (2.0 ``dictionary`` pages, 2.1+ mini-block
-    dictionaries), as pylance 14.0.2 writes it; other dictionary types are written decoded."""
-    return (
-        pa.types.is_dictionary(t)
-        and pa.types.is_integer(t.index_type)
-        and is_variable_width(t.value_type)
-    )
+    """An Arrow ``dictionary<integer, V>`` field (top level, in a struct or a list) whose
+    values ``V`` are strings, binary or fixed-width numbers is written as a dictionary column
+    (2.0 ``dictionary`` pages, 2.1+ mini-block dictionaries), as pylance 14.0.2 writes it;
+    other dictionary types are written decoded."""
+    if not (pa.types.is_dictionary(t) and pa.types.is_integer(t.index_type)):
+        return False
+    v = t.value_type
+    return is_variable_width(v) or pa.types.is_integer(v) or pa.types.is_floating(v)
 
 
 def normalise_schema(schema: pa.Schema) -> pa.Schema:
-    """The schema actually written: dictionary types replaced by their value types, except
-    string/binary dictionaries (:func:`keeps_dictionary`)."""
+    """The schema actually written (:func:`_normalise_type` of every field)."""
     return pa.schema(
         [f.with_type(_normalise_type(f.type)) for f in schema], metadata=schema.metadata
     )
@@ -176,13 +254,15 @@ class LanceFileWriter:
         self.version = version
         self.major, self.minor = VERSIONS[version]
         self.input_schema = schema
+        for f in schema:
+            check_version_types(f.type, version, f.name)
         self.schema = normalise_schema(schema)
         for f in self.schema:
             check_writable(f.type, f.name)
         check_schema_hints(self.schema)  # lance-encoding:* field metadata (encode/hints.py)
         check_blob_fields(self.schema)  # lance-encoding:blob (encode/blob.py)
         self.fields = (
-            list(schema_fields) if schema_fields is not None else schema_fields_for(self.schema)
+            list(schema_fields) if schema_fields is not None else schema_fields_for(schema)
         )
         self.max_page_bytes = max_page_bytes
         self.max_rows_per_page = max_rows_per_page
@@ -234,6 +314,11 @@ class LanceFileWriter:
         def count(t: pa.DataType) -> int:
             if pa.types.is_list(t) or pa.types.is_large_list(t):
                 return 1 + count(t.value_type)
+            if pa.types.is_fixed_size_list(t) and (
+                pa.types.is_struct(t.value_type) or pa.types.is_list(t.value_type)
+                or pa.types.is_large_list(t.value_type)
+            ):
+                return 1 + count(t.value_type)  # fixed_size_list:struct:N has its item
             if pa.types.is_struct(t):
                 return 1 + sum(count(t.field(i).type) for i in range(t.num_fields))
             return 1
@@ -260,8 +345,12 @@ class LanceFileWriter:
         due = []
         for i, f in enumerate(self.schema):
             arr = batch.column(i)
+            if self.version != "2.0" and holds_empty_struct(arr.type):
+                check_empty_structs(arr, f.name)
+            if self.version == "2.0" and isinstance(arr, pa.ExtensionArray):
+                check_struct_nulls_2_0(arr, f.name)
             if arr.type != f.type:
-                arr = arr.cast(f.type)
+                arr = normalise_array(arr, f.type)
             self._pending[i].append(arr)
             self._pending_rows[i] += len(arr)
             self._pending_bytes[i] += arr.nbytes

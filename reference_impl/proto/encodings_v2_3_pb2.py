@@ -25,15 +25,15 @@ _sym_db = _symbol_database.Default()
 from . import encodings_v2_1_pb2 as encodings__v2__1__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x65ncodings_v2_3.proto\x12\x11lance.encodings23\x1a\x14\x65ncodings_v2_1.proto\"t\n\x0cPlanarLayout\x12\x35\n\tstructure\x18\x01 \x01(\x0b\x32\".lance.encodings23.StructuralPlane\x12-\n\x06values\x18\x02 \x01(\x0b\x32\x1d.lance.encodings23.ValuePlane\"\x84\x01\n\x0fStructuralPlane\x12\x32\n\x05\x64\x65nse\x18\x01 \x01(\x0b\x32!.lance.encodings23.DenseStructureH\x00\x12\x34\n\x06sparse\x18\x02 \x01(\x0b\x32\".lance.encodings23.SparseStructureH\x00\x42\x07\n\x05\x63odec\"@\n\x0e\x44\x65nseStructure\x12.\n\x06layers\x18\x01 \x03(\x0e\x32\x1e.lance.encodings21.RepDefLayer\"A\n\x0fSparseStructure\x12.\n\x06layers\x18\x01 \x03(\x0b\x32\x1e.lance.encodings23.SparseLayer\"|\n\x0bSparseLayer\x12\x30\n\x04item\x18\x01 \x01(\x0b\x32 .lance.encodings23.SparseSlotSetH\x00\x12\x32\n\x04list\x18\x02 \x01(\x0b\x32\".lance.encodings23.SparseListLayerH\x00\x42\x07\n\x05layer\"\x89\x01\n\rSparseSlotSet\x12.\n\x04kind\x18\x01 \x01(\x0e\x32 .lance.encodings23.SparseSetKind\x12\x39\n\tpositions\x18\x02 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\"\xf2\x01\n\x0fSparseListLayer\x12\x17\n\x0fnum_child_slots\x18\x01 \x01(\x04\x12\x43\n\x13non_empty_positions\x18\x02 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x15\n\rnum_non_empty\x18\x03 \x01(\x04\x12\x36\n\x06\x63ounts\x18\x04 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x32\n\x08validity\x18\x05 \x01(\x0b\x32 .lance.encodings23.SparseSlotSet\"\xe0\x01\n\nValuePlane\x12\x33\n\x07\x63hunked\x18\x01 \x01(\x0b\x32 .lance.encodings23.ChunkedValuesH\x00\x12\x31\n\x06zipped\x18\x02 \x01(\x0b\x32\x1f.lance.encodings23.ZippedValuesH\x00\x12\x34\n\x08\x63onstant\x18\x03 \x01(\x0b\x32 .lance.encodings23.ConstantValueH\x00\x12+\n\x04none\x18\x04 \x01(\x0b\x32\x1b.lance.encodings23.NoValuesH\x00\x42\x07\n\x05\x63odec\"\xb4\x01\n\x10\x44\x65nseChunkLevels\x12?\n\x0frep_compression\x18\x01 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12?\n\x0f\x64\x65\x66_compression\x18\x02 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x1e\n\x16repetition_index_depth\x18\x03 \x01(\r\"\x83\x02\n\rChunkedValues\x12;\n\x0b\x63ompression\x18\x01 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x33\n\x06levels\x18\x02 \x01(\x0b\x32#.lance.encodings23.DenseChunkLevels\x12:\n\ndictionary\x18\x03 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x1c\n\x14num_dictionary_items\x18\x04 \x01(\x04\x12\x13\n\x0bnum_buffers\x18\x05 \x01(\x04\x12\x11\n\tnum_items\x18\x06 \x01(\x04\"4\n\x0e\x44\x65nseZipLevels\x12\x10\n\x08\x62its_rep\x18\x01 \x01(\r\x12\x10\n\x08\x62its_def\x18\x02 \x01(\r\"\xec\x01\n\x0cZippedValues\x12;\n\x0b\x63ompression\x18\x01 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x31\n\x06levels\x18\x02 \x01(\x0b\x32!.lance.encodings23.DenseZipLevels\x12\x18\n\x0e\x62its_per_value\x18\x03 \x01(\rH\x00\x12\x19\n\x0f\x62its_per_offset\x18\x04 \x01(\rH\x00\x12\x11\n\tnum_items\x18\x05 \x01(\x04\x12\x19\n\x11num_visible_items\x18\x06 \x01(\x04\x42\t\n\x07\x64\x65tails\"\x1e\n\rConstantValue\x12\r\n\x05value\x18\x01 \x01(\x0c\"\n\n\x08NoValues*j\n\rSparseSetKind\x12\x1a\n\x16SPARSE_SET_UNSPECIFIED\x10\x00\x12\x1d\n\x19SPARSE_SET_NULL_POSITIONS\x10\x01\x12\x1e\n\x1aSPARSE_SET_VALID_POSITIONS\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x65ncodings_v2_3.proto\x12\x11lance.encodings23\x1a\x14\x65ncodings_v2_1.proto\"t\n\x0cPlanarLayout\x12\x35\n\tstructure\x18\x01 \x01(\x0b\x32\".lance.encodings23.StructuralPlane\x12-\n\x06values\x18\x02 \x01(\x0b\x32\x1d.lance.encodings23.ValuePlane\"\x84\x01\n\x0fStructuralPlane\x12\x32\n\x05\x64\x65nse\x18\x01 \x01(\x0b\x32!.lance.encodings23.DenseStructureH\x00\x12\x34\n\x06sparse\x18\x02 \x01(\x0b\x32\".lance.encodings23.SparseStructureH\x00\x42\x07\n\x05\x63odec\"@\n\x0e\x44\x65nseStructure\x12.\n\x06layers\x18\x01 \x03(\x0e\x32\x1e.lance.encodings21.RepDefLayer\"A\n\x0fSparseStructure\x12.\n\x06layers\x18\x01 \x03(\x0b\x32\x1e.lance.encodings23.SparseLayer\"\xc4\x01\n\x0bSparseLayer\x12\x30\n\x04item\x18\x01 \x01(\x0b\x32 .lance.encodings23.SparseSlotSetH\x00\x12\x32\n\x04list\x18\x02 \x01(\x0b\x32\".lance.encodings23.SparseListLayerH\x00\x12\x46\n\x0f\x66ixed_size_list\x18\x03 \x01(\x0b\x32+.lance.encodings23.SparseFixedSizeListLayerH\x00\x42\x07\n\x05layer\"a\n\x18SparseFixedSizeListLayer\x12\x11\n\tdimension\x18\x01 \x01(\x04\x12\x32\n\x08validity\x18\x02 \x01(\x0b\x32 .lance.encodings23.SparseSlotSet\"\x89\x01\n\rSparseSlotSet\x12.\n\x04kind\x18\x01 \x01(\x0e\x32 .lance.encodings23.SparseSetKind\x12\x39\n\tpositions\x18\x02 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\r\n\x05\x63ount\x18\x03 \x01(\x04\"\xf2\x01\n\x0fSparseListLayer\x12\x17\n\x0fnum_child_slots\x18\x01 \x01(\x04\x12\x43\n\x13non_empty_positions\x18\x02 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x15\n\rnum_non_empty\x18\x03 \x01(\x04\x12\x36\n\x06\x63ounts\x18\x04 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x32\n\x08validity\x18\x05 \x01(\x0b\x32 .lance.encodings23.SparseSlotSet\"\xe0\x01\n\nValuePlane\x12\x33\n\x07\x63hunked\x18\x01 \x01(\x0b\x32 .lance.encodings23.ChunkedValuesH\x00\x12\x31\n\x06zipped\x18\x02 \x01(\x0b\x32\x1f.lance.encodings23.ZippedValuesH\x00\x12\x34\n\x08\x63onstant\x18\x03 \x01(\x0b\x32 .lance.encodings23.ConstantValueH\x00\x12+\n\x04none\x18\x04 \x01(\x0b\x32\x1b.lance.encodings23.NoValuesH\x00\x42\x07\n\x05\x63odec\"\xb4\x01\n\x10\x44\x65nseChunkLevels\x12?\n\x0frep_compression\x18\x01 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12?\n\x0f\x64\x65\x66_compression\x18\x02 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x1e\n\x16repetition_index_depth\x18\x03 \x01(\r\"\x83\x02\n\rChunkedValues\x12;\n\x0b\x63ompression\x18\x01 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x33\n\x06levels\x18\x02 \x01(\x0b\x32#.lance.encodings23.DenseChunkLevels\x12:\n\ndictionary\x18\x03 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x1c\n\x14num_dictionary_items\x18\x04 \x01(\x04\x12\x13\n\x0bnum_buffers\x18\x05 \x01(\x04\x12\x11\n\tnum_items\x18\x06 \x01(\x04\"4\n\x0e\x44\x65nseZipLevels\x12\x10\n\x08\x62its_rep\x18\x01 \x01(\r\x12\x10\n\x08\x62its_def\x18\x02 \x01(\r\"\xec\x01\n\x0cZippedValues\x12;\n\x0b\x63ompression\x18\x01 \x01(\x0b\x32&.lance.encodings21.CompressiveEncoding\x12\x31\n\x06levels\x18\x02 \x01(\x0b\x32!.lance.encodings23.DenseZipLevels\x12\x18\n\x0e\x62its_per_value\x18\x03 \x01(\rH\x00\x12\x19\n\x0f\x62its_per_offset\x18\x04 \x01(\rH\x00\x12\x11\n\tnum_items\x18\x05 \x01(\x04\x12\x19\n\x11num_visible_items\x18\x06 \x01(\x04\x42\t\n\x07\x64\x65tails\"\x1e\n\rConstantValue\x12\r\n\x05value\x18\x01 \x01(\x0c\"\n\n\x08NoValues*j\n\rSparseSetKind\x12\x1a\n\x16SPARSE_SET_UNSPECIFIED\x10\x00\x12\x1d\n\x19SPARSE_SET_NULL_POSITIONS\x10\x01\x12\x1e\n\x1aSPARSE_SET_VALID_POSITIONS\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'encodings_v2_3_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SPARSESETKIND']._serialized_start=1971
-  _globals['_SPARSESETKIND']._serialized_end=2077
+  _globals['_SPARSESETKIND']._serialized_start=2143
+  _globals['_SPARSESETKIND']._serialized_end=2249
   _globals['_PLANARLAYOUT']._serialized_start=65
   _globals['_PLANARLAYOUT']._serialized_end=181
   _globals['_STRUCTURALPLANE']._serialized_start=184
@@ -42,24 +42,26 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_DENSESTRUCTURE']._serialized_end=382
   _globals['_SPARSESTRUCTURE']._serialized_start=384
   _globals['_SPARSESTRUCTURE']._serialized_end=449
-  _globals['_SPARSELAYER']._serialized_start=451
-  _globals['_SPARSELAYER']._serialized_end=575
-  _globals['_SPARSESLOTSET']._serialized_start=578
-  _globals['_SPARSESLOTSET']._serialized_end=715
-  _globals['_SPARSELISTLAYER']._serialized_start=718
-  _globals['_SPARSELISTLAYER']._serialized_end=960
-  _globals['_VALUEPLANE']._serialized_start=963
-  _globals['_VALUEPLANE']._serialized_end=1187
-  _globals['_DENSECHUNKLEVELS']._serialized_start=1190
-  _globals['_DENSECHUNKLEVELS']._serialized_end=1370
-  _globals['_CHUNKEDVALUES']._serialized_start=1373
-  _globals['_CHUNKEDVALUES']._serialized_end=1632
-  _globals['_DENSEZIPLEVELS']._serialized_start=1634
-  _globals['_DENSEZIPLEVELS']._serialized_end=1686
-  _globals['_ZIPPEDVALUES']._serialized_start=1689
-  _globals['_ZIPPEDVALUES']._serialized_end=1925
-  _globals['_CONSTANTVALUE']._serialized_start=1927
-  _globals['_CONSTANTVALUE']._serialized_end=1957
-  _globals['_NOVALUES']._serialized_start=1959
-  _globals['_NOVALUES']._serialized_end=1969
+  _globals['_SPARSELAYER']._serialized_start=452
+  _globals['_SPARSELAYER']._serialized_end=648
+  _globals['_SPARSEFIXEDSIZELISTLAYER']._serialized_start=650
+  _globals['_SPARSEFIXEDSIZELISTLAYER']._serialized_end=747
+  _globals['_SPARSESLOTSET']._serialized_start=750
+  _globals['_SPARSESLOTSET']._serialized_end=887
+  _globals['_SPARSELISTLAYER']._serialized_start=890
+  _globals['_SPARSELISTLAYER']._serialized_end=1132
+  _globals['_VALUEPLANE']._serialized_start=1135
+  _globals['_VALUEPLANE']._serialized_end=1359
+  _globals['_DENSECHUNKLEVELS']._serialized_start=1362
+  _globals['_DENSECHUNKLEVELS']._serialized_end=1542
+  _globals['_CHUNKEDVALUES']._serialized_start=1545
+  _globals['_CHUNKEDVALUES']._serialized_end=1804
+  _globals['_DENSEZIPLEVELS']._serialized_start=1806
+  _globals['_DENSEZIPLEVELS']._serialized_end=1858
+  _globals['_ZIPPEDVALUES']._serialized_start=1861
+  _globals['_ZIPPEDVALUES']._serialized_end=2097
+  _globals['_CONSTANTVALUE']._serialized_start=2099
+  _globals['_CONSTANTVALUE']._serialized_end=2129
+  _globals['_NOVALUES']._serialized_start=2131
+  _globals['_NOVALUES']._serialized_end=2141
 # @@protoc_insertion_point(module_scope)

@@ -46,12 +46,22 @@ class SparseStructure(_message.Message):
     def __init__(self, layers: _Optional[_Iterable[_Union[SparseLayer, _Mapping]]] = ...) -> None: ...
 
 class SparseLayer(_message.Message):
-    __slots__ = ("item", "list")
+    __slots__ = ("item", "list", "fixed_size_list")
     ITEM_FIELD_NUMBER: _ClassVar[int]
     LIST_FIELD_NUMBER: _ClassVar[int]
+    FIXED_SIZE_LIST_FIELD_NUMBER: _ClassVar[int]
     item: SparseSlotSet
     list: SparseListLayer
-    def __init__(self, item: _Optional[_Union[SparseSlotSet, _Mapping]] = ..., list: _Optional[_Union[SparseListLayer, _Mapping]] = ...) -> None: ...
+    fixed_size_list: SparseFixedSizeListLayer
+    def __init__(self, item: _Optional[_Union[SparseSlotSet, _Mapping]] = ..., list: _Optional[_Union[SparseListLayer, _Mapping]] = ..., fixed_size_list: _Optional[_Union[SparseFixedSizeListLayer, _Mapping]] = ...) -> None: ...
+
+class SparseFixedSizeListLayer(_message.Message):
+    __slots__ = ("dimension", "validity")
+    DIMENSION_FIELD_NUMBER: _ClassVar[int]
+    VALIDITY_FIELD_NUMBER: _ClassVar[int]
+    dimension: int
+    validity: SparseSlotSet
+    def __init__(self, dimension: _Optional[int] = ..., validity: _Optional[_Union[SparseSlotSet, _Mapping]] = ...) -> None: ...
 
 class SparseSlotSet(_message.Message):
     __slots__ = ("kind", "positions", "count")

@@ -31,6 +31,7 @@ from __future__ import annotations
 import struct
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 
 from reference_impl.errors import FormatError
 
@@ -194,11 +195,148 @@ def decode_array(arr: pa.Array) -> pa.Array:
 
 
 def decode_json_columns(table: pa.Table) -> pa.Table:
-    """Turn every top-level ``lance.json`` column of a scanned table into ``arrow.json``."""
+    """Turn every ``lance.json`` field of a scanned table into ``arrow.json``, at any depth
+    (a JSON child of a struct, the items of a list or fixed-size list, a map's values)."""
     for i, field in enumerate(table.schema):
-        if is_json_field(field) and (pa.types.is_large_binary(field.type)
-                                     or pa.types.is_binary(field.type)):
-            col = table.column(i).combine_chunks()
-            table = table.set_column(i, pa.field(field.name, pa.json_(), field.nullable),
-                                     decode_array(col))
+        if _holds_json(field):
+            new_field, arr = _decode_field(field, table.column(i).combine_chunks())
+            table = table.set_column(i, new_field, arr)
     return table
+
+
+def _holds_json(field: pa.Field) -> bool:
+    if is_json_field(field):
+        return pa.types.is_large_binary(field.type) or pa.types.is_binary(field.type)
+    t = field.type
+    return any(_holds_json(t.field(k)) for k in range(t.num_fields))
+
+
+def _decode_field(field: pa.Field, arr: pa.Array, nested: bool = False
+                  ) -> tuple[pa.Field, pa.Array]:
+    """``(field, arr)`` with the JSON fields below (or at) ``field`` decoded to JSON text.
+
+    A nested field named ``arrow.json`` holds JSON text, not binary JSON: pylance 0.36 to
+    1.x convert top-level JSON columns only, and 14.0.2 reads those nested values as the
+    text they are. ``lance.json`` (2.x on) is binary JSON at any depth."""
+    if not _holds_json(field):
+        return field, arr
+    if is_json_field(field):
+        out = pa.field(field.name, pa.json_(), field.nullable)
+        if nested and (field.metadata or {}).get(b"ARROW:extension:name") == b"arrow.json":
+            storage = arr.cast(pa.string()) if pa.types.is_binary(arr.type) else \
+                arr.cast(pa.large_string()).cast(pa.string())
+            return out, pa.ExtensionArray.from_storage(pa.json_(), storage)
+        return out, decode_array(arr)
+    t = field.type
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(t):
+        kids = [_decode_field(t.field(k), arr.field(k), True) for k in range(t.num_fields)]
+        out = pa.StructArray.from_arrays([a for _, a in kids], fields=[f for f, _ in kids],
+                                         mask=mask)
+        return field.with_type(out.type), out
+    if pa.types.is_map(t):
+        start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()
+        offsets = pa.compute.subtract(arr.offsets, pa.scalar(start, arr.offsets.type))
+        keys = arr.keys.slice(start, end - start)
+        item_field, items = _decode_field(t.item_field, arr.items.slice(start, end - start),
+                                          True)
+        out = pa.MapArray.from_arrays(offsets, keys, items, mask=mask,
+                                      type=pa.map_(t.key_field, item_field))
+        return field.with_type(out.type), out
+    if pa.types.is_fixed_size_list(t):
+        size = t.list_size
+        values = arr.values.slice(arr.offset * size, len(arr) * size)
+        value_field, values = _decode_field(t.value_field, values, True)
+        out = pa.FixedSizeListArray.from_arrays(values, type=pa.list_(value_field, size),
+                                                mask=mask)
+        return field.with_type(out.type), out
+    # list / large_list
+    start, end = arr.offsets[0].as_py(), arr.offsets[-1].as_py()
+    offsets = pa.compute.subtract(arr.offsets, pa.scalar(start, arr.offsets.type))
+    value_field, values = _decode_field(t.value_field, arr.values.slice(start, end - start),
+                                        True)
+    large = pa.types.is_large_list(t)
+    cls = pa.LargeListArray if large else pa.ListArray
+    out = cls.from_arrays(offsets, values, mask=mask,
+                          type=(pa.large_list if large else pa.list_)(value_field))
+    return field.with_type(out.type), out
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def from_text(text: str) -> bytes:
+    """One JSON document (text) as the binary JSON a ``lance.json`` column stores (the
+    encoding above: object members sorted by key bytes, as pylance stores them; integers in
+    the fewest bytes, 0 as a bare tag; other numbers as float64). ``InvalidInput`` when the
+    text is not JSON."""
+    import json
+
+    from reference_impl.errors import InvalidInput
+
+    try:
+        doc = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidInput(f"arrow.json value is not valid JSON: {exc}") from None
+    out = bytearray()
+    _encode_container(doc, out, 0)
+    return bytes(out)
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _encode_container(doc, out: bytearray, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise ValueError("JSON nested too deeply")
+    if isinstance(doc, dict):
+        keys = sorted(doc, key=lambda k: k.encode("utf-8"))
+        items = [(_STRING, k.encode("utf-8")) for k in keys] + \
+            [_encode_item(doc[k], depth) for k in keys]
+        header = (_OBJECT << 28) | len(keys)
+    elif isinstance(doc, list):
+        items = [_encode_item(v, depth) for v in doc]
+        header = (_ARRAY << 28) | len(doc)
+    else:
+        items = [_encode_item(doc, depth)]
+        header = _SCALAR << 28
+    out += struct.pack(">I", header)
+    for kind, raw in items:
+        out += struct.pack(">I", (kind << 28) | len(raw))
+    for _, raw in items:
+        out += raw
+
+
+def _encode_item(value, depth: int) -> tuple[int, bytes]:
+    if value is None:
+        return _NULL, b""
+    if value is True:
+        return _TRUE, b""
+    if value is False:
+        return _FALSE, b""
+    if isinstance(value, str):
+        return _STRING, value.encode("utf-8")
+    if isinstance(value, int):
+        if value == 0:
+            return _NUMBER, b"\x00"
+        for width in (1, 2, 4, 8):
+            lo, hi = -(1 << (8 * width - 1)), (1 << (8 * width - 1)) - 1
+            if lo <= value <= hi:
+                return _NUMBER, b"\x40" + value.to_bytes(width, "big", signed=True)
+        if 0 < value < (1 << 64):
+            return _NUMBER, b"\x50" + value.to_bytes(8, "big")
+        value = float(value)
+    if isinstance(value, float):
+        return _NUMBER, b"\x60" + struct.pack(">d", value)
+    nested = bytearray()
+    _encode_container(value, nested, depth + 1)
+    return _CONTAINER, bytes(nested)
+
+
+def encode_array(arr: pa.Array) -> pa.Array:
+    """An ``arrow.json`` (or JSON text) array as the ``large_binary`` values a ``lance.json``
+    column stores."""
+    storage = arr.storage if isinstance(arr, pa.ExtensionArray) else arr
+    return pa.array([None if v is None else from_text(v) for v in storage.to_pylist()],
+                    pa.large_binary())

@@ -57,7 +57,11 @@ list<T>                                    ``list`` + child (``list.struct`` whe
 large_list<T>                              ``large_list`` (``large_list.struct``)
 fixed_size_list<T>[n]                      ``fixed_size_list:<T>:n``, one field; T may
                                            itself be ``fixed_size_list:float:2``;
-                                           legacy panics on non-fixed-width T
+                                           legacy panics on non-fixed-width T;
+                                           ``fixed_size_list:lance.bfloat16:n`` for
+                                           bfloat16 items
+fixed_size_list<struct>[n]                 ``fixed_size_list:struct:n`` + one child (the
+                                           struct item) and its children; 2.2+ only
 struct<...>                                ``struct`` + children
 map<K, V> (keys unsorted)                  ``map`` + ``entries: struct`` + ``key``,
                                            ``value``; only 2.2+ (legacy, 2.0, 2.1 refuse;
@@ -66,9 +70,15 @@ dictionary<V, I, ordered>                  ``dict:<V>:<I>:<true|false>``, encodi
                                            DICTIONARY, field 8 present
 extension<arrow.uuid>                      ``fixed_size_binary:16`` + extension_name
 extension<arrow.fixed_shape_tensor>        ``fixed_size_list:float:4`` + extension_name
+extension<arrow.opaque>, ``arrow.bool8``,  the storage's logical type + extension_name;
+``lance.bfloat16``                         an extension over a struct
+(``arrow.variable_shape_tensor``) keeps    the struct's children
 extension<arrow.json>                      ``json``, extension_name ``lance.json``
                                            (stored as JSONB; pylance shows arrow.json)
-list_view                                  refused by pylance
+struct<> (no children)                     ``struct`` without children (a column of its
+                                           own in every file version)
+list_view, unions, run-end encoded,        refused by pylance
+decimal32/64, intervals
 =========================================  ===========================================
 
 Extension types keep ``ARROW:extension:name`` and ``ARROW:extension:metadata`` in the
@@ -99,6 +109,7 @@ FIELD_ID_KEY = b"lance:field_id"
 EXTENSION_NAME_KEY = b"ARROW:extension:name"
 EXTENSION_METADATA_KEY = b"ARROW:extension:metadata"
 MAX_DEPTH = 64  # deeper nesting is refused rather than recursed into
+BFLOAT16 = "lance.bfloat16"
 
 _PRIMITIVES: dict[str, pa.DataType] = {
     "null": pa.null(), "bool": pa.bool_(),
@@ -147,6 +158,11 @@ def parse_logical_type(lt: str) -> pa.DataType:
         return _PRIMITIVES[lt]
     if lt == "json":
         return _JSON_STORAGE
+    if lt == BFLOAT16:
+        # the item type of a fixed-size list of lance.bfloat16 is spelled by the extension's
+        # name (``fixed_size_list:lance.bfloat16:8``): 2-byte values, which pylance reads
+        # back as lance.bfloat16 items (fixed_size_binary(2) where that type is unknown)
+        return pa.binary(2)
     head, _, rest = lt.partition(":")
     if head == "decimal":
         parts = rest.split(":")
@@ -175,6 +191,9 @@ def parse_logical_type(lt: str) -> pa.DataType:
             raise _bad(f"malformed fixed_size_list logical type {lt!r}")
         n = _int_param(size, "list size", 1, 2**31 - 1, lt)
         item = parse_logical_type(inner)
+        if inner == BFLOAT16:  # the item keeps its extension, as pylance reads it back
+            return pa.list_(pa.field("item", item, metadata={
+                EXTENSION_NAME_KEY: BFLOAT16.encode(), EXTENSION_METADATA_KEY: b""}), n)
         return pa.list_(pa.field("item", item), n)
     if head == "dict":
         parts = rest.split(":")
@@ -216,7 +235,10 @@ def logical_type_of(t: pa.DataType) -> str:
     if pa.types.is_fixed_size_binary(t):
         return f"fixed_size_binary:{t.byte_width}"
     if pa.types.is_fixed_size_list(t):
-        return f"fixed_size_list:{logical_type_of(t.value_type)}:{t.list_size}"
+        value = t.value_type
+        if isinstance(value, pa.BaseExtensionType) and value.extension_name == BFLOAT16:
+            return f"fixed_size_list:{BFLOAT16}:{t.list_size}"  # as pylance spells it
+        return f"fixed_size_list:{logical_type_of(value)}:{t.list_size}"
     if pa.types.is_dictionary(t):
         return (f"dict:{logical_type_of(t.value_type)}:{logical_type_of(t.index_type)}:"
                 f"{'true' if t.ordered else 'false'}")
@@ -228,6 +250,14 @@ def logical_type_of(t: pa.DataType) -> str:
     if pa.types.is_struct(t):
         return "struct"
     raise InvalidInput(f"Arrow type {t} has no Lance logical type (pylance refuses it too)")
+
+
+def _nested(t: pa.DataType) -> bool:
+    """A type whose Lance field has children (a struct, list or map; an extension over one)."""
+    if isinstance(t, pa.BaseExtensionType):
+        return not _is_json(t) and _nested(t.storage_type)
+    return (pa.types.is_struct(t) or pa.types.is_list(t) or pa.types.is_large_list(t)
+            or pa.types.is_map(t) or (pa.types.is_fixed_size_list(t) and _nested(t.value_type)))
 
 
 def _is_json(t: pa.DataType) -> bool:
@@ -249,7 +279,12 @@ def _encoding_of(t: pa.DataType) -> int | None:
 
 
 def _extension_metadata(t: pa.BaseExtensionType) -> bytes:
-    """Serialized parameters of an extension type, as Arrow IPC would write them."""
+    """Serialized parameters of an extension type, as Arrow IPC (and pylance, which takes
+    them through the C data interface) writes them: ``{"type_name":...}`` of an
+    ``arrow.opaque``, ``{"shape":[2,2]}`` of a tensor, ``b""`` of ``arrow.uuid``."""
+    exported = _c_schema_metadata(t)
+    if EXTENSION_METADATA_KEY in exported:
+        return exported[EXTENSION_METADATA_KEY]
     if hasattr(t, "__arrow_ext_serialize__"):
         try:
             return t.__arrow_ext_serialize__()
@@ -263,6 +298,43 @@ def _extension_metadata(t: pa.BaseExtensionType) -> bytes:
             doc["permutation"] = list(t.permutation)
         return json.dumps(doc, separators=(",", ":")).encode()
     return b""
+
+
+def _c_schema_metadata(t: pa.DataType) -> dict[bytes, bytes]:
+    """The metadata the Arrow C data interface exports with ``t`` (an extension type's name
+    and serialized parameters): the one place pyarrow gives every extension type's
+    serialization, the C++ canonical types' included. ``{}`` when it cannot be had."""
+    import ctypes
+
+    class ArrowSchema(ctypes.Structure):
+        pass
+
+    release = ctypes.CFUNCTYPE(None, ctypes.POINTER(ArrowSchema))
+    ArrowSchema._fields_ = [
+        ("format", ctypes.c_char_p), ("name", ctypes.c_char_p), ("metadata", ctypes.c_void_p),
+        ("flags", ctypes.c_int64), ("n_children", ctypes.c_int64),
+        ("children", ctypes.c_void_p), ("dictionary", ctypes.c_void_p),
+        ("release", release), ("private_data", ctypes.c_void_p)]
+    c = ArrowSchema()
+    try:
+        t._export_to_c(ctypes.addressof(c))
+    except Exception:  # noqa: BLE001 - an old pyarrow without the C data interface
+        return {}
+    out: dict[bytes, bytes] = {}
+    try:
+        if c.metadata:  # int32 count, then (int32 length, bytes) per key and value
+            pos = c.metadata + 4
+            for _ in range(ctypes.c_int32.from_address(c.metadata).value):
+                key_len = ctypes.c_int32.from_address(pos).value
+                key = ctypes.string_at(pos + 4, key_len)
+                pos += 4 + key_len
+                value_len = ctypes.c_int32.from_address(pos).value
+                out[key] = ctypes.string_at(pos + 4, value_len)
+                pos += 4 + value_len
+    finally:
+        if c.release:
+            c.release(ctypes.byref(c))
+    return out
 
 
 # --------------------------------------------------------------------------- fields -> arrow
@@ -446,6 +518,15 @@ def _to_arrow_field(tree: SchemaTree, f: file_pb2.Field) -> pa.Field:
             t = pa.map_(key.with_nullable(False), value)
         except (pa.ArrowException, ValueError, TypeError) as exc:
             raise FormatError(f"map field {f.name!r}: {exc}", rule="SCHEMA-005") from None
+    elif lt.startswith("fixed_size_list:") and kids:
+        # a fixed-size list of a nested type (pylance 2.2+: ``fixed_size_list:struct:2``)
+        # spells its item's logical type and has the item as its one child
+        inner, _, size = lt[len("fixed_size_list:"):].rpartition(":")
+        if len(kids) != 1 or kids[0].logical_type != inner:
+            raise FormatError(f"{lt} field {f.name!r} (id {f.id}) needs one child of type "
+                              f"{inner!r}", rule="SCHEMA-005")
+        n = _int_param(size, "list size", 1, 2**31 - 1, lt)
+        t = pa.list_(_to_arrow_field(tree, kids[0]), n)
     else:
         if kids:
             raise FormatError(f"field {f.name!r} (id {f.id}) of type {lt!r} has children",
@@ -455,18 +536,24 @@ def _to_arrow_field(tree: SchemaTree, f: file_pb2.Field) -> pa.Field:
 
 
 def fields_to_arrow(fields: Iterable[file_pb2.Field],
-                    schema_metadata: dict[str, bytes] | None = None) -> pa.Schema:
+                    schema_metadata: dict[str, bytes] | None = None, *,
+                    extensions: bool = True) -> pa.Schema:
     """The pyarrow schema of a Lance field list; every field (children included) holds its
     id under ``b"lance:field_id"``. Extension types known to pyarrow (``arrow.uuid``,
     ``arrow.fixed_shape_tensor`` ...) come back as extension types; unknown ones (such as
-    ``lance.json``) as their storage type with the extension keys in the field metadata."""
+    ``lance.json``) as their storage type with the extension keys in the field metadata.
+
+    With ``extensions=False`` every field keeps its storage type (the extension keys stay in
+    its metadata): the schema a decoder walks, whose nested fields all carry their ids, as
+    the fields of an extension type's storage do not."""
     tree = SchemaTree(fields)
     arrow_fields = [_to_arrow_field(tree, f) for f in tree.top_level_fields()]
     meta = None
     if schema_metadata:
         meta = {(k.encode() if isinstance(k, str) else k): bytes(v) for k, v in schema_metadata.items()}
     schema = pa.schema(arrow_fields, metadata=meta)
-    if any(f.extension_name or EXTENSION_NAME_KEY.decode() in f.metadata for f in tree.fields):
+    if extensions and any(f.extension_name or EXTENSION_NAME_KEY.decode() in f.metadata
+                          or BFLOAT16 in f.logical_type for f in tree.fields):
         # IPC import turns ARROW:extension:* metadata into registered extension types; an
         # extension registered in this process may refuse the stored type (its own checks),
         # and then the field stays its storage type with the extension keys as metadata
@@ -511,8 +598,11 @@ def arrow_to_fields(schema: pa.Schema, *, start_id: int = 0) -> list[file_pb2.Fi
             f.extension_name = name
             f.metadata[EXTENSION_NAME_KEY.decode()] = name.encode()
             f.metadata[EXTENSION_METADATA_KEY.decode()] = b"" if _is_json(t) else _extension_metadata(t)
-            out.append(f)
-            return
+            if _is_json(t):
+                out.append(f)
+                return
+            # a nested storage keeps its children (arrow.variable_shape_tensor's struct)
+            t = t.storage_type
         out.append(f)
         if pa.types.is_map(t):
             if t.keys_sorted:
@@ -521,6 +611,8 @@ def arrow_to_fields(schema: pa.Schema, *, start_id: int = 0) -> list[file_pb2.Fi
             add(entries, f.id, depth + 1)
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
             add(t.value_field, f.id, depth + 1)
+        elif pa.types.is_fixed_size_list(t) and _nested(t.value_type):
+            add(t.value_field, f.id, depth + 1)  # fixed_size_list:struct:N has its item
         elif pa.types.is_struct(t):
             for i in range(t.num_fields):
                 add(t.field(i), f.id, depth + 1)

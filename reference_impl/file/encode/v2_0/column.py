@@ -130,7 +130,7 @@ class _Node:
         elif is_variable_width(t):
             self.kind = "binary"
         elif pa.types.is_null(t):
-            raise UnsupportedFeature("the null type is not written by this writer")
+            self.kind = "null"  # every page all_nulls{}, as pylance 14.0.2 writes it
         else:
             self.kind = "value"
         self.struct_values = 0
@@ -196,6 +196,9 @@ class FieldEncoder20:
             tree = arrow_dictionary_node(arr, buffers)
         elif node.kind == "packed":
             tree = packed_struct_node(arr, buffers, node.field.name)
+        elif node.kind == "null":
+            tree = pb.ArrayEncoding()
+            tree.nullable.all_nulls.SetInParent()
         else:
             tree = values_node(arr, buffers)
         out.append((col, _page(tree, buffers, len(arr))))

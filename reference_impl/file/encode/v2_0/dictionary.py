@@ -67,6 +67,17 @@ def arrow_dictionary_node(arr: pa.DictionaryArray, buffers: list[bytes]) -> pb.A
     node.dictionary.indices.nullable.no_nulls.values.CopyFrom(
         flat_node(bits, buffers, np.ascontiguousarray(codes).view(unsigned).tobytes())
     )
-    node.dictionary.items.CopyFrom(binary_node(items, buffers))
+    if pa.types.is_integer(items.type) or pa.types.is_floating(items.type):
+        # numbers: a nullable flat node of the items (validity, then values), as pylance
+        # 14.0.2 writes them
+        from ..arrow_data import fixed_bits, fixed_values
+        from .nullable import nullable_node
+
+        valid = items.is_valid().to_numpy(zero_copy_only=False) if items.null_count else None
+        node.dictionary.items.CopyFrom(nullable_node(
+            valid, len(items), buffers,
+            lambda b: flat_node(fixed_bits(items.type), b, fixed_values(items).tobytes())))
+    else:
+        node.dictionary.items.CopyFrom(binary_node(items, buffers))
     node.dictionary.num_dictionary_items = len(items)
     return node

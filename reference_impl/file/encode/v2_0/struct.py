@@ -16,7 +16,9 @@ from ....proto import encodings_v2_0_pb2 as pb
 
 def check_struct_validity(arr: pa.Array, name: str) -> None:
     if arr.null_count:
-        raise UnsupportedFeature(f"file version 2.0 cannot store null structs (field {name!r})")
+        raise UnsupportedFeature(f"field {name!r}: {arr.type} has {arr.null_count} null rows; "
+                                 f"file version 2.0 cannot store null structs (pylance 14.0.2: "
+                                 f"\"does not encode struct validity\")")
 
 
 def struct_header_node() -> pb.ArrayEncoding:

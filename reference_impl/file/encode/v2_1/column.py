@@ -36,7 +36,15 @@ from .full_zip import encode_full_zip
 from .general import LZ4, ZSTD, GeneralValues, compress
 from .mini_block import encode_mini_block_fast
 from .packed_struct import check_packable, encode_packed_struct_page, leaf_fields
-from .repdef import Shredded, row_starts, shred, slice_levels
+from .repdef import (
+    Shredded,
+    is_empty_struct,
+    is_struct_fsl,
+    items_per_row,
+    row_starts,
+    shred,
+    slice_levels,
+)
 from .rle import RleValues, run_count
 from .variable import VariableValues
 
@@ -66,21 +74,30 @@ def _assign_ids(f: pa.Field, ids: Iterator[int], leaves: list[int]) -> None:
         leaves.append(fid)  # one column for the whole packed struct (FILE-ENCODINGS §1.1)
         for i in range(t.num_fields):
             _assign_ids(t.field(i), ids, [])
-    elif pa.types.is_struct(t):
+    elif pa.types.is_struct(t) and t.num_fields:
         for i in range(t.num_fields):
             _assign_ids(t.field(i), ids, leaves)
-    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or is_struct_fsl(t):
         _assign_ids(t.value_field, ids, leaves)
+    elif is_empty_struct(t):
+        leaves.append(fid)  # a column of levels only (repdef.is_empty_struct)
     else:
-        if pa.types.is_null(t):
-            raise UnsupportedFeature("the null type is not written by this writer")
         if pa.types.is_fixed_size_list(t) and not (
-            pa.types.is_integer(t.value_type) or pa.types.is_floating(t.value_type)
+            _fixed_width(t.value_type) or pa.types.is_null(t.value_type)
         ):
             raise UnsupportedFeature(
-                f"2.1+ writer supports fixed_size_list of numbers only, not {t}"
+                f"2.1+ writer supports fixed_size_list of fixed-width primitives only, "
+                f"not {t}"
             )
         leaves.append(fid)
+
+
+def _fixed_width(t: pa.DataType) -> bool:
+    try:
+        fixed_bits(t)
+    except UnsupportedFeature:
+        return False
+    return True
 
 
 def value_encoder(values: pa.Array, hints: EncodingHints = NO_HINTS):
@@ -146,10 +163,12 @@ def encode_leaf_page(
     sh: Shredded, version: str, hints: EncodingHints = NO_HINTS, name: str = ""
 ) -> tuple[list[bytes], object]:
     values = sh.values
-    if len(values) == values.null_count:
+    if len(values) == values.null_count or is_empty_struct(values.type):
         return encode_all_null(sh)
     if pa.types.is_struct(values.type):
         return encode_packed_struct_page(sh, version, name)
+    if pa.types.is_fixed_size_list(values.type) and pa.types.is_null(values.type.value_type):
+        return encode_full_zip(sh)  # items without bytes: full-zip, as pylance 14.0.2
     if pa.types.is_dictionary(values.type):  # an Arrow dictionary field: always a dictionary
         indices, block, enc, n_items = arrow_dictionary(
             values, version, hints.dict_values_compression
@@ -225,8 +244,10 @@ class FieldEncoder21:
             buffers, layout = encode_leaf_page(
                 page_sh, self.version, self.hints[col], self.leaves[col][1].name
             )
+            # under fixed-size lists of structs pages count items (repdef.items_per_row)
+            per = items_per_row(self.paths[col])
             return col, EncodedPage(
-                buffers, page_sh.num_rows, pack_any(layout), first_row + row0, layout
+                buffers, page_sh.num_rows, pack_any(layout), first_row * per + row0, layout
             )
 
         return map_ordered(one, todo)

@@ -73,7 +73,11 @@ def arrow_dictionary(
     :func:`rows_null_through_items`) and the indices keep the Arrow key type (null slots
     carry 0), compressed like any integers of that width, as pylance 14.0.2 writes them."""
     items = values.dictionary
-    block, enc = variable_block(items)
+    if is_variable_width(items.type):
+        block, enc = variable_block(items)
+    else:  # numbers: one flat block of the items (pylance 14.0.2: flat 64 for int64 values)
+        block = fixed_values(items).tobytes()
+        enc = flat_encoding(fixed_bits(items.type))
     if version != "2.1" and items_compression != "none":
         scheme = ZSTD if items_compression == "zstd" else LZ4
         block = compress(block, scheme)

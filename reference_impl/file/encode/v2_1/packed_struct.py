@@ -38,7 +38,7 @@ from ..v2_0.packed_struct import check_children_valid, child_layout, packed_rows
 from .flat import chunk_values_for_width
 from .full_zip import _ragged_copy, encode_full_zip
 from .mini_block import encode_mini_block_fast
-from .repdef import ITEM, LIST, Shredded
+from .repdef import FSL, ITEM, LIST, Shredded, is_struct_fsl
 
 
 def leaf_fields(f: pa.Field, path: tuple = ()) -> list[tuple[tuple, pa.Field]]:
@@ -48,13 +48,15 @@ def leaf_fields(f: pa.Field, path: tuple = ()) -> list[tuple[tuple, pa.Field]]:
     struct, ``(LIST,)`` into a list, and a final ``(ITEM, None)`` for the leaf itself.
     """
     t = f.type
-    if pa.types.is_struct(t) and not parse_hints(f).packed:
+    if pa.types.is_struct(t) and t.num_fields and not parse_hints(f).packed:
         out = []
         for i in range(t.num_fields):
             out.extend(leaf_fields(t.field(i), path + ((ITEM, i),)))
         return out
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return leaf_fields(t.value_field, path + ((LIST,),))
+    if is_struct_fsl(t):
+        return leaf_fields(t.value_field, path + ((FSL, t.list_size),))
     return [(path + ((ITEM, None),), f)]
 
 

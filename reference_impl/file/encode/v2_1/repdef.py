@@ -36,6 +36,20 @@ from ..arrow_data import list_offsets, valid_mask
 
 ITEM = "item"
 LIST = "list"
+FSL = "fsl"  # a fixed-size list of structs: ``(FSL, size)``, an item layer of ``size`` slots
+
+
+def is_struct_fsl(t: pa.DataType) -> bool:
+    """A fixed-size list of structs (written 2.2+): a layer of its struct's leaves, whose
+    slots are its items (FILE-ENCODINGS §1.1; pages count items, as pylance 14.0.2 writes)."""
+    return pa.types.is_fixed_size_list(t) and (pa.types.is_struct(t.value_type)
+                                              or is_struct_fsl(t.value_type))
+
+
+def is_empty_struct(t: pa.DataType) -> bool:
+    """A struct without children: a leaf whose column holds levels only, every slot null at
+    its own layer (a constant all-null page), as pylance 14.0.2 writes it."""
+    return pa.types.is_struct(t) and t.num_fields == 0
 
 
 @dataclass
@@ -62,14 +76,25 @@ def leaf_paths(t: pa.DataType, path=()) -> list[tuple]:
     Struct layers are item layers whose ``child_index`` selects the child; the last step
     of every path is the leaf's own item layer (``child_index`` None).
     """
-    if pa.types.is_struct(t):
+    if pa.types.is_struct(t) and t.num_fields:
         out = []
         for i in range(t.num_fields):
             out.extend(leaf_paths(t.field(i).type, path + ((ITEM, i),)))
         return out
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return leaf_paths(t.value_type, path + ((LIST,),))
+    if is_struct_fsl(t):
+        return leaf_paths(t.value_type, path + ((FSL, t.list_size),))
     return [path + ((ITEM, None),)]
+
+
+def items_per_row(path: tuple) -> int:
+    """Slots per top-level row of a leaf under fixed-size lists of structs (1 otherwise)."""
+    n = 1
+    for step in path:
+        if step[0] == FSL:
+            n *= step[1]
+    return n
 
 
 def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
@@ -87,11 +112,12 @@ def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
     """
     if fast and all(step[0] == ITEM for step in path):
         return _shred_items(arr, path)
-    n = len(arr)
+    n = len(arr) * items_per_row(path)  # rows: slots of the outermost layer
     max_rep = sum(1 for s in path if s[0] == LIST)
-    rep = np.full(n, max_rep, np.uint16) if max_rep else None
-    code = np.zeros(n, np.int32)  # 0 valid, 2p+1 null at step p, 2p+2 empty at step p
-    idx = np.arange(n, dtype=np.int64)
+    m = len(arr)
+    rep = np.full(m, max_rep, np.uint16) if max_rep else None
+    code = np.zeros(m, np.int32)  # 0 valid, 2p+1 null at step p, 2p+2 empty at step p
+    idx = np.arange(m, dtype=np.int64)
     cur = arr
     depth = max_rep
     seen_null = [False] * len(path)
@@ -99,8 +125,14 @@ def shred(arr: pa.Array, path: tuple, fast: bool = True) -> Shredded:
     done = None  # (visible, values) once the fast path has finished the walk early
     for p, step in enumerate(path):
         live = code == 0
+        if step[0] == FSL:
+            rep, code, idx, cur = _expand_fsl(cur, step[1], rep, code, idx, live, p, depth,
+                                              seen_null)
+            continue
         if step[0] == ITEM:
             valid = valid_mask(cur)
+            if step[1] is None and is_empty_struct(cur.type):
+                valid = np.zeros(len(cur), bool)  # every slot null at its own layer
             if valid is not None and len(idx):
                 safe = np.where(idx >= 0, idx, 0)
                 nul = live & ~valid[safe] & (idx >= 0)
@@ -172,6 +204,8 @@ def _shred_items(arr: pa.Array, path: tuple) -> Shredded:
     seen_null = [False] * len(path)
     for p, step in enumerate(path):
         valid = valid_mask(cur)
+        if step[1] is None and is_empty_struct(cur.type):
+            valid = np.zeros(n, bool)  # every slot null at its own layer
         if valid is not None and n:
             nul = ~valid if code is None else ~valid & (code == 0)
             if nul.any():
@@ -196,7 +230,7 @@ def _layers(path: tuple, seen_null: list[bool], seen_empty: list[bool]):
     max_visible = 0
     last_list = max((p for p, s in enumerate(path) if s[0] == LIST), default=-1)
     for p in reversed(range(len(path))):
-        if path[p][0] == ITEM:
+        if path[p][0] in (ITEM, FSL):
             if seen_null[p]:
                 layers.append(pb.REPDEF_NULLABLE_ITEM)
                 table[2 * p + 1] = level
@@ -222,6 +256,34 @@ def _layers(path: tuple, seen_null: list[bool], seen_empty: list[bool]):
             else:
                 layers.append(pb.REPDEF_ALL_VALID_LIST)
     return layers, table, level, max_visible
+
+
+def _expand_fsl(cur, size, rep, code, idx, live, p, depth, seen_null):
+    """A fixed-size list of structs step: its nulls as an item layer's (code ``2p+1``), then
+    every slot holding a value becomes ``size`` slots, one per item (placeholders under a
+    null list row too, as item slots are); the first keeps the rep, the others start only
+    the lists below (``depth``). Returns ``(rep, code, idx, items)``."""
+    valid = valid_mask(cur)
+    has = idx >= 0
+    if valid is not None and len(idx):
+        nul = live & has & ~valid[np.where(has, idx, 0)]
+        if nul.any():
+            seen_null[p] = True
+            code = code.copy()
+            code[nul] = 2 * p + 1
+    counts = np.where(has, size, 1).astype(np.int64)
+    ends = np.cumsum(counts)
+    firsts = ends - counts
+    total = int(ends[-1]) if len(ends) else 0
+    owner = np.repeat(np.arange(len(counts)), counts)
+    within = np.arange(total, dtype=np.int64) - firsts[owner]
+    base = (idx + cur.offset) * size
+    new_idx = np.where(has[owner], base[owner] + within, -1)
+    new_rep = None
+    if rep is not None:
+        new_rep = np.full(total, depth, np.uint16)
+        new_rep[firsts] = rep
+    return new_rep, code[owner], new_idx, cur.values
 
 
 def _valid_tail(values: pa.Array, rest: tuple) -> pa.Array | None:

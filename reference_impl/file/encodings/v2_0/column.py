@@ -282,6 +282,8 @@ def decode_field(
                     rule="FILE-051",
                 )
             children.append(arr)
+        if not children:  # a struct without children: its header column gives the rows
+            return pa.Array.from_buffers(t, rows, [None], children=[]), nxt
         return pa.StructArray.from_arrays(children, fields=list(t)), nxt
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return _list(field, columns, index)

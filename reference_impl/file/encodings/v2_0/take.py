@@ -105,12 +105,12 @@ def take(reader, idx: np.ndarray, names: list) -> pa.Table:
     """``reader.take`` for 2.0 files (``reader`` is a ``LanceFileReader``)."""
     columns = container_columns(reader.container)
     starts, index = {}, 0
-    for f in reader.schema:
+    for f in reader.decode_schema:
         starts[f.name] = index
         index += count_columns(f, columns, index)
     arrays, fields = [], []
     for name in names:
-        f = reader.schema.field(name)
+        f = reader.decode_schema.field(name)
         col = starts[name]
         t = f.type
         try:

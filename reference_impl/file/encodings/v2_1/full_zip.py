@@ -55,7 +55,11 @@ def decode(layout, buffers: list, rows: int, max_visible: int):
     cw = _cw_bytes(bits_rep + bits_def)
     detail = layout.WhichOneof("details")
     if detail == "bits_per_value":
-        if layout.bits_per_value % 8 or layout.bits_per_value == 0:
+        # 0 bits: values of no bytes, a constant{} node (pylance 1.0.4 writes all-null
+        # fixed-size list pages so, and 14.0.2 reads them)
+        zero_ok = layout.bits_per_value == 0 and \
+            layout.value_compression.WhichOneof("compression") == "constant"
+        if layout.bits_per_value % 8 or (layout.bits_per_value == 0 and not zero_ok):
             raise FormatError(f"full-zip bits_per_value {layout.bits_per_value}", rule=RULE)
         vw, lw = int(layout.bits_per_value) // 8, 0
     elif detail == "bits_per_offset":

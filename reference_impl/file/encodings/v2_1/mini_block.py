@@ -192,18 +192,22 @@ def same_shape(a, b) -> bool:
     return a == c
 
 
-def decode_pages(layouts: list, buffers_list: list, version: str):
+def decode_pages(layouts: list, buffers_list: list, version: str, extents: list | None = None):
     """:func:`decode` of consecutive pages of one column as one: ``(rep, def, values)`` of the
     pages concatenated (the same as decoding them one by one and joining the results).
 
     A speed-up beside the page-at-a-time path: the chunks of all pages are decoded by the same
     few numpy steps, so a column of many small pages costs what one large page costs. The pages'
-    layouts must be alike (:func:`same_shape`) and carry no dictionary.
+    layouts must be alike (:func:`same_shape`) and carry no dictionary. ``extents``, when
+    given, receives ``(levels, values)`` of each page, for the caller to check each page as
+    decoding it alone would.
     """
     first = layouts[0]
     if first.HasField("dictionary") or not all(same_shape(first, lay) for lay in layouts[1:]):
         raise ValueError("pages of different shapes are decoded one by one")
     parts = [page_chunks(lay, bufs, version) for lay, bufs in zip(layouts, buffers_list, strict=True)]
+    if extents is not None:
+        extents.extend((int(p.n_levels.sum()), int(p.counts.sum())) for p in parts)
     if len(parts) == 1:
         return decode_chunks(first, parts[0], buffers_list[0])
     base = np.cumsum([0] + [len(p.data) for p in parts[:-1]])  # each page's data in the joined data

@@ -42,6 +42,7 @@ class Layer:
     validity: np.ndarray | None  # bool per element, None = all valid
     offsets: np.ndarray | None  # int64, len = elements + 1 (lists only)
     length: int
+    dim: int = 1  # a 2.3 sparse fixed-size list layer: child slots per element
 
 
 def max_rep(layers) -> int:
@@ -152,6 +153,30 @@ def unravel(layers, rep, dfn, n_slots: int, rows: int):
     if out[0].length != rows:
         raise FormatError(f"levels describe {out[0].length} rows, the page has {rows}", rule=RULE)
     return out, np.ones(n_slots, bool) if exists[0] is None else exists[0]
+
+
+def rows_and_visible(layers, rep, dfn, n_slots: int) -> tuple[int, int, bool]:
+    """``(rows, visible slots, starts a row)`` of ``n_slots`` levels, as :func:`unravel`
+    counts them (its outermost layer's length and its visible mask), without unravelling:
+    what a page decoded together with others must show to read as it reads alone."""
+    layers = [int(k) for k in layers]
+    mr = max_rep(layers)
+    if rep is None and dfn is None and not mr:
+        return n_slots, n_slots, True
+    d = np.zeros(n_slots, np.uint16) if dfn is None else _levels(dfn)
+    first_list = next((j for j, k in enumerate(layers) if k in LIST_KINDS), None)
+    if first_list is None:
+        visible = n_slots
+    else:
+        inner = int(np.cumsum([0] + [NUM_DEF[k] for k in layers])[first_list])
+        visible = int(np.count_nonzero(d <= inner))
+    if not mr:
+        return n_slots, visible, True
+    if rep is None:  # list layers without repetition levels: unravel refuses any slot
+        return 0, visible, not n_slots
+    r = _levels(rep)
+    rows = int(np.count_nonzero(r >= mr))
+    return rows, visible, not n_slots or int(r[0]) == mr
 
 
 def _levels(levels: np.ndarray) -> np.ndarray:

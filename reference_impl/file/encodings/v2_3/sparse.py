@@ -8,6 +8,9 @@ need level buffers. Facts (decoded from 14.0.2 output and checked against its in
 * An ``item`` layer (a struct or the leaf) keeps its parent's domain and gives its validity as
   a slot set: ``kind`` 1 lists the null slots, 2 the valid ones; ``count`` positions decoded
   from ``positions`` (:mod:`.sequence`), ascending. An empty set is an empty ``Constant``.
+* A ``fixed_size_list`` layer (a fixed-size list of structs) maps each parent slot to
+  ``dimension`` child slots, with the parent slots' validity as a slot set. Dense levels count
+  such a list's slots per item, so :func:`decode` re-expresses it that way (:func:`per_slot`).
 * A ``list`` layer maps its parent domain to a child domain of ``num_child_slots`` slots:
   ``num_non_empty`` ascending parent positions (``non_empty_positions``) hold lists of
   ``counts`` (>= 1) children each, in order; every other parent slot is an empty or, per the
@@ -99,9 +102,36 @@ def decode(structure, buffers: list, rows: int) -> list[Layer]:
         elif kind == "list":
             lay, domain = _list_layer(layer.list, domain, bufs, what)
             out.append(lay)
+        elif kind == "fixed_size_list":
+            dim = int(layer.fixed_size_list.dimension)
+            if dim < 1 or domain * dim > MAX_SLOTS:
+                raise FormatError(f"{what}: fixed-size list of dimension {dim}", rule=RULE)
+            valid = validity(layer.fixed_size_list.validity, domain, bufs, what)
+            out.append(Layer(False, valid, None, domain, dim))
+            domain *= dim
         else:
             raise FormatError(f"{what} is {kind or 'empty'}, not an item or list layer", rule=RULE)
     if not out or out[-1].is_list:
         raise FormatError("sparse structure does not end with the leaf's item layer", rule=RULE)
     bufs.check_used()
+    return per_slot(out)
+
+
+def per_slot(layers: list[Layer]) -> list[Layer]:
+    """Layers over domains re-expressed as the dense levels give them: a fixed-size list of
+    structs and the item layers around it up to the next list count one entry per item
+    below (their validity repeated), and a list above them counts those items."""
+    out, factor = [], 1
+    for lay in reversed(layers):
+        if lay.is_list:
+            offsets = lay.offsets * factor if factor > 1 else lay.offsets
+            out.append(Layer(True, lay.validity, offsets, lay.length))
+            factor = 1
+            continue
+        factor *= lay.dim
+        if factor > 1:
+            valid = None if lay.validity is None else np.repeat(lay.validity, factor)
+            lay = Layer(False, valid, None, lay.length * factor)
+        out.append(lay)
+    out.reverse()
     return out
