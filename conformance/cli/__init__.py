@@ -27,6 +27,7 @@ COMMANDS: list[str] = [
     "fixtures", "run",
     "fuzz",
     "compat",
+    "census",
 ]
 
 
