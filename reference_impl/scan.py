@@ -486,11 +486,14 @@ def _read_v2_x(df, store, key, fields):
             "(reference_impl.file.reader is missing)",
             path=key,
         ) from None
-    from reference_impl.table.blob import is_blob_v1
+    from reference_impl.table.blob import is_blob_v1, is_blob_v2
 
     reader = LanceFileReader(store, key)
     _check_footer_version(df, key, reader.version, reader.version)
     positions = [file_field_of(df, reader, f, key) for f in fields]
+    for f, p in zip(fields, positions, strict=True):
+        if not is_blob_v2(f):  # (a blob v2 column is stored as its descriptors)
+            check_same_shape(reader.schema.field(p), f, key)
     # a blob v1 column scans as its descriptions, which are read instead of its bytes
     blobs = {i for i, f in enumerate(fields) if is_blob_v1(f)}
     decoded = [p for i, p in enumerate(positions) if i not in blobs]
@@ -561,16 +564,19 @@ def _shape(t: pa.DataType):
 def by_position(arr: pa.Array, stored: pa.Field, wanted: pa.Field, key: str) -> pa.Array:
     """``arr``, read under the data file's own field ``stored`` whose ids are not the
     dataset's (a file written on its own numbers its fields from 0), given the nested names
-    of the dataset's field ``wanted`` child by child in order. The two must have one shape
-    (DATAFILE-008 otherwise: the column holds another field than the manifest says)."""
-    check_same_shape(stored, wanted, key)
+    of the dataset's field ``wanted`` child by child in order (the caller checked that the
+    two have one shape: :func:`check_same_shape`)."""
     return _renamed(arr, wanted.type)
 
 
 def check_same_shape(stored: pa.Field, wanted: pa.Field, key: str) -> None:
     """Raise ``FormatError`` DATAFILE-008 unless the data file's field ``stored`` (which
     ``column_indices`` maps the dataset's ``wanted`` to) has the shape of ``wanted``: a
-    reader decodes the column as ``wanted`` and cannot when it holds another type."""
+    reader decodes the column as ``wanted`` and cannot when it holds another type. (pylance
+    14.0.2 appends a blob v1 column's scanned descriptions, a struct, under the blob's own
+    id when asked to, and then cannot read the table: "there were more fields in the schema
+    than provided column indices".) A blob v2 field is not judged here: its file column is
+    its descriptors by design."""
     from reference_impl.file.reader import RULE_FIELD_IDS
 
     if _shape(stored.type) != _shape(wanted.type):

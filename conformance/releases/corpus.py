@@ -362,13 +362,22 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
     expected = expected_findings(info["writer"], info["scenario"])
     seen = set()
     flagged_versions: set[str] = set()
+    branch_refused = _branch_versions_refused_by_newest(info, newest)
     for v in report.violations:
-        flagged_versions.add(str(v.location.get("version")))
+        ref = str(v.location.get("ref", "main"))
+        branch = ref.split(":", 1)[1] if ref.startswith("branch:") else None
+        if branch is not None:  # a branch's version: "dev:3"
+            flagged_versions.add(f"{branch}:{v.location.get('version')}")
+        else:
+            flagged_versions.add(str(v.location.get("version")))
         if v.rule in expected:
             seen.add(v.rule)
             continue
         version = v.location.get("version")
-        if version is not None and int(version) in refused_by_newest:
+        if branch is not None and version is not None and (
+                f"{branch}:{version}" in branch_refused or "*" in branch_refused):
+            continue  # the newest release refuses this branch version too
+        if branch is None and version is not None and int(version) in refused_by_newest:
             continue  # the newest release refuses this version too
         if version is None and table_refused:
             continue  # a finding on the whole table, which the newest release refuses
@@ -398,9 +407,14 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
                 f"the writer cannot read this version ({why[:200]}) but the kit is silent"))
     for name, versions in sorted(info.get("branches", {}).items()):
         for v in versions:
-            verdict.versions.append(_judge_branch_version(table, folder, name, v))
+            refused = f"{name}:{v}" in branch_refused or "*" in branch_refused
+            verdict.versions.append(_judge_branch_version(table, folder, name, v, refused,
+                                                          flagged_versions))
     if (folder / "expected" / "blobs.arrows").exists():
-        verdict.versions.append(_judge_take_blobs(table, folder, info))
+        latest = max(info.get("versions", [0]) or [0])
+        verdict.versions.append(_judge_take_blobs(table, folder, info,
+                                                  latest in refused_by_newest,
+                                                  str(latest) in flagged_versions))
     for path in sorted((folder / "expected-plain").glob("v*.arrows")):
         verdict.versions.append(_judge_plain_reading(table, path))
     return verdict
@@ -465,25 +479,53 @@ def _judge_plain_reading(table: Path, path: Path) -> VersionVerdict:
     return VersionVerdict(label, "misread", diff) if diff else VersionVerdict(label, "identical")
 
 
-def _judge_branch_version(table: Path, folder: Path, branch: str, version: int) -> VersionVerdict:
-    """A version of a branch (the census's ``branches``), against the writer's reading."""
+def _branch_versions_refused_by_newest(info: dict, newest: dict | None) -> set[str]:
+    """``"branch:version"`` of every branch version the newest release could not read
+    (``"*"``: it could not list the branches of a table it does not open)."""
+    if newest is None or not info.get("branches"):
+        return set()
+    refused = set(newest.get("unreadable_branch_versions", {}))
+    read = newest.get("branches")
+    if read is None and "*" not in refused:
+        refused.add("*")  # (a reading made before branches were read: none is known)
+    for name, versions in (read or {}).items():
+        refused |= {f"{name}:{v}" for v in info["branches"].get(name, []) if v not in versions}
+    return refused
+
+
+def _judge_branch_version(table: Path, folder: Path, branch: str, version: int,
+                          refused_by_newest: bool = False,
+                          flagged: set[str] = frozenset()) -> VersionVerdict:
+    """A version of a branch (the census's ``branches``), against the writer's reading. A
+    version the newest release refuses (a format revision that was unstable when its writer
+    made it) may instead be refused by the kit with a rule id, as for main's versions."""
     import reference_impl as ri
+    from reference_impl.errors import FormatError, UnsupportedFeature
 
     label = f"{branch}:{version}"
     want = _read_stream(folder / "expected" / f"branch-{branch}" / f"v{version}.arrows")
     try:
         ds = ri.open_dataset(str(table), version, branch=branch)
         got = ds.to_table(with_row_id="_rowid" in want.column_names)
+    except (FormatError, UnsupportedFeature) as e:
+        if refused_by_newest and label in flagged:
+            return VersionVerdict(label, "flagged", f"refused as {NEWEST_READER} does: {e}"[:300])
+        return VersionVerdict(label, "unreadable", f"{type(e).__name__}: {e}"[:400])
     except Exception as e:  # noqa: BLE001 - the verdict records what went wrong
         return VersionVerdict(label, "unreadable", f"{type(e).__name__}: {e}"[:400])
     diff = table_difference(want, got)
+    if diff and refused_by_newest and label in flagged:
+        return VersionVerdict(label, "flagged", f"{NEWEST_READER} refuses it; {diff}"[:300])
     return VersionVerdict(label, "misread", diff) if diff else VersionVerdict(label, "identical")
 
 
-def _judge_take_blobs(table: Path, folder: Path, info: dict) -> VersionVerdict:
+def _judge_take_blobs(table: Path, folder: Path, info: dict, refused_by_newest: bool = False,
+                      flagged: bool = False) -> VersionVerdict:
     """The blob bytes of the latest version, as the writer's ``take_blobs`` returned them,
-    against the reference ``take_blobs``."""
+    against the reference ``take_blobs`` (which may refuse, with a rule id, a version the
+    newest release refuses)."""
     import reference_impl as ri
+    from reference_impl.errors import FormatError, UnsupportedFeature
     from reference_impl.scan import take_blobs
 
     want = _read_stream(folder / "expected" / "blobs.arrows")
@@ -491,6 +533,11 @@ def _judge_take_blobs(table: Path, folder: Path, info: dict) -> VersionVerdict:
     try:
         ds = ri.open_dataset(str(table))
         got = take_blobs(ds, "blob", ids=ids)
+    except (FormatError, UnsupportedFeature) as e:
+        if refused_by_newest and flagged:
+            return VersionVerdict("take_blobs", "flagged",
+                                  f"refused as {NEWEST_READER} does: {e}"[:300])
+        return VersionVerdict("take_blobs", "unreadable", f"{type(e).__name__}: {e}"[:400])
     except Exception as e:  # noqa: BLE001
         return VersionVerdict("take_blobs", "unreadable", f"{type(e).__name__}: {e}"[:400])
     expected = want.column("bytes").to_pylist()

@@ -608,9 +608,10 @@ def read_back_branches(rec):
     ``expected/branch-<name>/``; ``scenario.json`` ``branches`` lists them."""
     try:
         names = sorted(lance.dataset(rec.uri).branches.list())
-    except BaseException as e:  # noqa: BLE001 - a release without branches
-        if isinstance(e, KeyboardInterrupt):
+    except BaseException as e:  # noqa: BLE001 - a release without branches, or a table the
+        if isinstance(e, KeyboardInterrupt):  # release does not open ("*": none read)
             raise
+        rec.info.setdefault("unreadable_branch_versions", {})["*"] = rp._short(e)
         return
     rec.info["branches"] = {}
     for name in names:

@@ -308,11 +308,12 @@ def read_back(rec):
             raise
         # the latest version may carry what this release refuses (a feature flag it wrote
         # but cannot read: pylance 14.0.2's data overlays); the others are listed through
-        # the first version
+        # the first version and read one by one ("latest" still says the table does not
+        # open)
+        rec.info["unreadable_versions"]["latest"] = _short(e)
         try:
             versions = [v["version"] for v in lance.dataset(rec.uri, version=1).versions()]
         except BaseException:  # noqa: BLE001
-            rec.info["unreadable_versions"]["latest"] = _short(e)
             return
     rec.info["versions"] = versions
     for v in versions:
@@ -367,6 +368,8 @@ def read_root(root, out):
     os.makedirs(os.path.join(out, "expected"), exist_ok=True)
     if lance is not None and lancedb is None:
         read_back(rec)
+        if os.path.isdir(os.path.join(root, "tree")):  # the census's branches
+            census().read_back_branches(rec)
     else:
         parent, name = os.path.split(root.rstrip("/"))
         rec.info["unreadable_versions"]["latest"] = "lancedb reads tables of a database only"

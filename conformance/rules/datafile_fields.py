@@ -8,9 +8,11 @@ decodes the column a field's index names as that field, whatever the file's own 
 it, and so does the reference reader (:func:`reference_impl.scan.file_field_of`).
 
 * **DATAFILE-008** (error): a field's column index must be the first column of a field the
-  file stores, of the same shape (types, nesting; names aside). Otherwise no reader can
-  decode it: pylance 14.0.2 fails ("invalid variable-width layout for Int64"), the reference
-  reader raises DATAFILE-008.
+  file stores, of the same shape (types, nesting; names aside; a blob v2 column is stored as
+  its descriptors). Otherwise no reader can decode it: pylance 14.0.2 fails ("invalid
+  variable-width layout for Int64"; "there were more fields in the schema than provided
+  column indices" where it appended a blob v1 column's scanned descriptions, a struct,
+  under the blob's id), the reference reader raises DATAFILE-008.
 * **DATAFILE-011** (warning): the file's own schema numbers that field with another id. A
   file written on its own (``LanceFileWriter``) and attached with ``DataReplacement`` or as
   a data overlay numbers its fields from 0, as upstream's own tests make them; every release
@@ -37,6 +39,7 @@ def _mapping(ctx) -> list[tuple]:
     if "datafile_mapping" in ctx.cache:
         return ctx.cache["datafile_mapping"]
     from reference_impl.scan import _subtree_ids, check_same_shape, column_of, file_field_of
+    from reference_impl.table.blob import is_blob_v2
     from reference_impl.table.schema import fields_to_arrow
 
     from .file import reader_of
@@ -57,8 +60,8 @@ def _mapping(ctx) -> list[tuple]:
             continue
         try:
             stored = reader.schema.field(file_field_of(df, reader, f, ctx.file_key))
-            if _id(stored) != _id(f):  # (the same field keeps its ids whatever its type:
-                check_same_shape(stored, f, ctx.file_key)  # a blob v2 column's descriptors)
+            if not is_blob_v2(f):  # (a blob v2 column is stored as its descriptors)
+                check_same_shape(stored, f, ctx.file_key)
         except FormatError as exc:
             if exc.rule == "DATAFILE-008":  # others (a column walk that fails) are FILE-*'s
                 out.append((f, None, exc))

@@ -87,3 +87,25 @@ def test_a_blob_column_in_a_legacy_dataset_is_refused_as_pylance_refuses_it(pyla
 
 def test_blob_v1_tables_draw_no_blob_007(blob_v1):
     assert "BLOB-007" not in validate(blob_v1, versions="all").rules_violated(None)
+
+
+def test_descriptions_appended_as_blob_data_are_refused_as_pylance_refuses_them(pylance,
+                                                                                 blob_v1):
+    """pylance 14.0.2 appends what its own scan returns (the descriptions, a struct) to a 2.0
+    table under the blob's field id and then cannot read the table; the column holds another shape than
+    the manifest's field, which the kit refuses (DATAFILE-008), reader and validator."""
+    theirs = pylance.dataset(blob_v1)
+    if theirs.data_storage_version != "2.0":  # 2.1's writer refuses such data
+        with pytest.raises(OSError, match="Blob encoding is not available"):
+            pylance.write_dataset(theirs.to_table(limit=2), blob_v1, mode="append")
+        return
+    pylance.write_dataset(theirs.to_table(limit=2), blob_v1, mode="append")
+    latest = pylance.dataset(blob_v1, version=1).versions()[-1]["version"]
+    with pytest.raises(Exception, match="more fields in the schema"):
+        pylance.dataset(blob_v1).to_table()
+    with pytest.raises(FormatError) as err:
+        ri.open_dataset(blob_v1).to_table()
+    assert err.value.rule == "DATAFILE-008"
+    report = validate(blob_v1, versions="all", deep=True)
+    assert {f.location["version"] for f in report.violations
+            if f.rule == "DATAFILE-008"} == {latest}, report.render("text")
