@@ -366,6 +366,9 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
     for v in report.violations:
         ref = str(v.location.get("ref", "main"))
         branch = ref.split(":", 1)[1] if ref.startswith("branch:") else None
+        if branch not in info.get("branches", {}):
+            branch = None  # a branch not read back (not the census's): judged as before, by
+            # the version numbers of main
         if branch is not None:  # a branch's version: "dev:3"
             flagged_versions.add(f"{branch}:{v.location.get('version')}")
         else:
