@@ -96,10 +96,15 @@ def run_operations(args: argparse.Namespace) -> int:
     for c in bad[:40]:
         print(f"  {c.writer} {c.operation} at {c.storage}: {c.release} -> {c.ours} "
               f"{c.detail[:120]}")
-    print(f"census operations: {len(cells) - len(bad)} of {len(cells)} cells agree "
-          f"(build {built:.0f} s, judge {judged:.0f} s)")
+    summary = (f"{len(cells) - len(bad)} of {len(cells)} cells agree; build {built:.0f} s, "
+               f"judge {judged:.0f} s")
+    print(f"census operations: {summary}")
     if args.md_out:
-        Path(args.md_out).write_text(operations.markdown(cells, main=args.main))
+        import os
+
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        Path(args.md_out).write_text(operations.markdown(
+            cells, main=args.main, summary=f"{summary}, load {load:.1f} at the end"))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(operations.as_json(cells), indent=1))
     return 1 if bad else 0

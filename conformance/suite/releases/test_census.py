@@ -109,8 +109,13 @@ def test_a_false_error_on_the_version_a_step_made_is_a_disagreement(tmp_path):
                                    "version_before": 1, "version_after": 2}])
     verdict = _verdict(VersionVerdict(2, "identical"), errors=[
         {"rule": "DATAFILE-008", "message": "m", "location": {"version": "2", "ref": "main"}}])
-    (cell,) = operations.cells_of(folder, verdict)
+    cells = operations.cells_of(folder, verdict)
+    (cell,) = [c for c in cells if c.operation == "update"]
     assert (cell.ours, cell.agrees) == ("false error DATAFILE-008", False)
+    # the group's other operations are there too, as not reached
+    rest = [c for c in cells if c.operation != "update"]
+    assert {c.operation for c in rest} == set(operations.scenario_groups()["rows"]) - {"update"}
+    assert all(c.detail.startswith("not reached") for c in rest)
 
 
 def test_the_markdown_has_both_tables(tmp_path):
