@@ -31,6 +31,8 @@ from pathlib import Path
 OPERATIONS: dict[str, tuple[str, str]] = {
     "create": ("write_dataset(mode='create', max_rows_per_file=...)", "db.create_table"),
     "append": ("write_dataset(mode='append')", "Table.add"),
+    "append_with_properties": ("write_dataset(mode='append', commit_message=..., "
+                               "transaction_properties={...})", ""),
     "insert": ("LanceDataset.insert", ""),
     "delete": ("LanceDataset.delete(predicate)", "Table.delete"),
     "delete_fragment": ("LanceDataset.delete removing whole fragments", ""),

@@ -35,7 +35,8 @@ lance = rp.lance
 #: The operations of the census, in the order the scenarios run them:
 #: ``(operation id, scenario group)``. Kept in step with conformance/census/operations.py.
 OPERATIONS = (
-    ("create", "rows"), ("append", "rows"), ("insert", "rows"), ("delete", "rows"),
+    ("create", "rows"), ("append", "rows"), ("append_with_properties", "rows"),
+    ("insert", "rows"), ("delete", "rows"),
     ("delete_fragment", "rows"), ("update", "rows"), ("update_all", "rows"),
     ("merge_insert_upsert", "rows"), ("merge_insert_update_if", "rows"),
     ("merge_insert_insert_only", "rows"), ("merge_insert_delete_matched", "rows"),
@@ -201,6 +202,12 @@ def census_rows(out, release, storage):
         rec.save()
         return
     c.op("append", rp.write, data(600, 100), rec.uri, storage, mode="append")
+    if rp._accepts(lance.write_dataset, "transaction_properties"):
+        c.op("append_with_properties", rp.write, data(750, 10), rec.uri, storage,
+             mode="append", commit_message="census append",
+             transaction_properties={"census": "yes"})
+    else:
+        c.lacks("append_with_properties", "write_dataset has no transaction_properties")
     if c.needs("insert", "LanceDataset.insert"):
         c.op("insert", lambda: c.ds().insert(data(700, 50)))
     c.op("delete", lambda: c.ds().delete("id % 11 = 3"))
