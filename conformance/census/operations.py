@@ -141,6 +141,8 @@ OPERATIONS: dict[str, tuple[str, str]] = {
 }
 
 STORAGES = ("legacy", "2.0", "2.1", "2.2", "2.3")
+#: a cell's release outcomes where nothing was made to judge
+NOT_RUN = ("no API", "fails", "n/a", "not run")
 
 
 @dataclass
@@ -238,7 +240,9 @@ def cells_of(folder: Path, verdict=None) -> list[Cell]:
         key = str(after) if not step.get("branch") else f"{step['branch']}:{after}"
         release = "fails" if outcome == "failed" else "unread" if key in unread else "ok"
         ours, detail, ok = _ours(by_version.get(key), version_errors.get(key, set()) |
-                                 set(table_errors), by_version.get(f"plain:{after}"))
+                                 set(table_errors), by_version.get(f"plain:{after}"),
+                                 (verdict.rules.get(key, []) + verdict.rules.get("None", []))
+                                 if verdict is not None else [])
         out.append(Cell(op, storage, info["writer"], info["scenario"], release, ours, detail,
                         ok))
     return out + _not_reached(info, storage, {c.operation for c in out})
@@ -254,25 +258,26 @@ def _not_reached(info: dict, storage: str, recorded: set[str]) -> list[Cell]:
         return []  # lancedb runs the operations it has, under the shared ids
     stop = next((st for st in reversed(info.get("steps", []))
                  if st["outcome"] in ("missing", "failed")), None)
-    release = "fails" if stop is not None and stop["outcome"] == "failed" else "no API"
+    release = "not run" if stop is None else "fails" if stop["outcome"] == "failed" \
+        else "no API"
     why = f"not reached: {stop['step']} {stop['outcome']}: {stop.get('error', '')}"[:200] \
-        if stop else "not reached"
+        if stop else "not in the program that built this corpus (rebuild it)"
     return [Cell(op, storage, info["writer"], info["scenario"], release, "", why)
             for op in scenario_groups().get(group, []) if op not in recorded]
 
 
-def _ours(v, rules: set[str], plain) -> tuple[str, str, bool]:
+def _ours(v, rules: set[str], plain, flagged: list[str] = ()) -> tuple[str, str, bool]:
     """``(ours, detail, ok)`` of the version a step made: its verdict ``v`` (None when the
     judge has none: a version a later step removed, or no table), the rules of the error
-    findings on it that are not expected (false errors where it reads) and lancedb's
-    ``to_arrow()`` verdict."""
+    findings on it that are not expected (false errors where it reads), lancedb's
+    ``to_arrow()`` verdict and the rules of every error finding on it (a refusal's)."""
     if v is None:
         if rules:
             return "false error " + ",".join(sorted(rules)), "", False
         return "same", "", True
     if v.outcome == "flagged":
-        rule = sorted(rules)[0] if rules else _rule_in(v.detail)
-        return f"refuses {rule}".strip(), v.detail[:200], True
+        named = list(flagged) or sorted(rules) or [_rule_in(v.detail)]
+        return f"refuses {', '.join(r for r in named[:2] if r)}".strip(), v.detail[:200], True
     if v.outcome == "identical":
         if rules:
             return "false error " + ",".join(sorted(rules)), "", False
@@ -357,18 +362,20 @@ def markdown(cells: list[Cell], *, main: str = "pylance==14.0.2", summary: str =
               "Storage versions at which the kit reads the operation's result as the release "
               "does (or refuses it with a rule where the release cannot read it), out of those "
               "at which the release ran it; `-`: no such API in that release; `fails`: the "
-              "release refuses it at every storage version.", "",
+              "release refuses it wherever it has it; `n/a`: nothing for it to act on.", "",
               "| operation | " + " | ".join(_short_writer(w) for w in writers) + " |",
               "|---" * (len(writers) + 1) + "|"]
     for op in ops:
         row = []
         for w in writers:
             here = [c for c in cells if c.operation == op and c.writer == w]
-            ran = [c for c in here if c.release not in ("no API", "fails", "n/a")]
+            ran = [c for c in here if c.release not in NOT_RUN]
             if not here:
                 row.append("")
             elif not ran:
-                row.append("-" if all(c.release == "no API" for c in here) else "fails")
+                kinds = {c.release for c in here}
+                row.append("fails" if "fails" in kinds else "-" if "no API" in kinds
+                           else "n/a" if kinds == {"n/a"} else "")
             else:
                 stor = {c.storage for c in ran}
                 good = {c.storage for c in ran} - {c.storage for c in ran if not c.agrees}

@@ -294,6 +294,9 @@ class RootVerdict:
     expected: list[str] = field(default_factory=list)        # expected findings seen
     missing_expected: list[str] = field(default_factory=list)
     versions: list[VersionVerdict] = field(default_factory=list)
+    #: the rule ids of every error finding, by version (``"3"``; a census branch's
+    #: ``"dev:3"``; ``"None"`` for the whole table), false or not
+    rules: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -369,10 +372,11 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
         if branch not in info.get("branches", {}):
             branch = None  # a branch not read back (not the census's): judged as before, by
             # the version numbers of main
-        if branch is not None:  # a branch's version: "dev:3"
-            flagged_versions.add(f"{branch}:{v.location.get('version')}")
-        else:
-            flagged_versions.add(str(v.location.get("version")))
+        key = f"{branch}:{v.location.get('version')}" if branch is not None else \
+            str(v.location.get("version"))  # a census branch's version: "dev:3"
+        flagged_versions.add(key)
+        if v.rule not in verdict.rules.setdefault(key, []):
+            verdict.rules[key].append(v.rule)
         if v.rule in expected:
             seen.add(v.rule)
             continue
