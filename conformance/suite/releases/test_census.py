@@ -185,3 +185,16 @@ def test_every_census_cell_agrees(census_corpus):
         missing = [op for op in pylance_ops if op not in have]
         assert not missing or name.startswith("lancedb"), (name, storage, missing)
     assert any(c.operation == "deep_clone" for c in cells), name
+
+
+def test_branch_versions_the_newest_release_refuses_are_known():
+    info = {"branches": {"dev": [2, 3, 4]}}
+    assert corpus._branch_versions_refused_by_newest(info, None) == set()
+    # it read 2 and 3 of dev, and could not read 4
+    newest = {"branches": {"dev": [2, 3]}, "unreadable_branch_versions": {"dev:4": "x"}}
+    assert corpus._branch_versions_refused_by_newest(info, newest) == {"dev:4"}
+    # it could not open the table at all, or read before branches were read back
+    assert "*" in corpus._branch_versions_refused_by_newest(
+        info, {"unreadable_branch_versions": {"*": "no"}})
+    assert "*" in corpus._branch_versions_refused_by_newest(info, {"versions": [1]})
+    assert corpus._branch_versions_refused_by_newest({}, newest) == set()
