@@ -128,8 +128,9 @@ def take_blobs(dataset, blob_column: str, ids=None, addresses=None, indices=None
     order); ``None`` for a null blob, results in the order asked.
 
     A blob v2 column's descriptors are resolved through :mod:`reference_impl.table.blob`
-    (inline, packed or dedicated sidecars, external objects); a blob v1 column (a
-    ``large_binary`` field with ``lance-encoding:blob``) already scans as its bytes."""
+    (inline, packed or dedicated sidecars, external objects); a blob v1 column's (a
+    ``large_binary`` field with ``lance-encoding:blob``) name a range of the data file that
+    holds the field (a null reads as ``None``, an empty one as ``b""``)."""
     from reference_impl.table import blob
 
     asked = [(name, v) for name, v in (("ids", ids), ("addresses", addresses), ("indices", indices))
@@ -155,9 +156,37 @@ def take_blobs(dataset, blob_column: str, ids=None, addresses=None, indices=None
         rows = np.asarray([where[int(k)] for k in wanted], np.int64)
     picked = table.take(pa.array(rows, pa.int64()))
     column = picked.column(blob_column).combine_chunks()
-    if not blob.is_blob_v2(dataset.schema.field(blob_column)):
+    field = dataset.schema.field(blob_column)
+    addresses = picked.column(ROW_ADDR).to_numpy()
+    if blob.is_blob_v1(field):
+        return _blob_v1_bytes(dataset, blob_column, column, addresses)
+    if not blob.is_blob_v2(field):
         return [None if v is None else bytes(v) for v in column.to_pylist()]
-    return _blob_bytes(dataset, blob_column, column, picked.column(ROW_ADDR).to_numpy())
+    return _blob_bytes(dataset, blob_column, column, addresses)
+
+
+def _blob_v1_bytes(dataset, blob_column: str, descriptions, addresses) -> list:
+    """The bytes behind blob v1 ``descriptions`` (position, size in the data file holding
+    the field) of rows at ``addresses``: ``None`` for a null blob (a null row, or 2.0's
+    ``(d, 0)`` with ``d > 0``), ``b""`` for an empty one, as pylance 14.0.2 returns them
+    (1.0.4 returned ``b""`` for a null too)."""
+    from reference_impl.table import blob
+
+    field_id = _field_id(dataset.schema.field(blob_column))
+    fragments = {int(f.id): f for f in dataset.manifest.fragments}
+    pos = descriptions.field("position").fill_null(1).to_numpy(zero_copy_only=False)
+    size = descriptions.field("size").fill_null(0).to_numpy(zero_copy_only=False)
+    out = []
+    for i, addr in enumerate(addresses):
+        if int(size[i]) == 0:
+            out.append(None if int(pos[i]) != 0 else b"")
+            continue
+        frag = fragments[int(addr) >> 32]
+        df = next(d for d in frag.files if field_id in set(d.fields))
+        store, key = dataset.data_file_location(df)
+        loc = blob.Location(store, key, int(pos[i]), int(size[i]), "ENC-047")
+        out.append(blob.read_range(loc, path=key))
+    return out
 
 
 def _blob_bytes(dataset, blob_column: str, descriptors, addresses) -> list:
@@ -181,16 +210,23 @@ def _blob_bytes(dataset, blob_column: str, descriptors, addresses) -> list:
 
 
 def with_blob_bytes(dataset, table: pa.Table) -> pa.Table:
-    """``table`` (scanned from ``dataset`` with ``_rowaddr``) with every blob v2 column's
+    """``table`` (scanned from ``dataset`` with ``_rowaddr``) with every blob column's
     descriptors replaced by the blob bytes (``large_binary``, field metadata
     ``lance-encoding:blob``): the rows as a writer takes them back, for operations that
-    rewrite data files (update, compaction)."""
+    rewrite data files (update, compaction). A blob v1 null stays a null."""
     from reference_impl.table import blob
 
     for name in list(table.column_names):
-        if name in dataset.schema.names and blob.is_blob_v2(dataset.schema.field(name)):
-            values = _blob_bytes(dataset, name, table.column(name).combine_chunks(),
-                                 table.column(ROW_ADDR).to_numpy())
+        if name not in dataset.schema.names:
+            continue
+        field = dataset.schema.field(name)
+        if blob.is_blob_v2(field) or blob.is_blob_v1(field):
+            column = table.column(name).combine_chunks()
+            addresses = table.column(ROW_ADDR).to_numpy()
+            if blob.is_blob_v2(field):
+                values = _blob_bytes(dataset, name, column, addresses)
+            else:
+                values = _blob_v1_bytes(dataset, name, column, addresses)
             i = table.column_names.index(name)
             field = pa.field(name, pa.large_binary(), table.schema.field(i).nullable,
                              metadata={b"lance-encoding:blob": b"true"})
@@ -415,7 +451,14 @@ def _check_footer_version(df, key: str, footer: str, family: str | None) -> None
 
 def _read_legacy(dataset, df, store, key, fields):
     from reference_impl.file.legacy import open_legacy
+    from reference_impl.table.blob import RULE_V1_LEGACY, is_blob_v1
     from reference_impl.table.schema import project
+
+    for f in fields:
+        if is_blob_v1(f):
+            raise FormatError(f"blob column {f.name!r} (lance-encoding:blob) is in a legacy (0.1) "
+                              "data file, which stores no blob descriptions: no release reads it",
+                              rule=RULE_V1_LEGACY, path=key)
 
     lf = open_legacy(store=store, key=key)
     ids = list(df.fields)
@@ -462,16 +505,135 @@ def _read_v2_x(df, store, key, fields):
             "(reference_impl.file.reader is missing)",
             path=key,
         ) from None
+    from reference_impl.table.blob import is_blob_v1, is_blob_v2
+
     reader = LanceFileReader(store, key)
     _check_footer_version(df, key, reader.version, reader.version)
-    table = reader.read_columns([_field_id(f) for f in fields])
-    in_file = {fid: f for f in reader.schema if (fid := _id_or_none(f)) is not None}
+    positions = [file_field_of(df, reader, f, key) for f in fields]
+    for f, p in zip(fields, positions, strict=True):
+        if not is_blob_v2(f):  # (a blob v2 column is stored as its descriptors)
+            check_same_shape(reader.schema.field(p), f, key)
+    # a blob v1 column scans as its descriptions, which are read instead of its bytes
+    blobs = {i for i, f in enumerate(fields) if is_blob_v1(f)}
+    decoded = [p for i, p in enumerate(positions) if i not in blobs]
+    table = reader.read_fields(decoded)
     out = []
     for i, f in enumerate(fields):
-        arr = one_array(table.column(i))
-        stored = in_file.get(_field_id(f))
-        out.append(arr if stored is None else nested_by_id(arr, stored, f))
+        if i in blobs:
+            out.append(reader.blob_descriptions(positions[i]))
+            continue
+        arr = one_array(table.column(decoded.index(positions[i])))
+        stored = reader.schema.field(positions[i])
+        if _id_or_none(stored) == _field_id(f):
+            out.append(nested_by_id(arr, stored, f))
+        else:  # a file numbered on its own (LanceFileWriter + DataReplacement): by position
+            out.append(by_position(arr, stored, f, key))
     return out
+
+
+def column_of(df, field: pa.Field) -> int | None:
+    """The first column of ``field`` in data file ``df``, from ``DataFile.column_indices``
+    (spec 004 DataFile: "To determine column indices the column_indices property should be
+    used instead"): the column of the field itself (2.0 lists every field) or of its first
+    listed descendant (2.1+ lists leaves). None when ``df`` has no column indices (legacy
+    files, and 2.0 files of releases before 0.16) or lists no column for the field."""
+    ids, indices = list(df.fields), list(df.column_indices)
+    if not indices or len(indices) != len(ids):
+        return None
+    subtree = _subtree_ids(field)
+    cols = [c for i, c in zip(ids, indices, strict=True) if i in subtree and c >= 0]
+    return min(cols) if cols else None
+
+
+def file_field_of(df, reader, field: pa.Field, key: str) -> int:
+    """The position, in the data file's own schema, of the top-level field that holds the
+    dataset's ``field``: the one whose first column is :func:`column_of`. The file's own
+    field ids decide only where ``df`` names no column indices. Raises ``FormatError``
+    DATAFILE-008 when the column index starts no field of the file, or the file holds no
+    field of that id."""
+    from reference_impl.file.reader import RULE_FIELD_IDS
+
+    col = column_of(df, field)
+    if col is None:
+        return reader._select([_field_id(field)])[0]
+    pos = reader.field_starting_at(col)
+    if pos is None:
+        raise FormatError(f"DataFile.column_indices puts field {field.name!r} at column {col}, "
+                          f"where no field of the file starts", rule=RULE_FIELD_IDS, path=key)
+    return pos
+
+
+def _shape(t: pa.DataType):
+    """``t`` without names, metadata and nullability: what decides how its columns decode."""
+    if pa.types.is_struct(t):
+        return ("struct", tuple(_shape(c.type) for c in t))
+    if pa.types.is_fixed_size_list(t):
+        return ("fsl", t.list_size, _shape(t.value_type))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return (str(t.id), _shape(t.value_type))
+    if pa.types.is_map(t):
+        return ("map", _shape(t.key_type), _shape(t.item_type))
+    if pa.types.is_dictionary(t):
+        return _shape(t.value_type)
+    if isinstance(t, pa.BaseExtensionType):
+        return _shape(t.storage_type)
+    return str(t)
+
+
+def by_position(arr: pa.Array, stored: pa.Field, wanted: pa.Field, key: str) -> pa.Array:
+    """``arr``, read under the data file's own field ``stored`` whose ids are not the
+    dataset's (a file written on its own numbers its fields from 0), given the nested names
+    of the dataset's field ``wanted`` child by child in order (the caller checked that the
+    two have one shape: :func:`check_same_shape`)."""
+    return _renamed(arr, wanted.type)
+
+
+def check_same_shape(stored: pa.Field, wanted: pa.Field, key: str) -> None:
+    """Raise ``FormatError`` DATAFILE-008 unless the data file's field ``stored`` (which
+    ``column_indices`` maps the dataset's ``wanted`` to) has the shape of ``wanted``: a
+    reader decodes the column as ``wanted`` and cannot when it holds another type. (pylance
+    14.0.2 appends a blob v1 column's scanned descriptions, a struct, under the blob's own
+    id when asked to, and then cannot read the table: "there were more fields in the schema
+    than provided column indices".) A blob v2 field is not judged here: its file column is
+    its descriptors by design."""
+    from reference_impl.file.reader import RULE_FIELD_IDS
+
+    if _shape(stored.type) != _shape(wanted.type):
+        raise FormatError(f"field {wanted.name!r} ({wanted.type}) is mapped to a column of "
+                          f"{key} that holds {stored.name!r} ({stored.type})",
+                          rule=RULE_FIELD_IDS, path=key)
+
+
+def _renamed(arr: pa.Array, want: pa.DataType) -> pa.Array:
+    """``arr`` with the nested field names of ``want`` (same shape), values untouched."""
+    import pyarrow.compute as pc
+
+    t = arr.type
+    if t == want:
+        return arr
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(t) and pa.types.is_struct(want):
+        children = [_renamed(arr.field(j), want.field(j).type) for j in range(t.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=list(want), mask=mask)
+    if pa.types.is_fixed_size_list(t) and pa.types.is_fixed_size_list(want):
+        size = t.list_size
+        values = _renamed(arr.values.slice(arr.offset * size, len(arr) * size),
+                          want.value_type)
+        return pa.FixedSizeListArray.from_arrays(values, type=pa.list_(want.value_field, size),
+                                                 mask=mask)
+    same_list = (pa.types.is_list(t) and pa.types.is_list(want)) or \
+        (pa.types.is_large_list(t) and pa.types.is_large_list(want))
+    if not same_list:
+        return arr  # a leaf: the caller casts it
+    offsets = arr.offsets  # this slice's: they need not start at 0
+    start, end = offsets[0].as_py(), offsets[-1].as_py()
+    values = _renamed(arr.values.slice(start, end - start), want.value_type)
+    offsets = pc.subtract(offsets, pa.scalar(start, offsets.type))
+    if pa.types.is_list(want):
+        return pa.ListArray.from_arrays(offsets, values, type=pa.list_(want.value_field),
+                                        mask=mask)
+    return pa.LargeListArray.from_arrays(offsets, values, type=pa.large_list(want.value_field),
+                                         mask=mask)
 
 
 def nested_by_id(arr: pa.Array, stored: pa.Field, wanted: pa.Field) -> pa.Array:

@@ -109,8 +109,14 @@ def corpus_root() -> Path:
     return cache_root() / "corpus"
 
 
+#: The census scenarios (``census-*``), a module the program imports.
+CENSUS_PROGRAM = PROGRAM.with_name("release_census.py")
+
+
 def _program_digest() -> str:
-    return hashlib.sha256(PROGRAM.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(PROGRAM.read_bytes())
+    digest.update(CENSUS_PROGRAM.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def build(release: Release, out: Path | None = None, *, force: bool = False,
@@ -185,12 +191,15 @@ def _read_with_newest(out: Path, release: Release, timeout: float) -> None:
                            f"{tail}")
 
 
-def _read_back_roots(corpus: Path) -> list[Path]:
+def _read_back_roots(corpus: Path, *, census: bool = True) -> list[Path]:
     """The roots a corpus's own release wrote (no upgraded or downgraded copies) and read
-    back at every version: the ones worth handing to another release."""
+    back at every version: the ones worth handing to another release (without the census
+    roots when ``census`` is false)."""
     roots = []
     for folder in scenarios(corpus):
         if folder.name.startswith(("upgraded-", "downgraded-")):
+            continue
+        if not census and folder.name.startswith("census-"):
             continue
         info = json.loads((folder / "scenario.json").read_text())
         if info.get("versions") and not info.get("unreadable_versions"):
@@ -245,7 +254,9 @@ def _downgrade_newest(out: Path, release: Release, timeout: float) -> None:
     py = str(ensure_venv(release))
     staging = out / "_downgrading"
     shutil.rmtree(staging, ignore_errors=True)
-    for folder in _read_back_roots(source):
+    # (not the census roots: 45 tables of the newest release, each modified by every older
+    # one, would double the corpus; each older release writes its own census)
+    for folder in _read_back_roots(source, census=False):
         target = staging / f"downgraded-{folder.name}"
         shutil.copytree(folder / "table", target / "table", symlinks=True)
         before = len(list((target / "table" / "_versions").glob("*.manifest")))
@@ -290,6 +301,9 @@ class RootVerdict:
     expected: list[str] = field(default_factory=list)        # expected findings seen
     missing_expected: list[str] = field(default_factory=list)
     versions: list[VersionVerdict] = field(default_factory=list)
+    #: the rule ids of every error finding, by version (``"3"``; a census branch's
+    #: ``"dev:3"``; ``"None"`` for the whole table), false or not
+    rules: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -366,15 +380,29 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
     expected = expected_findings(info["writer"], None if found else info["scenario"])
     seen = set()
     flagged_versions: set[str] = set()
+    branch_refused = _branch_versions_refused_by_newest(info, newest)
     for v in report.violations:
+        ref = str(v.location.get("ref", "main"))
+        branch = ref.split(":", 1)[1] if ref.startswith("branch:") else None
+        if branch not in info.get("branches", {}):
+            branch = None  # a branch not read back (not the census's): judged as before, by
+            # the version numbers of main
         # a finding names every version it holds in (one finding for a run of versions)
         covered = v.covers() or [None]
-        flagged_versions.update(str(version) for version in covered)
+        for version in covered:
+            # a census branch's version is keyed "dev:3"
+            key = f"{branch}:{version}" if branch is not None else str(version)
+            flagged_versions.add(key)
+            if v.rule not in verdict.rules.setdefault(key, []):
+                verdict.rules[key].append(v.rule)
         if v.rule in expected:
             seen.add(v.rule)
             continue
         for version in covered:
-            if version is not None and int(version) in refused_by_newest:
+            if branch is not None and version is not None and (
+                    f"{branch}:{version}" in branch_refused or "*" in branch_refused):
+                continue  # the newest release refuses this branch version too
+            if branch is None and version is not None and int(version) in refused_by_newest:
                 continue  # the newest release refuses this version too
             if table_refused and (version is None or found):
                 continue  # on a table the newest release (a found table: its reader) refuses
@@ -411,7 +439,150 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
             verdict.versions.append(VersionVerdict(
                 int(v), "writer-unreadable-unflagged",
                 f"the writer cannot read this version ({why[:200]}) but the kit is silent"))
+    for name, versions in sorted(info.get("branches", {}).items()):
+        for v in versions:
+            refused = f"{name}:{v}" in branch_refused or "*" in branch_refused
+            verdict.versions.append(_judge_branch_version(table, folder, name, v, refused,
+                                                          flagged_versions))
+    if (folder / "expected" / "blobs.arrows").exists():
+        latest = max(info.get("versions", [0]) or [0])
+        verdict.versions.append(_judge_take_blobs(table, folder, info,
+                                                  latest in refused_by_newest,
+                                                  str(latest) in flagged_versions))
+    for path in sorted((folder / "expected-plain").glob("v*.arrows")):
+        verdict.versions.append(_judge_plain_reading(table, path))
     return verdict
+
+
+#: The child lancedb (0.38.0, 0.40.0) adds to a blob v2 column's descriptors when a query
+#: asks for no row ids (``to_arrow()``, ``search()``): the row's id, which its blob APIs use.
+LANCEDB_BLOB_ROW_ID = "_lance_row_id"
+
+
+def lancedb_blob_row_ids(want: pa.Table, got: pa.Table) -> tuple[pa.Table, pa.Table, str]:
+    """``(want, got, problem)`` with lancedb's ``_lance_row_id`` descriptor child taken out of
+    ``want`` after checking it against ``got``'s ``_rowid`` (the reference reader's row ids,
+    read for this check and dropped when ``want`` has none). The child is lancedb's query
+    layer handing each row's id to its blob APIs (present only when no row ids are asked
+    for), not bytes of the table: every row's value must be that row's id."""
+    import pyarrow.compute as pc
+
+    names = [f.name for f in want.schema if pa.types.is_struct(f.type)
+             and f.type.get_field_index(LANCEDB_BLOB_ROW_ID) >= 0]
+    if not names:
+        return want, got, ""
+    if "_rowid" not in got.column_names:
+        return want, got, "lancedb's _lance_row_id needs the reader's row ids"
+    for name in names:
+        col = want.column(name).combine_chunks()
+        k = col.type.get_field_index(LANCEDB_BLOB_ROW_ID)
+        ids = col.field(k)
+        valid = col.is_valid()
+        if want.num_rows == got.num_rows:
+            ours = got.column("_rowid").combine_chunks()
+            same = pc.equal(ids, ours)
+            if not pc.all(pc.or_(pc.invert(valid), pc.fill_null(same, False))).as_py():
+                return want, got, f"column {name}: lancedb's {LANCEDB_BLOB_ROW_ID} differ from " \
+                                  "the row ids"
+        fields = [col.type.field(j) for j in range(col.type.num_fields) if j != k]
+        stripped = pa.StructArray.from_arrays(
+            [col.field(j) for j in range(col.type.num_fields) if j != k], fields=fields,
+            mask=pc.invert(valid) if col.null_count else None)
+        i = want.column_names.index(name)
+        want = want.set_column(i, want.schema.field(i).with_type(stripped.type), stripped)
+    if "_rowid" not in want.column_names:
+        got = got.drop_columns(["_rowid"])
+    return want, got, ""
+
+
+def _judge_plain_reading(table: Path, path: Path) -> VersionVerdict:
+    """A version as lancedb's ``to_arrow()`` read it (``expected-plain/``)."""
+    import reference_impl as ri
+
+    version = int(path.stem[1:])
+    label = f"plain:{version}"
+    want = _read_stream(path)
+    try:
+        got = ri.open_dataset(str(table), version).to_table(with_row_id=True)
+    except Exception as e:  # noqa: BLE001
+        return VersionVerdict(label, "unreadable", f"{type(e).__name__}: {e}"[:400])
+    want, got, problem = lancedb_blob_row_ids(want, got)
+    if "_rowid" not in want.column_names and "_rowid" in got.column_names:
+        got = got.drop_columns(["_rowid"])
+    diff = problem or table_difference(want, got)
+    return VersionVerdict(label, "misread", diff) if diff else VersionVerdict(label, "identical")
+
+
+def _branch_versions_refused_by_newest(info: dict, newest: dict | None) -> set[str]:
+    """``"branch:version"`` of every branch version the newest release could not read
+    (``"*"``: it could not list the branches of a table it does not open)."""
+    if newest is None or not info.get("branches"):
+        return set()
+    refused = set(newest.get("unreadable_branch_versions", {}))
+    read = newest.get("branches")
+    if read is None and "*" not in refused:
+        refused.add("*")  # (a reading made before branches were read: none is known)
+    for name, versions in (read or {}).items():
+        refused |= {f"{name}:{v}" for v in info["branches"].get(name, []) if v not in versions}
+    return refused
+
+
+def _judge_branch_version(table: Path, folder: Path, branch: str, version: int,
+                          refused_by_newest: bool = False,
+                          flagged: set[str] = frozenset()) -> VersionVerdict:
+    """A version of a branch (the census's ``branches``), against the writer's reading. A
+    version the newest release refuses (a format revision that was unstable when its writer
+    made it) may instead be refused by the kit with a rule id, as for main's versions."""
+    import reference_impl as ri
+    from reference_impl.errors import FormatError, UnsupportedFeature
+
+    label = f"{branch}:{version}"
+    want = _read_stream(folder / "expected" / f"branch-{branch}" / f"v{version}.arrows")
+    try:
+        ds = ri.open_dataset(str(table), version, branch=branch)
+        got = ds.to_table(with_row_id="_rowid" in want.column_names)
+    except (FormatError, UnsupportedFeature) as e:
+        if refused_by_newest and label in flagged:
+            return VersionVerdict(label, "flagged", f"refused as {NEWEST_READER} does: {e}"[:300])
+        return VersionVerdict(label, "unreadable", f"{type(e).__name__}: {e}"[:400])
+    except Exception as e:  # noqa: BLE001 - the verdict records what went wrong
+        return VersionVerdict(label, "unreadable", f"{type(e).__name__}: {e}"[:400])
+    diff = table_difference(want, got)
+    if diff and refused_by_newest and label in flagged:
+        return VersionVerdict(label, "flagged", f"{NEWEST_READER} refuses it; {diff}"[:300])
+    return VersionVerdict(label, "misread", diff) if diff else VersionVerdict(label, "identical")
+
+
+def _judge_take_blobs(table: Path, folder: Path, info: dict, refused_by_newest: bool = False,
+                      flagged: bool = False) -> VersionVerdict:
+    """The blob bytes of the latest version, as the writer's ``take_blobs`` returned them,
+    against the reference ``take_blobs`` (which may refuse, with a rule id, a version the
+    newest release refuses)."""
+    import reference_impl as ri
+    from reference_impl.errors import FormatError, UnsupportedFeature
+    from reference_impl.scan import take_blobs
+
+    want = _read_stream(folder / "expected" / "blobs.arrows")
+    ids = want.column("_rowid").to_pylist()
+    try:
+        ds = ri.open_dataset(str(table))
+        got = take_blobs(ds, "blob", ids=ids)
+    except (FormatError, UnsupportedFeature) as e:
+        if refused_by_newest and flagged:
+            return VersionVerdict("take_blobs", "flagged",
+                                  f"refused as {NEWEST_READER} does: {e}"[:300])
+        return VersionVerdict("take_blobs", "unreadable", f"{type(e).__name__}: {e}"[:400])
+    except Exception as e:  # noqa: BLE001
+        return VersionVerdict("take_blobs", "unreadable", f"{type(e).__name__}: {e}"[:400])
+    expected = want.column("bytes").to_pylist()
+    for i, (a, b) in enumerate(zip(expected, got, strict=True)):
+        b = None if b is None else bytes(b)
+        if a == b"" and b is None:
+            continue  # a null blob: releases before 14.0 return b"" for it, 14.0.2 None
+        if a != b:
+            return VersionVerdict("take_blobs", "misread",
+                                  f"row id {ids[i]}: {len(b or b'')} bytes != {len(a or b'')}")
+    return VersionVerdict("take_blobs", "identical", f"{len(ids)} blobs")
 
 
 def _judge_refused(table: Path, version: int, flagged: set[str],
@@ -461,17 +632,25 @@ def _judge_version(table: Path, folder: Path, version: int, flagged: set[str]) -
         return VersionVerdict(version, "flagged" if str(version) in flagged else "identical",
                               "no read-back stored")
     want = _read_stream(path)
-    with_row_id = "_rowid" in want.column_names
+    with_row_id = "_rowid" in want.column_names or _has_lancedb_row_ids(want)
     try:
         ds = ri.open_dataset(str(table), version=version)
         got = ds.to_table(with_row_id=with_row_id)
     except Exception as e:  # noqa: BLE001 - the verdict records what went wrong
         return VersionVerdict(version, "unreadable", f"{type(e).__name__}: {e}"[:400])
+    want, got, problem = lancedb_blob_row_ids(want, got)
+    if problem:
+        return VersionVerdict(version, "misread", problem)
     diff, note = against_readings(want, got, folder / "read-by" /
                                   Release.parse(NEWEST_READER).slug / "expected" /
                                   f"v{version}.arrows")
     return VersionVerdict(version, "misread", diff) if diff else \
         VersionVerdict(version, "identical", note)
+
+
+def _has_lancedb_row_ids(want: pa.Table) -> bool:
+    return any(pa.types.is_struct(f.type) and f.type.get_field_index(LANCEDB_BLOB_ROW_ID) >= 0
+               for f in want.schema)
 
 
 def against_readings(want: pa.Table, got: pa.Table, newest: Path) -> tuple[str, str]:

@@ -272,3 +272,29 @@ def external_objects(ctx):
             if end > have:
                 yield Finding(f"external blob range [{desc.position}, {end}) lies outside "
                               f"{desc.blob_uri!r} ({have} bytes)", _row_loc(ctx, f, row))
+
+
+@rule("BLOB-007", title="a blob v1 column is stored in 2.0 or later data files", severity="error",
+      spec=_SPEC, section="1.1 Field to column mapping",
+      clause="blob (field metadata `lance-encoding:blob`) | 1 column | 1 column",
+      releases="pylance 0.20.0 to 14.0.2 write a lance-encoding:blob large_binary column to a "
+               "legacy (0.1) dataset and none reads it back (0.20.0, 1.0.4: 'Attempt to project "
+               "incompatible fields'; 14.0.2 panics); releases before blob columns (before 0.19) "
+               "ignore the key and read the bytes, but 14.0.2 refuses those tables too",
+      refusal="a scan returns a blob v1 column as its (position, size) descriptions, which a "
+              "legacy (0.1) data file does not store: no release reads such a column")
+def v1_not_in_legacy_files(ctx):
+    """A top-level ``large_binary`` field with ``lance-encoding:blob`` held by a legacy data
+    file (the reader refuses it with this rule id too)."""
+    fields = {f.id: f for f in ctx.manifest.fields if f.parent_id == -1
+              and f.logical_type == "large_binary" and "lance-encoding:blob" in f.metadata}
+    if not fields:
+        return
+    for frag in ctx.manifest.fragments:
+        for df in frag.files:
+            if (df.file_major_version, df.file_minor_version) >= (0, 3):
+                continue
+            for fid in sorted(set(df.fields) & set(fields)):
+                yield Finding(f"blob column {fields[fid].name!r} is stored in legacy (0.1) data "
+                              f"file {df.path}, which holds no blob descriptions",
+                              {"path": df.path, "fragment": int(frag.id), "field": fields[fid].name})

@@ -1,81 +1,105 @@
-"""DATAFILE-008 (deep): ``DataFile.fields`` against the field ids the data file stores.
+"""DATAFILE-008 and DATAFILE-011 (deep): ``DataFile.fields`` and ``column_indices`` against
+the data file.
 
-A 2.x data file carries its own schema in its ``FileDescriptor`` (global buffer 0): one
-``Field`` per field, ids included, in pre-order. ``DataFile.fields`` says which dataset
-field each of the file's columns holds and ``column_indices`` where. When the manifest names
-a field id the file does not hold, a reader looks the field up, finds no column and returns
-nulls for data that is on disk (pylance 14.0.2 does exactly that, without an error).
+A 2.x data file stores its fields' columns; ``DataFile.fields`` says which dataset field each
+entry is and ``column_indices`` at which column it starts: "To determine column indices the
+column_indices property should be used instead" (spec 004, DataFile). Readers do so: pylance
+decodes the column a field's index names as that field, whatever the file's own schema calls
+it, and so does the reference reader (:func:`reference_impl.scan.file_field_of`).
 
-What stays conforming, as pylance writes it:
+* **DATAFILE-008** (error): a field's column index must be the first column of a field the
+  file stores, of the same shape (types, nesting; names aside; a blob v2 column is stored as
+  its descriptors). Otherwise no reader can decode it: pylance 14.0.2 fails ("invalid
+  variable-width layout for Int64"; "there were more fields in the schema than provided
+  column indices" where it appended a blob v1 column's scanned descriptions, a struct,
+  under the blob's id), the reference reader raises DATAFILE-008.
+* **DATAFILE-011** (warning): the file's own schema numbers that field with another id. A
+  file written on its own (``LanceFileWriter``) and attached with ``DataReplacement`` or as
+  a data overlay numbers its fields from 0, as upstream's own tests make them; every release
+  reads such a table. The warning only says that the file's ids are not the dataset's.
 
-* ids of dropped fields (``drop_columns``): the file still holds them;
-* the tombstone ``-2`` (a field moved to another file by ``DataReplacement``): no column;
-* a file written on its own (``LanceFileWriter``) and attached by ``DataReplacement``: it
-  numbers its fields from 0, so a field the manifest names is matched by its name path
-  (``parent.child``) when its id is not in the file.
-
-Legacy (0.1) files keep no schema of their own; they are not judged here.
+What stays silent, as pylance writes it: ids of dropped fields (the file still holds them),
+the tombstone ``-2``, a field the file holds under another name (a rename). Legacy (0.1)
+files and 2.0 files of releases before 0.16 list no column indices; they are not judged here.
 """
 
 from __future__ import annotations
 
+from reference_impl.errors import FormatError, LanceError
+
 from .registry import Finding, rule
 
+_CLAUSE = ("The top-level column indices for each field in the file. ... To determine column "
+           "indices the column_indices property should be used instead.")
 
-def _paths(fields) -> dict[int, str]:
-    """id -> dotted name path (``st.y.item``) of a flat, parent-linked field list."""
-    by_id = {int(f.id): f for f in fields}
-    out: dict[int, str] = {}
-    for f in fields:
-        names, seen, cur = [], set(), f
-        while cur is not None and int(cur.id) not in seen:
-            seen.add(int(cur.id))
-            names.append(cur.name)
-            cur = by_id.get(int(cur.parent_id)) if int(cur.parent_id) >= 0 else None
-        out[int(f.id)] = ".".join(reversed(names))
+
+def _mapping(ctx) -> list[tuple]:
+    """``[(dataset field, file field or None, error or None)]`` for every top-level field of
+    the version's schema that the data file holds (cached on the context)."""
+    if "datafile_mapping" in ctx.cache:
+        return ctx.cache["datafile_mapping"]
+    from reference_impl.scan import _subtree_ids, check_same_shape, column_of, file_field_of
+    from reference_impl.table.blob import is_blob_v2
+    from reference_impl.table.schema import fields_to_arrow
+
+    from .file import reader_of
+
+    out: list[tuple] = []
+    ctx.cache["datafile_mapping"] = out
+    df = ctx.data_file
+    reader, _err = reader_of(ctx)
+    if reader is None or reader.legacy is not None or not len(df.column_indices):
+        return out  # an unreadable file is DATAFILE-003's / FILE-*'s; legacy: no indices
+    try:
+        schema = fields_to_arrow(list(ctx.version.manifest.fields))
+    except (FormatError, LanceError, ValueError, TypeError, KeyError):
+        return out  # a schema that does not convert is the SCHEMA rules'
+    listed = {int(i) for i in df.fields}
+    for f in schema:
+        if not listed & _subtree_ids(f) or column_of(df, f) is None:
+            continue
+        try:
+            stored = reader.schema.field(file_field_of(df, reader, f, ctx.file_key))
+            if not is_blob_v2(f):  # (a blob v2 column is stored as its descriptors)
+                check_same_shape(stored, f, ctx.file_key)
+        except FormatError as exc:
+            if exc.rule == "DATAFILE-008":  # others (a column walk that fails) are FILE-*'s
+                out.append((f, None, exc))
+            continue
+        out.append((f, stored, None))
     return out
 
 
-@rule("DATAFILE-008", title="DataFile.fields names field ids the data file itself stores",
-      severity="error", spec="004", section="DataFile",
-      clause="The ids of the fields/columns in this file. ... -2 is used for \"tombstoned\", "
-             "meaning a field that is no longer in use.",
-      scope="data_file", deep=True,
-      pylance="pylance 14.0.2 reads a field whose id the data file does not hold as nulls, "
-              "without an error; a file written by LanceFileWriter and attached with "
-              "DataReplacement numbers its own fields from 0, so such a field is matched by "
-              "its name path instead of its id", enforces="spec")
-def fields_in_file(ctx):
-    from .file import container_of
+def _id(f) -> bytes | None:
+    return (f.metadata or {}).get(b"lance:field_id")
 
-    c, _err = container_of(ctx)
-    if c is None or c.is_legacy or c.descriptor is None:
-        return  # an unreadable tail is DATAFILE-003's; legacy files keep no schema
-    file_fields = c.fields
-    position = {int(f.id): i for i, f in enumerate(file_fields) if int(f.id) >= 0}
-    file_by_path = {p: position[i] for i, p in _paths(file_fields).items() if i in position}
-    schema_paths = _paths(ctx.version.manifest.fields)
-    df = ctx.data_file
-    indices = list(df.column_indices)
-    matched = []
-    for i, fid in enumerate(df.fields):
-        if fid < 0:
-            continue  # -2: tombstone (FRAG-005 judges any other negative id)
-        col = indices[i] if i < len(indices) else None
-        pos = position.get(int(fid))
-        if pos is None and int(fid) in schema_paths:
-            pos = file_by_path.get(schema_paths[int(fid)])
-        if pos is None:
-            yield Finding(f"DataFile.fields names field id {fid} (column index {col}) but the "
-                          f"data file stores field ids {sorted(position)}",
-                          {"path": ctx.file_key, "field": int(fid)})
+
+@rule("DATAFILE-008", title="column_indices point at columns of fields of the same shape",
+      severity="error", spec="004", section="DataFile", clause=_CLAUSE,
+      scope="data_file", deep=True,
+      pylance="pylance 14.0.2 decodes the column a field's index names as that field and "
+              "fails when it holds another type",
+      enforces="spec")
+def columns_of_fields(ctx):
+    for f, _stored, exc in _mapping(ctx):
+        if exc is not None:
+            yield Finding(exc.message,
+                          {"path": ctx.file_key, "field": f.name})
+
+
+@rule("DATAFILE-011", title="the data file numbers its fields as DataFile.fields does",
+      severity="warning", spec="004", section="DataFile", clause=_CLAUSE,
+      scope="data_file", deep=True,
+      releases="a file written on its own (LanceFileWriter) and attached with DataReplacement "
+               "or as a data overlay numbers its fields from 0 (upstream's tests do this; "
+               "pylance 0.2x to 14.0.2 read such tables by column_indices); every table file "
+               "a release writes itself carries the dataset's ids")
+def file_ids_match(ctx):
+    for f, stored, _exc in _mapping(ctx):
+        if stored is None:
             continue
-        if col is not None and col >= 0:
-            matched.append((pos, col, int(fid)))
-    matched.sort()
-    for (_p1, c1, f1), (_p2, c2, f2) in zip(matched, matched[1:], strict=False):
-        if c2 <= c1:
-            yield Finding(f"field {f2} follows field {f1} in the data file's schema but its "
-                          f"column index {c2} is not above {c1}: the columns and field ids "
-                          f"disagree", {"path": ctx.file_key, "field": f2})
-            break
+        own, want = _id(stored), _id(f)
+        if own is not None and own != want:
+            yield Finding(f"the data file numbers the field at the column of {f.name!r} "
+                          f"{int(own)}, DataFile.fields says {int(want)}; readers go by "
+                          f"column_indices", {"path": ctx.file_key, "field": f.name})

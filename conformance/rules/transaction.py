@@ -149,8 +149,23 @@ def known_operation(ctx):
             continue
         op = txn.WhichOneof("operation")
         if op not in KNOWN_OPERATIONS:
-            yield Finding(f"{where} transaction has no known operation", {
+            yield Finding(f"{where} transaction has no known operation{_newer(txn)}", {
                 "path": ctx.manifest_key if where == "inline" else ctx.manifest.transaction_file})
+
+
+#: Transaction fields of operations newer than the kit's protos (FACTS §1: "Transaction 115
+#: DataOverlay"), named in TXN-006's finding
+NEWER_OPERATIONS = {115: "DataOverlay (pylance 14's LanceOperation.DataOverlay)"}
+
+
+def _newer(txn) -> str:
+    from reference_impl.table.manifest import _unknown_of
+
+    numbers = sorted({num for num, _wt, _raw in _unknown_of(txn)})
+    if not numbers:
+        return ""
+    named = [f"{n}: {NEWER_OPERATIONS[n]}" if n in NEWER_OPERATIONS else str(n) for n in numbers]
+    return f" (unknown field {', '.join(named)})"
 
 
 @rule("TXN-007", title="the read_version in a .txn name has no padding digits",

@@ -763,14 +763,79 @@ class LanceFileReader:
                 out.append(names.index(f.name))
         return out
 
-    def _read(self, columns, page_range) -> pa.Table:
+    def field_starting_at(self, column: int) -> int | None:
+        """The position (in the file's schema) of the top-level field whose first column is
+        ``column``, or None. ``DataFile.column_indices`` name columns so: "To determine column
+        indices the column_indices property should be used" (spec 004, DataFile)."""
+        if self.legacy is not None:
+            return None
+        starts = self._column_starts()
+        return starts.index(column) if column in starts else None
+
+    def blob_descriptions(self, position: int) -> pa.StructArray:
+        """The descriptors of the blob v1 column at ``position`` (a top-level ``large_binary``
+        field with ``lance-encoding:blob``): ``struct<position: uint64, size: uint64>``, one
+        row per row of the file, as stored. pylance's dataset scan returns these, not the
+        bytes (its file reader returns the bytes, as :meth:`read_fields` does). A null is a
+        null row in 2.1+; 2.0 stores no validity, and its null reads as ``(1, 0)``."""
+        from reference_impl.table.blob import V1_DESCRIPTION_TYPE
+
+        col = self._column_starts()[position]
+        parts, valids = [], []
+        if family(self.version) == "2.0":
+            from .encodings.v2_0.column import blob_descriptors, container_columns
+
+            column = container_columns(self.container)[col]
+            if not column.is_blob:
+                raise FormatError(f"column {col} is not a blob column", rule="ENC-047",
+                                  path=self.key)
+            for page in column.pages:
+                if page.length:
+                    parts.append(blob_descriptors(page))
+                    valids.append(None)
+        else:
+            for page in self.container.columns[col].pages:
+                if not page.length:
+                    continue
+                layout = _layout(self.container, page)
+                if layout.WhichOneof("layout") != "blob_layout":
+                    raise FormatError(f"column {col} is not a blob column", rule="ENC-047",
+                                      path=self.key)
+                try:
+                    desc, valid = blob_layout.descriptors(
+                        self.container, layout.blob_layout,
+                        read_page_buffers(self.container, page), int(page.length))
+                except FormatError as exc:
+                    raise naming(exc, self.key) from None
+                parts.append(desc)
+                valids.append(valid)
+        desc = np.concatenate(parts) if parts else np.zeros((0, 2), np.uint64)
+        if len(desc) != self.num_rows:
+            raise FormatError(f"blob column decodes {len(desc)} rows, file has {self.num_rows}",
+                              rule=RULE_PAGES, path=self.key)
+        mask = None
+        if any(v is not None for v in valids):
+            valid = np.concatenate([np.ones(len(p), bool) if v is None else v
+                                    for p, v in zip(parts, valids, strict=True)])
+            mask = pa.array(~valid)
+        children = [pa.array(desc[:, 0].astype(np.uint64)), pa.array(desc[:, 1].astype(np.uint64))]
+        if mask is not None:  # a null row's children read as nulls too
+            children = [pa.array(c.to_numpy(), mask=~valid) for c in children]
+        return pa.StructArray.from_arrays(children, fields=list(V1_DESCRIPTION_TYPE), mask=mask)
+
+    def read_fields(self, positions: Sequence[int]) -> pa.Table:
+        """The top-level fields at ``positions`` of the file's schema, decoded."""
+        return self._read(None, None, sel=list(positions))
+
+    def _read(self, columns, page_range, sel=None) -> pa.Table:
         if self.legacy is not None:
             table = self._read_legacy(columns)
             if table.num_rows != self.num_rows:
                 raise FormatError(f"legacy batches hold {table.num_rows} rows, batch_offsets say "
                                   f"{self.num_rows}", rule=RULE_PAGES, path=self.key)
             return table if page_range is None else table.slice(page_range[0], page_range[1] - page_range[0])
-        sel = self._select(columns)
+        if sel is None:
+            sel = self._select(columns)
         dec = self._decoder()
         starts = self._column_starts()
 

@@ -1,5 +1,6 @@
 """Blob v2 columns: descriptors in the data file, bytes wherever the descriptor says
-(FILE-ENCODINGS §3.5 "Blob layouts", 2.2; extended by what pylance 14.0.2 writes).
+(FILE-ENCODINGS §3.5 "Blob layouts", 2.2; extended by what pylance 14.0.2 writes); and how a
+scan returns blob v1 columns (their descriptions; see "blob v1" below).
 
 **Declaration.** In the manifest a blob v2 column is a top-level ``struct`` field whose
 extension name is ``lance.blob.v2`` (``Field.extension_name`` and the Arrow metadata key
@@ -119,11 +120,51 @@ def descriptor_field(field: pa.Field) -> pa.Field:
 
 
 def scan_schema(schema: pa.Schema) -> pa.Schema:
-    """``schema`` with every blob v2 field replaced by its :func:`descriptor_field`."""
-    if not any(is_blob_v2(f) for f in schema):
+    """``schema`` with every blob field replaced by what a scan returns for it: a blob v2
+    field's :func:`descriptor_field`, a blob v1 field's :func:`v1_description_field`."""
+    if not any(is_blob_v2(f) or is_blob_v1(f) for f in schema):
         return schema
-    return pa.schema([descriptor_field(f) if is_blob_v2(f) else f for f in schema],
+    return pa.schema([descriptor_field(f) if is_blob_v2(f) else
+                      v1_description_field(f) if is_blob_v1(f) else f for f in schema],
                      metadata=schema.metadata)
+
+
+# -- blob v1: lance-encoding:blob large_binary in 2.0 and 2.1 files ------------------------
+#
+# A top-level ``large_binary`` field with the metadata key ``lance-encoding:blob`` (any value)
+# is a *blob v1* column in 2.0 and 2.1 datasets (FILE-ENCODINGS §2.2, §3.5): the data file
+# keeps one (u64 position, u64 size) descriptor per row and the bytes elsewhere in the file.
+# pylance's dataset scan (``to_table``, ``take``, filters, ``_rowid``) returns the
+# descriptors, ``struct<position: uint64, size: uint64>`` with the key as field metadata, not
+# the bytes (observed on pylance 0.20.0, 1.0.4 and 14.0.2; 0.20.0 marks the two children
+# non-nullable). A null is a null row in 2.1 files; 2.0 stores no validity and its null reads
+# as ``(1, 0)``; an empty value is ``(0, 0)``. The bytes are ``take_blobs``'s
+# (``reference_impl.scan.take_blobs``: ``None`` for a null, ``b""`` for an empty blob, as
+# pylance 14.0.2 returns them; 1.0.4 returned ``b""`` for a null), and pylance's *file*
+# reader returns the bytes too.
+#
+# A legacy (0.1) data file stores no descriptors: every release that writes such a column
+# there refuses to read it back (0.20.0, 1.0.4: "Attempt to project incompatible fields";
+# 14.0.2 panics), and so does the reference reader (BLOB-007). In 2.2+ datasets the same key
+# makes a blob v2 column (below).
+
+RULE_V1_LEGACY = "BLOB-007"
+V1_DESCRIPTION_TYPE = pa.struct([pa.field("position", pa.uint64()),
+                                 pa.field("size", pa.uint64())])
+
+
+def is_blob_v1(field) -> bool:
+    """True for a blob v1 field: a top-level ``large_binary`` ``pa.Field`` whose metadata has
+    ``lance-encoding:blob`` (a blob v2 struct is not one)."""
+    return (isinstance(field, pa.Field) and pa.types.is_large_binary(field.type)
+            and BLOB_KEY in (field.metadata or {}))
+
+
+def v1_description_field(field: pa.Field) -> pa.Field:
+    """The field a scan returns for blob v1 ``field``: its descriptions, named and nullable
+    as the field, with the ``lance-encoding:blob`` key."""
+    return pa.field(field.name, V1_DESCRIPTION_TYPE, nullable=field.nullable,
+                    metadata={BLOB_KEY: (field.metadata or {})[BLOB_KEY]})
 
 
 # -- the data file's field list ------------------------------------------------------------

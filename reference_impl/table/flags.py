@@ -11,9 +11,14 @@ return an 'unsupported' error on any read or write operation."
  8  TABLE_CONFIG               the manifest has table config (writer only)
 16  BASE_PATHS                 files may live under other base paths
 32  TRANSACTION_FILES_DISABLED upstream source only; no ``.txn`` files
+64  DATA_OVERLAYS              observed: pylance 14.0.2 sets it (both kinds) when a
+                               ``DataOverlay`` commit gives a fragment overlay files
+                               (``DataFragment`` field 11); not read here
 ==  =========================  ===============================================
 
-A reader knows every flag below 64.
+A reader knows every flag below 64. Flag 64 keeps its name in refusals: pylance 14.0.2 writes
+it and refuses its own table too ("This dataset cannot be read by this version of Lance ...
+Flags: 64").
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ USE_V2_FORMAT_DEPRECATED = 4
 TABLE_CONFIG = 8
 BASE_PATHS = 16
 TRANSACTION_FILES_DISABLED = 32
+DATA_OVERLAYS = 64  # observed (pylance 14.0.2's DataOverlay); unknown to this reader
 
 FLAG_NAMES = {
     DELETION_FILES: "DELETION_FILES",
@@ -34,6 +40,7 @@ FLAG_NAMES = {
     TABLE_CONFIG: "TABLE_CONFIG",
     BASE_PATHS: "BASE_PATHS",
     TRANSACTION_FILES_DISABLED: "TRANSACTION_FILES_DISABLED",
+    DATA_OVERLAYS: "DATA_OVERLAYS (data overlay files: pylance 14.0.2's DataOverlay)",
 }
 KNOWN_READER_FLAGS = 63
 KNOWN_WRITER_FLAGS = 63

@@ -18,7 +18,9 @@ def test_flag_values_and_names():
         1, 2, 4, 8, 16, 32)
     assert flags.flag_names(0) == []
     assert flags.flag_names(17) == ["DELETION_FILES", "BASE_PATHS"]
-    assert flags.flag_names(64 | 1) == ["DELETION_FILES", "UNKNOWN(64)"]
+    assert flags.flag_names(128 | 1) == ["DELETION_FILES", "UNKNOWN(128)"]
+    assert flags.flag_names(64) == [flags.FLAG_NAMES[64]] and "DATA_OVERLAYS" in \
+        flags.FLAG_NAMES[64]
 
 
 def test_reader_accepts_every_flag_below_64():
@@ -27,13 +29,39 @@ def test_reader_accepts_every_flag_below_64():
     flags.check_writer_flags(m)
 
 
-@pytest.mark.parametrize("bit", [64, 128, 1 << 40, 1 << 63])
+@pytest.mark.parametrize("bit", [128, 1 << 40, 1 << 63])
 def test_unknown_flags_refused_by_name(bit):
     m = table_pb2.Manifest(reader_feature_flags=bit | 1, writer_feature_flags=bit)
     with pytest.raises(UnsupportedFeature, match=f"UNKNOWN\\({bit}\\)"):
         flags.check_reader_flags(m, path="x")
     with pytest.raises(UnsupportedFeature, match=f"UNKNOWN\\({bit}\\)"):
         flags.check_writer_flags(m)
+
+
+def test_data_overlays_are_refused_by_name(pylance, tmp_path):
+    """pylance 14.0.2's DataOverlay commit sets flag 64 and 14.0.2 then refuses its own table;
+    the reader refuses it naming the feature, and TXN-006 names the operation."""
+    import pyarrow as pa
+    from lance.fragment import write_fragments
+
+    from conformance.engine import validate
+
+    uri = str(tmp_path / "ds")
+    ds = pylance.write_dataset(pa.table({"id": [1, 2, 3], "s": ["a", "b", "c"]}), uri,
+                               data_storage_version="2.1")
+    (frag,) = write_fragments(pa.table({"s": ["B"]}), uri, data_storage_version="2.1")
+    op = pylance.LanceOperation.DataOverlay([pylance.LanceOperation.DataOverlayGroup(
+        0, [pylance.LanceOperation.DataOverlayFile(frag.files[0], [1])])])
+    pylance.LanceDataset.commit(uri, op, read_version=ds.version)
+    with pytest.raises(Exception, match="Flags: 64"):
+        pylance.dataset(uri)
+    with pytest.raises(UnsupportedFeature, match="DATA_OVERLAYS") as err:
+        open_dataset(uri)
+    assert err.value.rule == "FLAGS-001"
+    assert open_dataset(uri, version=1).count_rows() == 3
+    report = validate(uri, versions="all")
+    assert {"FLAGS-001", "TXN-006"} <= report.rules_violated(), report.render("text")
+    assert any("DataOverlay" in v.message for v in report.violations if v.rule == "TXN-006")
 
 
 def test_open_refuses_unknown_reader_flag(pylance, tmp_path):

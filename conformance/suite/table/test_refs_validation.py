@@ -196,7 +196,7 @@ def test_cleanup_keeps_the_version_a_branch_forks_from(pylance, tmp_path):
     assert "REFS-008" not in report.rules_violated(None)
 
 
-@pytest.mark.parametrize("rule_id", ["REFS-008", "DATAFILE-008"])
+@pytest.mark.parametrize("rule_id", ["REFS-008", "DATAFILE-011"])
 def test_pylance_misses_the_new_rules(pylance, tmp_path, rule_id):
     """pylance 14.0.2 opens the fixture, reads every version of every ref and passes its own
     validate(); the validator reports the rule."""
@@ -346,7 +346,11 @@ def _edit_latest(uri: str, edit) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["2.0", "2.1", "2.2"])
-def test_field_id_the_file_does_not_hold_is_an_error(pylance, tmp_path, fmt):
+def test_a_field_id_outside_the_schema_reads_as_nulls_in_both(pylance, tmp_path, fmt):
+    """DataFile.fields naming id 7 (not in the schema) for the column of 's': no data file
+    holds 's' any more, and both readers return nulls for it (FRAG-010 warns of the id)."""
+    import reference_impl as ri
+
     uri = str(tmp_path / "ds")
     pylance.write_dataset(_rows(4), uri, data_storage_version=fmt)
 
@@ -354,16 +358,18 @@ def test_field_id_the_file_does_not_hold_is_an_error(pylance, tmp_path, fmt):
         m.fragments[0].files[0].fields[1] = 7
 
     _edit_latest(uri, edit)
-    # pylance reads the column as nulls, without an error
     assert pylance.dataset(uri).to_table()["s"].null_count == 4
+    assert ri.open_dataset(uri).to_table() == pylance.dataset(uri).to_table()
     deep = validate(uri, deep=True)
-    assert "DATAFILE-008" in deep.rules_violated(), deep.render("text")
-    (f,) = [f for f in deep.violations if f.rule == "DATAFILE-008"]
-    assert f.location["field"] == 7 and f.location["ref"] == "main"
-    assert "DATAFILE-008" not in validate(uri).rules_violated(None)
+    assert deep.conforms, deep.render("text")
+    assert "FRAG-010" in deep.rules_violated("warning")
 
 
-def test_swapped_field_ids_are_an_error(pylance, tmp_path):
+def test_swapped_field_ids_are_read_by_column_indices(pylance, tmp_path):
+    """fields [0, 1] -> [1, 0] with column_indices [0, 1]: both readers take a's values from
+    column 1 (the spec's column_indices decide); the file's own ids disagree (DATAFILE-011)."""
+    import reference_impl as ri
+
     uri = str(tmp_path / "ds")
     pylance.write_dataset(pa.table({"a": pa.array([1, 2], pa.int64()),
                                     "b": pa.array([3, 4], pa.int64())}), uri,
@@ -374,9 +380,38 @@ def test_swapped_field_ids_are_an_error(pylance, tmp_path):
         df.fields[0], df.fields[1] = df.fields[1], df.fields[0]
 
     _edit_latest(uri, edit)
-    # pylance now returns a's values as b and b's as a
     assert pylance.dataset(uri).to_table()["a"].to_pylist() == [3, 4]
-    assert "DATAFILE-008" in validate(uri, deep=True).rules_violated()
+    assert ri.open_dataset(uri).to_table() == pylance.dataset(uri).to_table()
+    report = validate(uri, deep=True)
+    assert report.conforms, report.render("text")
+    assert "DATAFILE-011" in report.rules_violated("warning")
+
+
+@pytest.mark.parametrize("fmt", ["2.0", "2.1", "2.2"])
+def test_column_indices_onto_a_field_of_another_type_are_an_error(pylance, tmp_path, fmt):
+    """column_indices [0, 1] -> [1, 0] puts the int64 'a' on the string column: pylance fails
+    to decode it, the reader refuses it and the validator reports DATAFILE-008."""
+    import reference_impl as ri
+    from reference_impl.errors import FormatError
+
+    uri = str(tmp_path / "ds")
+    pylance.write_dataset(_rows(4), uri, data_storage_version=fmt)
+
+    def edit(m):
+        idx = m.fragments[0].files[0].column_indices
+        idx[0], idx[1] = idx[1], idx[0]
+
+    _edit_latest(uri, edit)
+    with pytest.raises(Exception, match="(?i)invalid|corrupt|expected"):
+        pylance.dataset(uri).to_table()
+    with pytest.raises(FormatError) as err:
+        ri.open_dataset(uri).to_table()
+    assert err.value.rule == "DATAFILE-008"
+    deep = validate(uri, deep=True)
+    assert "DATAFILE-008" in deep.rules_violated(), deep.render("text")
+    (f, *_rest) = [f for f in deep.violations if f.rule == "DATAFILE-008"]
+    assert f.location["ref"] == "main"
+    assert "DATAFILE-008" not in validate(uri).rules_violated(None)
 
 
 @pytest.mark.parametrize("fmt", ["legacy", "2.0", "2.1", "2.2"])
@@ -392,31 +427,61 @@ def test_drop_columns_datasets_still_conform(pylance, tmp_path, fmt):
     assert {1} <= set(m.fragments[0].files[0].fields)  # the dropped id is still listed
     report = validate(uri, versions="all", deep=True)
     assert report.conforms, report.render("text")
-    assert "DATAFILE-008" not in report.rules_violated(None)
+    assert not {"DATAFILE-008", "DATAFILE-011"} & report.rules_violated(None)
 
 
-def test_tombstone_and_data_replacement_conform(pylance, tmp_path):
-    """DataReplacement with a file from LanceFileWriter: the old file's entry holds the
-    tombstone -2, the new file numbers its own field from 0 (matched by name)."""
+def _lance_file(pylance, path, table, fmt):
     from lance.file import LanceFileWriter
+
+    writer = LanceFileWriter(path, table.schema, version=fmt)
+    writer.write_batch(table)
+    writer.close()
+
+
+@pytest.mark.parametrize("fmt", ["2.0", "2.1", "2.2"])
+def test_tombstone_and_data_replacement_conform(pylance, tmp_path, fmt):
+    """DataReplacement with files from LanceFileWriter, as upstream's own tests make them:
+    each file numbers its own fields from 0 and the manifest maps them by column_indices.
+    'b' is replaced (its old entry keeps the tombstone -2), and an all-null struct column
+    gets a file whose struct names its children otherwise (matched by position). Both
+    readers read every version identically; DATAFILE-011 notes the file's ids."""
     from lance.fragment import DataFile
 
+    import reference_impl as ri
+
     uri = str(tmp_path / "ds")
+    st = pa.struct([("x", pa.int32()), ("y", pa.string())])
     ds = pylance.write_dataset(pa.table({"a": pa.array(range(3), pa.int64()),
                                          "b": pa.array(range(3), pa.int64())}), uri,
-                               data_storage_version="2.1")
-    new_b = pa.table({"b": pa.array([10, 11, 12], pa.int64())})
-    writer = LanceFileWriter(f"{uri}/data/replacement-b.lance", new_b.schema, version="2.1")
-    writer.write_batch(new_b)
-    writer.close()
-    op = pylance.LanceOperation.DataReplacement([pylance.LanceOperation.DataReplacementGroup(
-        0, DataFile("replacement-b.lance", [1], [0], 2, 1))])
-    ds = pylance.LanceDataset.commit(uri, op, read_version=ds.version)
+                               data_storage_version=fmt)
+    ds.add_columns(pa.field("st", st))
+    ds = pylance.dataset(uri)
+    ids = {f.name(): (f.id(), [c.id() for c in f.children()]) for f in ds.lance_schema.fields()}
+    major, minor = (int(p) for p in fmt.split("."))
+
+    def replace(name, fields, columns, table):
+        _lance_file(pylance, f"{uri}/data/{name}", table, fmt)
+        op = pylance.LanceOperation.DataReplacement([pylance.LanceOperation.DataReplacementGroup(
+            0, DataFile(name, fields, columns, major, minor))])
+        return pylance.LanceDataset.commit(uri, op, read_version=pylance.dataset(uri).version)
+
+    ds = replace("replacement-b.lance", [ids["b"][0]], [0],
+                 pa.table({"b": pa.array([10, 11, 12], pa.int64())}))
     assert ds.to_table()["b"].to_pylist() == [10, 11, 12]
     files = split_manifest(open_store(uri).get(access.list_versions(open_store(uri))[-1].key))[0]
     assert list(files.fragments[0].files[0].fields) == [0, -2]
+    other = pa.struct([("x2", pa.int32()), ("y2", pa.string())])
+    st_id, leaves = ids["st"]
+    fields = [st_id] + leaves if fmt == "2.0" else leaves  # 2.0 lists the struct's column too
+    ds = replace("replacement-st.lance", fields, list(range(len(fields))), pa.table(
+        {"other": pa.array([{"x2": i, "y2": f"y{i}"} for i in range(3)], other)}))
+    assert ds.to_table()["st"].to_pylist()[1] == {"x": 1, "y": "y1"}
+    for v in ds.versions():
+        want = pylance.dataset(uri, version=v["version"]).to_table()
+        assert ri.open_dataset(uri, version=v["version"]).to_table() == want, v["version"]
     report = validate(uri, versions="all", deep=True)
-    assert "DATAFILE-008" not in report.rules_violated(None), report.render("text")
+    assert report.conforms, report.render("text")
+    assert "DATAFILE-011" in report.rules_violated("warning")
 
 
 # -- the Spark engine gives the local engine's report, branch data files included ----------------

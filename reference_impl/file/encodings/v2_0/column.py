@@ -307,16 +307,21 @@ def _leaf(field: pa.Field, column: Column) -> pa.Array:
     return pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
 
 
-def _blob_page(page: Page, data_type: pa.DataType) -> pa.Array:
-    """A blob page: (u64 position, u64 size) rows pointing at absolute file ranges; a row of
-    size 0 is empty when its position is 0 and null otherwise."""
+def blob_descriptors(page: Page) -> np.ndarray:
+    """A blob page's rows: ``(n, 2)`` u64 of (position, size), as stored."""
     node = page.encoding
     if node.WhichOneof("array_encoding") != "packed_struct":
         raise page.ctx.error("blob pages must be packed_struct descriptors", RULE_NODE)
     mat, widths = packed_node.rows_matrix(node.packed_struct, page.ctx, page.length)
     if widths != [8, 8]:
         raise page.ctx.error("blob descriptors must be (u64 position, u64 size)", RULE_NODE)
-    desc = np.ascontiguousarray(mat).view("<u8").reshape(page.length, 2)
+    return np.ascontiguousarray(mat).view("<u8").reshape(page.length, 2)
+
+
+def _blob_page(page: Page, data_type: pa.DataType) -> pa.Array:
+    """A blob page: (u64 position, u64 size) rows pointing at absolute file ranges; a row of
+    size 0 is empty when its position is 0 and null otherwise."""
+    desc = blob_descriptors(page)
     # (position, 0) with position != 0 is a null (the position holds its def level); (0, 0) is empty
     is_null = (desc[:, 1] == 0) & (desc[:, 0] != 0)
     try:

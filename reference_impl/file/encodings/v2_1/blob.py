@@ -18,24 +18,31 @@ from .values import Var
 RULE = "ENC-047"
 
 
-def decode(container, layout, buffers, rows: int):
-    """-> ``(Var of blob bytes, validity or None)``."""
+def descriptors(container, layout, buffers, rows: int):
+    """-> ``((rows, 2) u64 of (position, size) as stored, validity or None)``: a row of size
+    0 and a non-zero position is a null when the page's layers are nullable."""
     inner = layout.inner_layout
     if inner.WhichOneof("layout") != "mini_block_layout":
         raise FormatError("blob inner layout must be mini-block", rule=RULE)
     _rep, _dfn, values = mini_block.decode(inner.mini_block_layout, buffers, container.version_name, rows)
     if values is None or values.bits != 128 or values.n != rows:
         raise FormatError("blob descriptors must be one (u64, u64) per row", rule=RULE)
-    desc = values.data.view("<u8").reshape(rows, 2).astype(np.int64)
+    desc = values.data.view("<u8").reshape(rows, 2)
+    valid = None
+    if any(k in (3,) for k in layout.layers):
+        valid = ~((desc[:, 1] == 0) & (desc[:, 0] > 0))
+    return desc, valid
+
+
+def decode(container, layout, buffers, rows: int):
+    """-> ``(Var of blob bytes, validity or None)``."""
+    raw, valid = descriptors(container, layout, buffers, rows)
+    desc = raw.astype(np.int64)
     pos, size = desc[:, 0], desc[:, 1]
     live = size > 0
     # (u64 values of 2^63 or more read as negative; compare without adding, which could wrap)
     if np.any(size < 0) or np.any(pos[live] < 0) or np.any(size[live] > container.size - pos[live]):
         raise FormatError("blob descriptor points outside the file", rule=RULE, path=container.path)
-    has_nulls = any(k in (3,) for k in layout.layers)
-    valid = None
-    if has_nulls:
-        valid = ~((size == 0) & (pos > 0))
     parts = [np.frombuffer(container.read_buffer(int(p), int(s)), np.uint8) for p, s in zip(pos, size, strict=False) if s]
     off = np.zeros(rows + 1, np.int64)
     np.cumsum(size, out=off[1:])
