@@ -19,7 +19,8 @@ ref it belongs to in ``location["ref"]`` (``main``, ``branch:dev``, ``tag:v1``).
 :func:`validate` does all three in this process, under an optional time limit.
 
 Guarantees: a check that raises becomes an ``ENGINE-001`` finding naming the rule and the
-exception; a dataset whose manifests cannot be read is reported through its rules; only an
+exception, one that runs out of memory an ``ENGINE-003`` finding ("not checked", never a
+finding of a format rule); a dataset whose manifests cannot be read is reported through its rules; only an
 unreachable store or a dataset path with nothing in it raises :class:`DatasetNotFound`
 (the CLI's exit 2). Findings are sorted deterministically by the report.
 """
@@ -125,11 +126,24 @@ def run_check(rule: registry.Rule, ctx, location: dict) -> list[Violation]:
         if exc.offset is not None:
             loc["offset"] = exc.offset
         out.append(_violation(rule, registry.Finding(f"{exc}", loc), {}))
+    except MemoryError as exc:
+        out.append(out_of_memory(exc, location))
     except Exception as exc:  # noqa: BLE001 - the engine never crashes on a check
         out.append(_engine_violation(
             "ENGINE-001", f"rule {rule.id} raised {type(exc).__name__}: {exc}",
             dict(location, rule=rule.id)))
     return out
+
+
+def out_of_memory(exc: MemoryError, location: dict) -> Violation:
+    """ENGINE-003: a check ran out of memory. Not a finding about the bytes: the rules that
+    needed what was being read reached no verdict. The message names no rule, so every rule
+    that failed on the same file's decode gives the same finding (reported once)."""
+    detail = str(exc) or "no detail"
+    return _engine_violation(
+        "ENGINE-003", f"not checked: the validator ran out of memory reading this "
+                      f"({type(exc).__name__}: {detail[:200]}); the rules that needed it "
+                      "reached no verdict", dict(location))
 
 
 def _selected_rules(rules: Iterable[str] | None, skip: Iterable[str] | None, deep: bool):
@@ -517,6 +531,8 @@ def run_data_file_item(item: DataFileItem) -> list[Violation]:
         # The metadata rules report why this file cannot be reached; nothing to deep-check.
         return [] if not isinstance(exc, IndexError) else [_engine_violation(
             "ENGINE-001", f"data-file item no longer matches its manifest: {exc}", loc)]
+    except MemoryError as exc:
+        return [out_of_memory(exc, loc)]
     except Exception as exc:  # noqa: BLE001
         return [_engine_violation("ENGINE-001",
                                   f"cannot prepare data-file checks: {type(exc).__name__}: {exc}",
