@@ -44,6 +44,8 @@ def run_check(rule: registry.Rule, ctx, location: dict) -> list[Violation]:
         if exc.offset is not None:
             loc["offset"] = exc.offset
         out.append(violation(rule, registry.Finding(f"{exc}", loc), {}))
+    except MemoryError as exc:
+        out.append(out_of_memory(exc, location))
     except Exception as exc:  # noqa: BLE001 - the engine never crashes on a check
         out.append(engine_violation(
             "ENGINE-001", f"rule {rule.id} raised {type(exc).__name__}: {exc}",
@@ -51,4 +53,15 @@ def run_check(rule: registry.Rule, ctx, location: dict) -> list[Violation]:
     return out
 
 
-__all__ = ["engine_violation", "run_check", "violation"]
+def out_of_memory(exc: MemoryError, location: dict) -> Violation:
+    """ENGINE-003: a check ran out of memory. Not a finding about the bytes: the rules that
+    needed what was being read reached no verdict. The message names no rule, so every rule
+    that failed on the same file's decode gives the same finding (reported once)."""
+    detail = str(exc) or "no detail"
+    return engine_violation(
+        "ENGINE-003", f"not checked: the validator ran out of memory reading this "
+                      f"({type(exc).__name__}: {detail[:200]}); the rules that needed it "
+                      "reached no verdict", dict(location))
+
+
+__all__ = ["engine_violation", "out_of_memory", "run_check", "violation"]

@@ -23,7 +23,8 @@ ref it belongs to in ``location["ref"]`` (``main``, ``branch:dev``, ``tag:v1``).
 :func:`validate` does all three in this process, under an optional time limit.
 
 Guarantees: a check that raises becomes an ``ENGINE-001`` finding naming the rule and the
-exception; a dataset whose manifests cannot be read is reported through its rules; only an
+exception, one that runs out of memory an ``ENGINE-003`` finding ("not checked", never a
+finding of a format rule); a dataset whose manifests cannot be read is reported through its rules; only an
 unreachable store or a dataset path with nothing in it raises :class:`DatasetNotFound`
 (the CLI's exit 2). Findings are sorted deterministically by the report.
 """
@@ -51,7 +52,7 @@ from reference_impl.file import parallel
 
 from . import access
 from .checks import engine_violation as _engine_violation
-from .checks import run_check
+from .checks import out_of_memory, run_check
 from .counting import CountingStore, Counts
 from .history import History, group
 
@@ -540,6 +541,8 @@ def run_data_file_item(item: DataFileItem) -> list[Violation]:
         # The metadata rules report why this file cannot be reached; nothing to deep-check.
         return [] if not isinstance(exc, IndexError) else [_engine_violation(
             "ENGINE-001", f"data-file item no longer matches its manifest: {exc}", loc)]
+    except MemoryError as exc:
+        return [out_of_memory(exc, loc)]
     except Exception as exc:  # noqa: BLE001
         return [_engine_violation("ENGINE-001",
                                   f"cannot prepare data-file checks: {type(exc).__name__}: {exc}",

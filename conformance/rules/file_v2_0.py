@@ -51,9 +51,14 @@ def _arrow_errors() -> tuple[type[BaseException], ...]:
 
 
 def decode_result(ctx) -> FormatError | None:
-    """Decode the context's data file once (cached); the FormatError met, or None."""
+    """Decode the context's data file once (cached); the FormatError met, or None. Running
+    out of memory is no finding: the MemoryError is kept (so no other rule decodes again)
+    and raised to every rule that asks (the engine reports ENGINE-003)."""
     if "v2_0_legacy_decode" in ctx.cache:
-        return ctx.cache["v2_0_legacy_decode"]
+        cached = ctx.cache["v2_0_legacy_decode"]
+        if isinstance(cached, MemoryError):
+            raise MemoryError(str(cached))
+        return cached
     err = None
     kind = file_kind(ctx.data_file)
     try:
@@ -72,6 +77,9 @@ def decode_result(ctx) -> FormatError | None:
         err = exc
     except LanceError as exc:
         err = FormatError(str(exc), rule=None, path=ctx.file_key)
+    except MemoryError as exc:
+        ctx.cache["v2_0_legacy_decode"] = MemoryError(str(exc))  # without the decode's frames
+        raise MemoryError(str(exc)) from None
     except _arrow_errors() as exc:
         # pyarrow refused the decoded buffers (a column of the wrong length, invalid UTF-8):
         # the pages do not hold what the schema and the column mapping say.

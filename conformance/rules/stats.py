@@ -25,9 +25,14 @@ _SEC = "Statistic values"
 
 
 def _stats_and_pages(ctx):
-    """(stats by field id, pages by field id, error) for a legacy data file, cached."""
+    """(stats by field id, pages by field id, error) for a legacy data file, cached. Running
+    out of memory is no finding: the MemoryError is kept and raised to every rule that asks
+    (the engine reports ENGINE-003), so the pages are read once."""
     if "legacy_stats" in ctx.cache:
-        return ctx.cache["legacy_stats"]
+        cached = ctx.cache["legacy_stats"]
+        if isinstance(cached, MemoryError):
+            raise MemoryError(str(cached))
+        return cached
     from conformance.rules.file_v2_0 import file_kind
 
     result = ({}, {}, None)
@@ -36,6 +41,9 @@ def _stats_and_pages(ctx):
             result = _compute(ctx)
         except FormatError as exc:
             result = ({}, {}, exc)
+        except MemoryError as exc:
+            ctx.cache["legacy_stats"] = MemoryError(str(exc))  # without the read's frames
+            raise MemoryError(str(exc)) from None
         except NotFound:
             pass  # no data file to hold statistics: DATAFILE-001 reports it
         except LanceError as exc:

@@ -172,23 +172,35 @@ def error_finding(exc) -> tuple:
     return ("ENC-046", f"[{rule}] {msg}" if rule and f"[{rule}]" not in msg else msg, off)
 
 
-#: what a decoder may raise on hostile bytes besides FormatError/LanceError
-DECODE_ERRORS = (ValueError, TypeError, IndexError, KeyError, OverflowError, MemoryError)
+#: what a decoder may raise on hostile bytes besides FormatError/LanceError. Not MemoryError:
+#: allocations are bounded by what the bytes can justify (a length is checked against the
+#: buffer before anything is allocated), so running out of memory says nothing of the file.
+DECODE_ERRORS = (ValueError, TypeError, IndexError, KeyError, OverflowError)
 
 
 def decode_outcome(reader) -> tuple:
     """Decode every column once: ``(rows decoded, None)`` or ``(None, exception)``. The deep
-    rules of every file version share this one decode (the validator caches it per file)."""
+    rules of every file version share this one decode (the validator caches it per file).
+
+    A ``MemoryError`` is kept too (so the decode is not retried by every rule), without its
+    traceback, whose frames would hold the arrays of the failed decode; it is no finding
+    (:func:`outcome_findings` raises it again for the caller to report)."""
     try:
         return reader.read_all().num_rows, None
     except (FormatError, LanceError, *DECODE_ERRORS) as exc:
         return None, exc
+    except MemoryError as exc:
+        return None, MemoryError(str(exc))
 
 
 def outcome_findings(outcome, expected_rows: int) -> list:
     """The findings of a :func:`decode_outcome`: a decoder error becomes one finding with
-    its rule id; a wrong row count is ENC-046."""
+    its rule id; a wrong row count is ENC-046. Running out of memory is no finding about the
+    file: the ``MemoryError`` is raised again (the validator reports the file as not
+    checked)."""
     rows, exc = outcome
+    if isinstance(exc, MemoryError):
+        raise MemoryError(str(exc))
     if isinstance(exc, (FormatError, LanceError)):
         return [error_finding(exc)]
     if exc is not None:

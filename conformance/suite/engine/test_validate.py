@@ -157,6 +157,66 @@ def test_time_limit_is_engine_002(datasets, monkeypatch):
     assert not report.conforms
 
 
+OOM = "Unable to allocate 5.00 GiB for an array with shape (670994332,) and data type int64"
+
+
+def _no_memory(*_args, **_kwargs):
+    raise MemoryError(OOM)
+
+
+def _out_of_memory_when_decoding(monkeypatch, fmt: str) -> list:
+    """Make the decode of every data file of format ``fmt`` run out of memory (where the
+    decoders allocate the arrays of a page); a counter of the attempts."""
+    from reference_impl.file import arrow_types, legacy
+    from reference_impl.file.encodings.v2_0 import _common
+
+    calls = []
+
+    def no_memory(*args, **kwargs):
+        calls.append(1)
+        _no_memory()
+
+    if fmt == "legacy":
+        monkeypatch.setattr(legacy._ColumnReader, "read", no_memory)
+    elif fmt == "2.0":
+        monkeypatch.setitem(_common.DECODERS, "flat", no_memory)
+    else:
+        monkeypatch.setattr(arrow_types, "leaf_array", no_memory)
+    return calls
+
+
+@pytest.mark.parametrize("fmt", ["legacy", "2.0", "2.1", "2.2"])
+def test_out_of_memory_is_engine_003_not_a_format_finding(datasets, monkeypatch, fmt):
+    """Running out of memory while decoding a valid data file says nothing of its bytes: the
+    report says the file was not checked (ENGINE-003, once per file), never ENC-046 or any
+    other format rule; the decode is attempted once per file, not once per rule."""
+    calls = _out_of_memory_when_decoding(monkeypatch, fmt)
+    report = validate(datasets[fmt], deep=True)
+    assert report.rules_violated() == {"ENGINE-003"}, [
+        f"{v.rule}: {v.message}" for v in report.violations]
+    paths = [v.location.get("path") for v in report.violations]
+    assert len(paths) == len(set(paths)) == 2  # the two fragments' data files, once each
+    for v in report.violations:
+        assert v.message.startswith("not checked: the validator ran out of memory"), v.message
+        assert OOM in v.message and "data/" in v.location["path"]
+    assert 0 < len(calls) <= len(paths) * (2 if fmt == "legacy" else 1)  # (data, stats)
+    assert not report.conforms
+    monkeypatch.undo()
+    assert validate(datasets[fmt], deep=True).conforms  # and the files are fine
+
+
+def test_out_of_memory_outside_the_decode_is_engine_003_too(datasets, monkeypatch):
+    """A table-scope rule that runs out of memory is not checked either (ENGINE-003 at the
+    table, naming no rule: the finding is the same whichever rule hit it)."""
+    r = registry.get_rule("FRAG-001")
+    monkeypatch.setitem(registry._RULES, "FRAG-001",
+                        registry.Rule(**{**r.__dict__, "check": _no_memory}))
+    report = validate(datasets["2.1"])
+    assert report.rules_violated() == {"ENGINE-003"}
+    (v,) = report.violations
+    assert "rule" not in v.location and OOM in v.message
+
+
 def test_plan_items_pickle_and_merge(datasets):
     p = plan(datasets["ops"], versions="all", deep=True)
     assert p.items, "deep plan lists data files"

@@ -166,3 +166,53 @@ def test_cli_exit_codes(good_file, tmp_path):
     assert bad.returncode == 1 and "FILE-001" in bad.stdout
     missing = _cli(str(tmp_path / "nothing.lance"))
     assert missing.returncode == 2
+
+
+def test_out_of_memory_is_not_checked_not_a_finding(good_file, monkeypatch, capsys):
+    """A file the validator cannot decode in the memory it has (a MemoryError raised where a
+    page's arrays are allocated) gets one ENGINE-003 "not checked" finding, no ENC-046; the
+    command says so and exits 1 (no verdict is no pass). The decode is tried once."""
+    from conformance.cli import main
+    from reference_impl.file import arrow_types
+    from reference_impl.file.reader import LanceFileReader
+
+    calls = []
+    oom = "Unable to allocate 5.00 GiB for an array with shape (670994332,) and data type int64"
+    read_all = LanceFileReader.read_all
+
+    def counted(self):
+        calls.append(1)
+        return read_all(self)
+
+    def no_memory(*_args, **_kwargs):
+        raise MemoryError(oom)
+
+    monkeypatch.setattr(arrow_types, "leaf_array", no_memory)
+    monkeypatch.setattr(LanceFileReader, "read_all", counted)
+    r = validate_file(str(good_file))
+    assert [f.rule for f in r.findings] == ["ENGINE-003"], [f.message for f in r.findings]
+    assert r.findings[0].message.startswith("not checked") and oom in r.findings[0].message
+    assert r.findings[0].location == {"path": "g.lance"}
+    assert len(calls) == 1
+    assert main(["validate", str(good_file)]) == 1
+    out = capsys.readouterr().out
+    assert "ENGINE-003" in out and "not checked" in out and "ENC-046" not in out
+
+
+def test_a_kept_memory_error_holds_no_frames(good_file, monkeypatch):
+    """The one decode every deep rule shares keeps a MemoryError (so no rule decodes again)
+    without its traceback, whose frames would keep the failed decode's arrays alive; asking
+    for its findings raises it again rather than making it a finding."""
+    from reference_impl.file import arrow_types, checks
+    from reference_impl.file.reader import LanceFileReader
+
+    def no_memory(*_args, **_kwargs):
+        raise MemoryError("no room")
+
+    monkeypatch.setattr(arrow_types, "leaf_array", no_memory)
+    reader = LanceFileReader(open_store(str(good_file.parent)), good_file.name)
+    rows, exc = checks.decode_outcome(reader)
+    assert rows is None and isinstance(exc, MemoryError) and str(exc) == "no room"
+    assert exc.__traceback__ is None and exc.__context__ is None
+    with pytest.raises(MemoryError):
+        checks.outcome_findings((rows, exc), reader.num_rows)

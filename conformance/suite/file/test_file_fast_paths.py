@@ -4,7 +4,7 @@ Each fast path sits beside a reference and is checked equal to it on generated i
 
 * rep/def levels of all mini-block chunks unpacked at once
   (:func:`bitpacking.decode_out_of_line_chunks`) against chunk by chunk;
-* FSST: :func:`fsst._expand_values` cut into pieces (the threaded path) against one expansion
+* FSST: :func:`fsst.decode` cut into pieces (on threads or one by one) against one expansion
   and against the token-by-token :func:`fsst.decode_value`;
 * 2.1/2.2 mini-block pages decoded as runs of chunks on threads
   (:func:`reader._decode_page_split`) against the one-piece page decode;
@@ -61,22 +61,14 @@ def _fsst_page(draw):
     return _table_bytes(symbols), values
 
 
-@given(_fsst_page(), st.integers(1, 40))
-def test_fsst_pieces_equal_one_expansion_and_the_token_decoder(page, piece):
+@given(_fsst_page(), st.integers(1, 40), st.booleans())
+def test_fsst_pieces_equal_one_expansion_and_the_token_decoder(page, piece, saturated):
     table, values = page
     offs = np.concatenate([[0], np.cumsum([len(v) for v in values])]).astype(np.int64)
     comp = Var(offs, np.frombuffer(b"".join(values), np.uint8))
-    whole = fsst.decode(table, comp)
-    _coded, sym, lens, _n = fsst.parse_symbol_table(table)
-    data = comp.data
-    if (data == fsst.ESCAPE).any():
-        escape, literal = fsst._escape_masks(data, offs)
-        ids = data.astype(np.uint16)
-        ids[literal] += 256
-    else:
-        ids = data
-    pieces = fsst._expand_values(ids, offs, lens.astype(np.uint8), sym, piece=piece,
-                                  saturated=False)  # cut even when no thread is idle
+    whole = fsst.decode(table, comp, piece=1 << 40)
+    # cut even when no thread is idle (saturated=False), or piece by piece on this thread
+    pieces = fsst.decode(table, comp, piece=piece, saturated=saturated)
     assert np.array_equal(pieces.offsets, whole.offsets)
     assert bytes(pieces.data) == bytes(whole.data)
     for i, v in enumerate(values):

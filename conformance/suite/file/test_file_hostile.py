@@ -188,6 +188,77 @@ def test_hostile_default(originals):
     assert outcomes["format"] > 10  # most mutants are caught
 
 
+@pytest.fixture
+def small_pieces(monkeypatch):
+    """The large-value paths cut small: FSST decoded in pieces of 251 bytes, values gathered
+    509 bytes at a time (a few KiB of page exercise the paths 600 MB pages take)."""
+    from reference_impl.file.encodings.v2_1 import chunks, fsst
+
+    monkeypatch.setattr(fsst, "PIECE_TOKENS", 251)
+    monkeypatch.setattr(chunks, "GATHER_PIECE", 509)
+
+
+@pytest.mark.timeout(240)
+def test_hostile_in_small_pieces(originals, small_pieces):
+    outcomes = _run(originals, 50, seed=4321)
+    assert outcomes["format"] > 5
+
+
+def _full_zip_fsst_page(raw: bytes):
+    """(offset, size) of the data buffer of the full-zip FSST page of column ``big``."""
+    from reference_impl.file.page import page_layout
+
+    store = MemoryStore()
+    store.put("x.lance", raw)
+    c = read_container(store, "x.lance")
+    for col in c.columns:
+        for page in col.pages:
+            lay = page_layout(page, path="x.lance")
+            if lay.WhichOneof("layout") == "full_zip_layout" and \
+                    lay.full_zip_layout.value_compression.WhichOneof("compression") == "fsst":
+                return int(page.buffer_offsets[0]), int(page.buffer_sizes[0])
+    raise AssertionError("no full-zip FSST page")
+
+
+def _outcome(data: bytes):
+    store = MemoryStore()
+    store.put("h.lance", data)
+    try:
+        return LanceFileReader(store, "h.lance").read_all()
+    except FormatError as exc:
+        assert exc.path == "h.lance" and str(exc.rule).startswith(("ENC-", "FILE-")), exc
+        return exc.rule
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_damaged_fsst_values_read_alike_in_pieces_and_whole(originals, monkeypatch, version):
+    """Bytes flipped or set to 255 inside a full-zip FSST page (the values, their lengths,
+    escapes): decoded in pieces of 97 bytes it gives what the whole-page decode gives, the
+    same table or a refusal under the same rule."""
+    from reference_impl.file.encodings.v2_1 import chunks, fsst
+
+    raw = originals[version]
+    start, size = _full_zip_fsst_page(raw)
+    rng = random.Random(7)
+    refused = 0
+    for _ in range(30):
+        b = bytearray(raw)
+        for _ in range(rng.randint(1, 6)):
+            i = start + rng.randrange(size)
+            b[i] = 255 if rng.random() < 0.5 else b[i] ^ (1 << rng.randrange(8))
+        whole = _outcome(bytes(b))
+        with monkeypatch.context() as m:
+            m.setattr(fsst, "PIECE_TOKENS", 97)
+            m.setattr(chunks, "GATHER_PIECE", 61)
+            pieces = _outcome(bytes(b))
+        if isinstance(whole, str):
+            refused += 1
+            assert pieces == whole
+        else:
+            assert isinstance(pieces, pa.Table) and pieces.equals(whole)
+    assert refused > 5
+
+
 @pytest.mark.parametrize("cut", [0, 3, 15, 16, 39, 40, 41])
 def test_truncated_tails(originals, cut):
     data = originals["2.2"]

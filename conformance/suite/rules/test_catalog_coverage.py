@@ -30,6 +30,9 @@ EXEMPT: dict[str, str] = {
                   "conformance/suite/engine/test_validate.py::test_engine_turns_exceptions_into_engine_001",
     "ENGINE-002": "the time limit of a run, not a property of the dataset; "
                   "conformance/suite/engine/test_validate.py::test_time_limit_is_engine_002",
+    "ENGINE-003": "the memory of the machine, not a property of the dataset; "
+                  "conformance/suite/engine/test_validate.py::"
+                  "test_out_of_memory_is_engine_003_not_a_format_finding",
 }
 # Rules judged on a namespace root, not on a dataset: tested by the namespace engineer's
 # conformance/suite/namespace/test_namespace*.py on namespace roots.

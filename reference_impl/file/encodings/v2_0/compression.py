@@ -53,6 +53,8 @@ def decompress(
 
         try:
             out = lz4.block.decompress(data[4:], uncompressed_size=size)
+        except MemoryError:
+            raise  # the machine's memory, not the bytes (the size is bounded above)
         except Exception as exc:  # lz4 raises LZ4BlockError
             raise FormatError(
                 f"lz4 block does not decode: {exc}", rule=rule, path=path, offset=offset
@@ -87,6 +89,8 @@ def decompress(
             out = zstandard.ZstdDecompressor().decompress(
                 body, max_output_size=limit if size is None else max(size, 1)
             )
+        except MemoryError:
+            raise  # the machine's memory, not the bytes (the size is bounded above)
         except Exception as exc:
             raise FormatError(
                 f"zstd frame does not decode: {exc}", rule=rule, path=path, offset=offset

@@ -12,36 +12,74 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: output bytes gathered per step: bounds the index arrays of short ranges (see
+#: :func:`gather_ranges`) to a few MB whatever the size of the page
+GATHER_PIECE = 1 << 21
+#: a piece whose ranges average more than this many bytes is copied range by range (one
+#: memcpy each) rather than through an index of its bytes
+LONG_RANGE = 48
 
-def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """``concatenate(data[s:s+n] for s, n in zip(starts, lengths))`` without a Python loop.
 
-    For many short ranges the source index of every output byte is built by one cumulative sum
-    over an array of ones holding, at the first byte of each range, the jump from the previous
-    range's last byte; long ranges are sliced and concatenated. Callers have checked that every
-    range lies inside ``data``.
-    """
-    starts = np.asarray(starts, np.int64)
-    lengths = np.asarray(lengths, np.int64)
-    live = lengths > 0
+def gather_ranges_readable(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The definition of :func:`gather_ranges`: the ranges ``data[s:s+n]``, concatenated."""
+    parts = [data[s:s + n] for s, n in zip(np.asarray(starts).tolist(), np.asarray(lengths).tolist(),
+                                           strict=True)]
+    return np.concatenate(parts) if parts else np.zeros(0, data.dtype)
+
+
+def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, *,
+                  piece: int | None = None) -> np.ndarray:
+    """``concatenate(data[s:s+n] for s, n in zip(starts, lengths))``
+    (:func:`gather_ranges_readable`), in memory proportional to the output.
+
+    The output is allocated once and filled piece by piece, each piece a run of consecutive
+    ranges of about ``piece`` bytes (:data:`GATHER_PIECE`; a range longer than that is a piece
+    of its own). A piece of long ranges is copied range by range; a piece of short ones
+    through the source index of each of its bytes, built by one cumulative sum over an array
+    of ones holding, at the first byte of each range, the jump from the previous range's last
+    byte. So no index array ever exceeds a few MB, however large the page (a page of 670 MB
+    of 1-5 KiB strings took 5 GiB of int64 indices before). Ranges may overlap and come in
+    any order; a range outside ``data`` raises ValueError (callers check them first)."""
+    piece = GATHER_PIECE if piece is None else max(1, int(piece))
+    starts = np.asarray(starts, np.int64).reshape(-1)
+    lengths = np.asarray(lengths, np.int64).reshape(-1)
+    if len(starts) != len(lengths):
+        raise ValueError("gather_ranges: starts and lengths differ in length")
+    live = lengths != 0
     if not live.all():
         starts, lengths = starts[live], lengths[live]
     if len(starts) == 0:
         return np.zeros(0, data.dtype)
-    pos = np.zeros(len(starts), np.int64)
-    np.cumsum(lengths[:-1], out=pos[1:])
-    total = int(pos[-1] + lengths[-1])
-    if total > 48 * len(starts):
-        # long ranges: one memcpy per range beats three passes per byte over an index
-        return np.concatenate([data[s:s + n] for s, n in zip(starts.tolist(), lengths.tolist(), strict=False)])
-    idx_t = np.int32 if len(data) < (1 << 31) - 1 else np.int64
-    jump = np.empty(len(starts), idx_t)
-    jump[0] = starts[0]
-    jump[1:] = starts[1:] - (starts[:-1] + lengths[:-1] - 1)
-    src = np.ones(total, idx_t)
-    src[pos] = jump
-    np.cumsum(src, out=src)
-    return np.take(data, src)
+    size = len(data)
+    if min(lengths.min(), starts.min()) < 0 or max(lengths.max(), starts.max()) > size \
+            or int((starts + lengths).max()) > size:  # (no sum overflows: both are <= size)
+        raise ValueError("gather_ranges: a range lies outside the data")
+    pos = np.zeros(len(starts) + 1, np.int64)  # where each range goes in the output
+    np.cumsum(lengths, out=pos[1:])
+    total = int(pos[-1])
+    out = np.empty(total, data.dtype)
+    # cut at every multiple of ``piece`` output bytes, and around each range longer than it
+    cuts = np.searchsorted(pos, np.arange(piece, total, piece, dtype=np.int64), side="right") - 1
+    long_ranges = np.flatnonzero(lengths >= piece)
+    cuts = np.unique(np.concatenate([[0, len(starts)], cuts, long_ranges, long_ranges + 1]))
+    idx_t = np.int32 if size < (1 << 31) - 1 else np.int64
+    for a, b in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+        lo, hi = int(pos[a]), int(pos[b])
+        if hi - lo > LONG_RANGE * (b - a):
+            # long ranges: one memcpy per range beats three passes per byte over an index
+            np.concatenate([data[s:s + n] for s, n in zip(starts[a:b].tolist(),
+                                                           lengths[a:b].tolist(), strict=True)],
+                           out=out[lo:hi])
+            continue
+        s, n = starts[a:b], lengths[a:b]
+        jump = np.empty(b - a, idx_t)
+        jump[0] = s[0]
+        jump[1:] = s[1:] - (s[:-1] + n[:-1] - 1)
+        src = np.ones(hi - lo, idx_t)
+        src[pos[a:b] - lo] = jump
+        np.cumsum(src, out=src)
+        np.take(data, src, out=out[lo:hi], mode="clip")  # in range: checked above
+    return out
 
 
 @dataclass

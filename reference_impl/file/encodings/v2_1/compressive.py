@@ -4,8 +4,9 @@
   chunk's visible value count -> one value stream for the page;
 * :func:`decode_block` -- a whole buffer (levels, dictionary, constant-page levels), from
   :mod:`.block`, which the 2.3 sequences (:mod:`..v2_3.sequence`) decode through too;
-* :func:`decode_per_value` -- the values of a full-zip page, already cut out of the zipped
-  stream (:class:`Fixed` for fixed width, :class:`Var` for variable width).
+* :func:`decode_per_value` -- the values of a full-zip page: :class:`Fixed` cut out of the
+  zipped stream for fixed width, :class:`Spans` (where each value lies in it) for variable
+  width, turned into a :class:`Var` by whatever decodes them (FSST piece by piece).
 
 :func:`mini_block_buffers` tells how many value buffers each chunk carries for a node.
 """
@@ -30,7 +31,7 @@ from . import (
 )
 from .block import decode_block, kind, needs_bytes
 from .chunks import ChunkSet, gather_ranges
-from .values import Fixed, Var
+from .values import Fixed, Spans, Var
 
 RULE = "ENC-001"
 MB_CAP = 1 << 26
@@ -141,10 +142,13 @@ def check_version(layout, version: str, *, path=None) -> None:
 
 
 def decode_per_value(node, raw):
-    """Decode full-zip values (``raw`` is Fixed or Var of the stored per-value bytes)."""
+    """Decode full-zip values (``raw``: :class:`Fixed`, or :class:`Spans` / :class:`Var` of
+    the stored per-value bytes)."""
     from . import variable_packed_struct
 
     k = kind(node)
+    if isinstance(raw, Spans) and k not in ("variable", "fsst"):
+        raw = raw.to_var()
     if k == "flat":
         bits = int(node.flat.bits_per_value)
         if not isinstance(raw, Fixed) or raw.bits != bits:
@@ -153,9 +157,12 @@ def decode_per_value(node, raw):
     if k == "fixed_size_list":
         return fixed_size_list.decode_pv(node, raw)
     if k == "variable":
-        return raw
+        return raw.to_var() if isinstance(raw, Spans) else raw
     if k == "fsst":
-        inner = decode_per_value(node.fsst.values, raw)
+        # FSST over plain variable values reads them where they lie (Spans), piece by piece
+        inner = raw if kind(node.fsst.values) == "variable" else decode_per_value(node.fsst.values, raw)
+        if not isinstance(inner, (Var, Spans)):
+            raise FormatError("FSST values must be variable", rule=fsst.RULE)
         return fsst.decode(node.fsst.symbol_table, inner)
     if k == "general":
         scheme = int(node.general.compression.scheme)

@@ -20,7 +20,9 @@ Two decoders live here and must agree (a test checks it):
   The decoded bytes of a page are then the concatenation of ``rows[id]`` over its tokens: a
   *take* from that list (see :func:`_expand`), whose offsets, sampled at the compressed value
   boundaries, are the string offsets. Escape and literal bytes are told apart by their parity
-  inside each run of 255 bytes of a value.
+  inside each run of 255 bytes of a value. A large page is decoded in pieces of about
+  :data:`PIECE_TOKENS` bytes cut where a token starts (:func:`_piece_cuts`), so the arrays of
+  each step (about 20 bytes per compressed byte) stay bounded.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import pyarrow.compute as pc
 
 from reference_impl.errors import FormatError
 
-from .values import Var
+from .values import Spans, Var
 
 RULE = "ENC-030"
 ESCAPE = 255
@@ -117,85 +119,175 @@ def _escape_masks(data: np.ndarray, offs: np.ndarray):
     """``(escape, literal)`` masks over ``data``: an escape byte starts a 2-byte token."""
     m = len(data)
     is255 = data == ESCAPE
-    pos = np.arange(m, dtype=np.int64)
-    value_start = np.zeros(m, bool)
-    value_start[offs[:-1][offs[:-1] < m]] = True
-    prev255 = np.concatenate([[False], is255[:-1]])
-    # within a run of 255 bytes inside one value, tokens alternate escape, literal, ...
-    run_start = is255 & (~prev255 | value_start)
-    last_start = np.maximum.accumulate(np.where(run_start, pos, 0))
-    escape = is255 & (((pos - last_start) & 1) == 0)
+    starts = offs[:-1][offs[:-1] < m]
+    # a 255 byte right after another within a value (the literal 255, or a run of escaped
+    # 255 bytes) is rare: without one, every 255 byte is an escape
+    follows = is255[1:] & is255[:-1]  # follows[i - 1]: bytes i - 1 and i are 255
+    follows[starts[starts > 0] - 1] = False
+    if not follows.any():
+        escape = is255
+    else:
+        # within a run of 255 bytes inside one value, tokens alternate escape, literal, ...
+        value_start = np.zeros(m, bool)
+        value_start[starts] = True
+        prev255 = np.concatenate([[False], is255[:-1]])
+        pos = np.arange(m, dtype=np.int32 if m < (1 << 31) else np.int64)
+        run_start = is255 & (~prev255 | value_start)
+        last_start = np.maximum.accumulate(np.where(run_start, pos, 0))
+        escape = is255 & (((pos - last_start) & 1) == 0)
     literal = np.concatenate([[False], escape[:-1]])
     ends = offs[1:][offs[1:] > offs[:-1]] - 1
-    if escape[ends].any() or literal[value_start].any():
+    if escape[ends].any() or literal[starts].any():
         raise FormatError("FSST escape code at the end of a value", rule=RULE)
     return escape, literal
 
 
-def decode(table: bytes, comp: Var) -> Var:
-    """FSST-decode every value of ``comp`` (vectorised page decoder)."""
-    coded, sym, lens, nsym = parse_symbol_table(table)
-    if not coded:
-        return comp
-    data = comp.data[comp.offsets[0]:comp.offsets[-1]]
-    offs = comp.offsets - comp.offsets[0]
-    m = len(data)
-    if m == 0:
-        return Var(np.zeros(len(offs), np.int64), np.zeros(0, np.uint8))
-    lens8 = lens.astype(np.uint8)
+def _token_ids(data: np.ndarray, offs: np.ndarray, nsym: int) -> np.ndarray:
+    """The row of the 512-row symbol list (:func:`parse_symbol_table`) each byte of ``data``
+    (values cut at ``offs``, starting at 0) reads: the byte itself for codes and escapes (row
+    255 is empty), 256 + the byte for literals. Codes outside the table are refused."""
     if not (data == ESCAPE).any():
-        hi = int(data.max())
+        hi = int(data.max()) if len(data) else 0
         if hi >= nsym:
             raise FormatError(f"FSST code {hi} outside the {nsym}-symbol table", rule=RULE)
-        return _expand_values(data, offs, lens8, sym)
+        return data
     escape, literal = _escape_masks(data, offs)
-    bad = ~literal & ~escape & (data >= nsym)
+    bad = (data >= nsym) & ~escape & ~literal
     if bad.any():
         raise FormatError(f"FSST code {int(data[bad][0])} outside the {nsym}-symbol table", rule=RULE)
-    ids = data.astype(np.uint16)
-    ids[literal] += 256
-    return _expand_values(ids, offs, lens8, sym)
+    ids = literal.view(np.uint8).astype(np.uint16)
+    ids <<= 8
+    ids |= data
+    return ids
 
 
-#: a page with more tokens than this is expanded in pieces of about this many, on threads
-PIECE_TOKENS = 1 << 22
+def decode(table: bytes, comp: Var | Spans, *, piece: int | None = None,
+           saturated: bool | None = None) -> Var:
+    """FSST-decode every value of ``comp`` (a :class:`Var`, or :class:`Spans` of a full-zip
+    page's values) -- the vectorised page decoder.
+
+    A page of more than ``piece`` (:data:`PIECE_TOKENS`) compressed bytes is decoded in
+    pieces of about that many, cut where a token starts (:func:`_piece_cuts`), so its
+    temporary arrays (escape masks, token rows, Arrow's offsets of every token) stay bounded
+    whatever the size of the page, and the compressed bytes are read a piece at a time.
+    ``saturated`` overrides :func:`reference_impl.file.parallel.saturated` (tests compare
+    both paths)."""
+    coded, sym, lens, nsym = parse_symbol_table(table)
+    if not coded:
+        return comp.to_var()
+    offs = comp.offsets - comp.offsets[0]
+    if int(offs[-1]) == 0:
+        return Var(np.zeros(len(offs), np.int64), np.zeros(0, np.uint8))
+    return _decode_pieces(comp, offs, sym, lens.astype(np.uint8), nsym, piece, saturated)
 
 
-def _expand_values(ids: np.ndarray, offs: np.ndarray, lens8: np.ndarray, sym: np.ndarray,
+#: a page of more compressed bytes than this is decoded in pieces of about this many (each
+#: piece's temporaries take some 20 bytes a byte), on the decode threads when some are idle
+PIECE_TOKENS = 1 << 21
+
+
+def _trailing_run(src: Var | Spans, lo: int, hi: int) -> int:
+    """How many bytes equal to 255 end bytes ``lo`` to ``hi`` of ``src`` (looked at
+    backwards, in growing steps)."""
+    run, end, step = 0, hi, 64
+    while end > lo:
+        start = max(lo, end - step)
+        other = np.flatnonzero(src.bytes(start, end) != ESCAPE)
+        if len(other):
+            return run + (end - start - 1 - int(other[-1]))
+        run += end - start
+        end, step = start, step * 2
+    return run
+
+
+def _piece_cuts(src: Var | Spans, offs: np.ndarray, piece: int) -> list:
+    """Positions ``0 = c0 < c1 < ... = offs[-1]`` about ``piece`` bytes apart where a token
+    starts, so each piece decodes on its own. A position ``t`` inside a value starts a token
+    exactly when the run of 255 bytes just before it (within the value, and after the last
+    cut) is of even length: what precedes the run (the value start, the cut, a code or a
+    literal other than 255) ends a token, so the run starts one and alternates escape,
+    literal; after an odd run the byte at ``t`` is the last escape's literal and ``t + 1``
+    starts a token."""
+    m = int(offs[-1])
+    cuts = [0]
+    for t in range(piece, m, piece):
+        v = int(np.searchsorted(offs, t, side="right")) - 1
+        first = max(int(offs[v]), cuts[-1])
+        c = t + (_trailing_run(src, first, t) & 1)
+        if cuts[-1] < c < m:
+            cuts.append(c)
+    cuts.append(m)
+    return cuts
+
+
+def _decode_piece(src: Var | Spans, offs: np.ndarray, lens8: np.ndarray, sym: np.ndarray, nsym: int,
+                  a: int, b: int):
+    """Decode bytes ``a`` to ``b`` of ``src`` (both start tokens) -> ``(bytes, out)`` where
+    ``out`` is the output position, within the piece, of each value starting in ``[a, b)``."""
+    j0 = int(np.searchsorted(offs, a, side="left"))
+    j1 = int(np.searchsorted(offs, b, side="left"))
+    local = np.concatenate([[0], offs[j0:j1] - a, [b - a]]).astype(np.int64)
+    ids = _token_ids(src.bytes(a, b), local, nsym)
+    out, cum = _expand(ids, lens8, sym)
+    return out, cum[local[1:-1]]
+
+
+class _Output:
+    """A byte array filled piece by piece and grown in place: numpy's ``resize`` reallocates,
+    which moves a large block's pages rather than copying them, and untouched capacity takes
+    no memory."""
+
+    def __init__(self, capacity: int) -> None:
+        self.buf = np.empty(max(int(capacity), 1), np.uint8)
+        self.size = 0
+
+    def append(self, part: np.ndarray) -> None:
+        need = self.size + len(part)
+        if need > len(self.buf):
+            self.buf.resize(max(need, 2 * len(self.buf)), refcheck=False)
+        self.buf[self.size:need] = part
+        self.size = need
+
+    def array(self) -> np.ndarray:
+        self.buf.resize(self.size, refcheck=False)
+        return self.buf
+
+
+def _decode_pieces(src: Var | Spans, offs: np.ndarray, sym: np.ndarray, lens8: np.ndarray, nsym: int,
                    piece: int | None = None, saturated: bool | None = None) -> Var:
-    """The decoded values whose tokens ``ids`` are cut at ``offs`` (starting at 0).
+    """The decoded values of ``src`` (values cut at ``offs``, starting at 0), piece by piece.
 
-    Tokens decode independently of their neighbours, so a large page is cut at value
-    boundaries into pieces of about ``piece`` tokens, each expanded by :func:`_expand` on the
-    decode threads (:mod:`reference_impl.file.parallel`), and the pieces are joined: the same
-    bytes and offsets as one expansion of the whole page. Joining copies the bytes, so a page
-    is expanded whole where no thread would be idle: one decode thread, or the threads busy
-    with other items (:func:`reference_impl.file.parallel.saturated`). ``saturated``
-    overrides that test (tests compare both paths)."""
+    Tokens decode independently of their neighbours, so the pieces of :func:`_piece_cuts`
+    give the same bytes and offsets as one expansion of the whole page. Each piece's bytes
+    go into the output as soon as it is decoded; pieces run a few at a time on the decode
+    threads (:mod:`reference_impl.file.parallel`), one by one when the threads are busy
+    with other items already (:func:`reference_impl.file.parallel.saturated`)."""
     from reference_impl.file import parallel
 
     piece = PIECE_TOKENS if piece is None else max(1, int(piece))
-    m = len(ids)
-    if saturated is None:
-        saturated = parallel.saturated()
-    if m <= piece or saturated:
+    m = int(offs[-1])
+    if m <= piece:
+        ids = _token_ids(src.bytes(0, m), offs, nsym)
         out, cum = _expand(ids, lens8, sym)
         return Var(cum[offs].astype(np.int64), out)
-    cuts = np.searchsorted(offs, np.arange(piece, m, piece), side="left")
-    cuts = np.unique(np.concatenate([[0], cuts, [len(offs) - 1]]))
-    spans = list(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True))
+    cuts = _piece_cuts(src, offs, piece)
+    spans = list(zip(cuts[:-1], cuts[1:], strict=True))
+    if saturated is None:
+        saturated = parallel.saturated()
+    width = 1 if saturated else parallel.threads()
 
     def one(span):
-        a, b = span
-        lo, hi = int(offs[a]), int(offs[b])
-        out, cum = _expand(ids[lo:hi], lens8, sym)
-        return out, cum[offs[a:b + 1] - lo]
+        return _decode_piece(src, offs, lens8, sym, nsym, *span)
 
-    parts = parallel.map_ordered(one, spans)
     value_offs = np.zeros(len(offs), np.int64)
-    base = 0
-    for (a, b), (out, cum) in zip(spans, parts, strict=True):
-        value_offs[a:b + 1] = cum + base
-        base += len(out)
-    data = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint8)
-    return Var(value_offs, data)
+    out = _Output(m)
+    for i in range(0, len(spans), width):
+        batch = spans[i:i + width]
+        results = [one(s) for s in batch] if width == 1 else parallel.map_ordered(one, batch)
+        for (a, _b), (part, starts) in zip(batch, results, strict=True):
+            j0 = int(np.searchsorted(offs, a, side="left"))
+            value_offs[j0:j0 + len(starts)] = starts + out.size
+            out.append(part)
+        del results, part
+    value_offs[int(np.searchsorted(offs, m, side="left")):] = out.size
+    return Var(value_offs, out.array())

@@ -22,7 +22,8 @@ import numpy as np
 from reference_impl.errors import FormatError
 
 from . import compressive
-from .values import Fixed, Var
+from .chunks import gather_ranges
+from .values import Fixed, Spans
 
 RULE = "ENC-043"
 
@@ -153,18 +154,21 @@ def decode(layout, buffers: list, rows: int, max_visible: int):
 
 
 def slot_values(layout, spans, visible: np.ndarray):
-    """Cut the visible slots' values out of the zipped stream and decode them."""
+    """Cut the visible slots' values out of the zipped stream and decode them.
+
+    Fixed-width values are gathered at once; variable-width ones are handed on as
+    :class:`.values.Spans` (where each value lies in the stream), which the FSST decoder
+    reads piece by piece: a full-zip page holds large values and is often the whole column,
+    and neither its bytes nor an index of them need be copied whole."""
     vs, vl, vw, data = spans
     starts = vs[visible]
     if vl is None:
         if len(starts) and np.any(starts + vw > len(data)):
             raise FormatError("full-zip fixed value past the data", rule=RULE)
-        idx = (starts[:, None] + np.arange(vw)).reshape(-1)
-        raw = Fixed(data[idx], vw * 8)
+        raw = Fixed(gather_ranges(data, starts, np.full(len(starts), vw, np.int64)), vw * 8)
     else:
         lens = vl[visible]
         off = np.zeros(len(lens) + 1, np.int64)
         np.cumsum(lens, out=off[1:])
-        src = np.repeat(starts - off[:-1], lens) + np.arange(int(off[-1]), dtype=np.int64)
-        raw = Var(off, data[src])
+        raw = Spans(off, starts, data)
     return compressive.decode_per_value(layout.value_compression, raw)

@@ -22,6 +22,8 @@ import numpy as np
 
 from reference_impl.errors import FormatError
 
+from .chunks import gather_ranges
+
 
 @dataclass
 class Fixed:
@@ -53,10 +55,45 @@ class Var:
         lens = self.offsets[1:][idx] - starts
         new_off = np.zeros(len(idx) + 1, np.int64)
         np.cumsum(lens, out=new_off[1:])
-        total = int(new_off[-1])
-        # position of every output byte in the source data
-        src = np.repeat(starts - new_off[:-1], lens) + np.arange(total, dtype=np.int64)
-        return Var(new_off, self.data[src])
+        return Var(new_off, gather_ranges(self.data, starts, lens))
+
+    def bytes(self, a: int, b: int) -> np.ndarray:
+        """Bytes ``a`` to ``b`` of the values, counted from the first value's start."""
+        base = int(self.offsets[0])
+        return self.data[base + a:base + b]
+
+    def to_var(self) -> Var:
+        return self
+
+
+@dataclass
+class Spans:
+    """``n`` variable-length values lying apart in ``data``, as in a full-zip page's zipped
+    stream (FILE-ENCODINGS §3.3): value ``i`` is ``data[starts[i]:starts[i] + len_i]`` with
+    ``len_i = offsets[i+1] - offsets[i]``. ``offsets`` (``int64``, ``n+1``, from 0) are those
+    of the values laid back to back, which :meth:`to_var` does. A decoder that reads the
+    values in pieces (FSST) takes the bytes of each piece with :meth:`bytes`, as from a
+    :class:`Var`, and the whole stream is never copied at once."""
+
+    offsets: np.ndarray  # int64, n+1, from 0
+    starts: np.ndarray  # int64, n
+    data: np.ndarray  # uint8
+
+    @property
+    def n(self) -> int:
+        return len(self.offsets) - 1
+
+    def bytes(self, a: int, b: int) -> np.ndarray:
+        """Bytes ``a`` to ``b`` of the values laid back to back."""
+        off = self.offsets
+        j0 = max(int(np.searchsorted(off, a, side="right")) - 1, 0)
+        j1 = int(np.searchsorted(off, b, side="left"))
+        lo = np.maximum(off[j0:j1], a)
+        hi = np.minimum(off[j0 + 1:j1 + 1], b)
+        return gather_ranges(self.data, self.starts[j0:j1] + (lo - off[j0:j1]), hi - lo)
+
+    def to_var(self) -> Var:
+        return Var(self.offsets, self.bytes(0, int(self.offsets[-1])))
 
 
 @dataclass

@@ -11,6 +11,7 @@ import numpy as np
 
 from reference_impl.errors import FormatError
 
+from .chunks import gather_ranges
 from .values import Fixed, Var
 
 RULE = "ENC-016"
@@ -70,8 +71,7 @@ def _decode_present(node, raw: Var) -> list:
                 raise FormatError("variable packed struct bytes run past their value", rule=RULE)
             off = np.zeros(n + 1, np.int64)
             np.cumsum(lens, out=off[1:])
-            src = np.repeat(starts - off[:-1], lens) + np.arange(int(off[-1]), dtype=np.int64)
-            out.append(Var(off, data[src]))
+            out.append(Var(off, gather_ranges(data, starts, lens)))
             starts = starts + lens
         else:
             raise FormatError("variable packed struct field without a width", rule=RULE)
