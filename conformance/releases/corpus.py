@@ -481,7 +481,9 @@ def lancedb_blob_row_ids(want: pa.Table, got: pa.Table) -> tuple[pa.Table, pa.Ta
         if want.num_rows == got.num_rows:
             ours = got.column("_rowid").combine_chunks()
             same = pc.equal(ids, ours)
-            if not pc.all(pc.or_(pc.invert(valid), pc.fill_null(same, False))).as_py():
+            # (min_count=0: no row at all is no difference; the default gives null)
+            if not pc.all(pc.or_(pc.invert(valid), pc.fill_null(same, False)),
+                          min_count=0).as_py():
                 return want, got, f"column {name}: lancedb's {LANCEDB_BLOB_ROW_ID} differ from " \
                                   "the row ids"
         fields = [col.type.field(j) for j in range(col.type.num_fields) if j != k]
