@@ -320,15 +320,21 @@ def test_judge_tables_with_lancedb_reads_a_database_table_by_name(tmp_path, caps
 @pytest.mark.compat
 def test_judge_tables_plain_accepts_lancedbs_blob_row_ids(tmp_path, capsys):
     """lancedb 0.38.0 read by default (``--plain``: ``to_arrow()``) adds ``_lance_row_id`` to
-    each blob v2 descriptor; with ``with_row_id(True)`` it does not. Both readings are judged
-    as lancedb reads them, the first table version (created empty from a schema) too."""
+    each blob v2 descriptor, top-level or in a struct; with ``with_row_id(True)`` it does not.
+    Both readings are judged as lancedb reads them, the first table version (created empty
+    from a schema) too."""
     py = _venv("lancedb==0.38.0")
     db = tmp_path / "db"
     program = ("import lancedb, pyarrow as pa, sys\n"
+               "db = lancedb.connect(sys.argv[1])\n"
                "schema = pa.schema([pa.field('id', pa.int64()), lancedb.blob('blob')])\n"
-               "t = lancedb.connect(sys.argv[1]).create_table('blobs', schema=schema)\n"
+               "t = db.create_table('blobs', schema=schema)\n"
                "t.add([{'id': i, 'blob': b'x' * i} for i in range(1, 6)])\n"
                "t.delete('id = 2')\n"
+               "info = pa.struct([pa.field('name', pa.string()), lancedb.blob('blob')])\n"
+               "n = db.create_table('nested', schema=pa.schema([pa.field('id', pa.int64()),\n"
+               "                                                pa.field('info', info)]))\n"
+               "n.add([{'id': i, 'info': {'name': str(i), 'blob': b'y' * i}} for i in (1, 2)])\n"
                "import os; os._exit(0)\n")
     done = subprocess.run([str(py), "-c", program, str(db)], capture_output=True, text=True,
                           timeout=300)
@@ -339,9 +345,12 @@ def test_judge_tables_plain_accepts_lancedbs_blob_row_ids(tmp_path, capsys):
                      "--work", str(work)] + (["--plain"] if plain else []))
         text = capsys.readouterr().out
         assert code == 0, text
-        assert "1 of 1 judged as it reads them" in text
-        (folder,) = [p for p in work.iterdir() if p.is_dir()]
-        last = pa.ipc.open_stream(str(folder / "expected" / "v3.arrows")).read_all()
-        blob_type = last.schema.field("blob").type
-        assert (blob_type.get_field_index("_lance_row_id") >= 0) is plain
+        assert "2 of 2 judged as it reads them" in text
+        (blobs,) = [p for p in work.iterdir() if p.name.endswith("blobs.lance")]
+        last = pa.ipc.open_stream(str(blobs / "expected" / "v3.arrows")).read_all()
+        assert (last.schema.field("blob").type.get_field_index("_lance_row_id") >= 0) is plain
         assert ("_rowid" in last.column_names) is not plain
+        (nested,) = [p for p in work.iterdir() if p.name.endswith("nested.lance")]
+        last = pa.ipc.open_stream(str(nested / "expected" / "v2.arrows")).read_all()
+        inner = last.schema.field("info").type.field("blob").type
+        assert (inner.get_field_index("_lance_row_id") >= 0) is plain
