@@ -10,8 +10,8 @@ ENC-045 "packed struct 'blob' decoded 5 of 0 children".)
 
 We check that our scan is pylance's (schema and values, nulls of the blob and of its parent,
 every descriptor kind), that our ``take_blobs`` reads pylance's bytes, that a list path and a
-non-blob path are refused with ``InvalidInput``, that ``validate --deep`` finds no error, and
-(without pylance) that the file schema gets the descriptor type wherever the blob sits and
+non-blob path are refused with ``InvalidInput``, that ``validate --deep`` finds no error and
+follows nested descriptors to their bytes (BLOB-004 names ``info.blob``), and (without pylance) that the file schema gets the descriptor type wherever the blob sits and
 that our writer refuses a nested blob with a typed error.
 """
 
@@ -56,7 +56,7 @@ def nested(tmp_path_factory, pylance):
         mask=pa.array([False, False, False, False, True]))
     pylance.write_dataset(pa.table({"id": pa.array(range(n), pa.int64()), "info": info}),
                           str(root / "struct"), data_storage_version="2.2")
-    items = blob_array([b"a", b"bb", b"ccc"])
+    items = blob_array([b"a", b"b" * 100_000, b"ccc"])  # (the second one packed)
     lists = pa.table({
         "id": pa.array([1, 2], pa.int64()),
         "l": pa.ListArray.from_arrays(pa.array([0, 2, 3], pa.int32()), items),
@@ -111,6 +111,26 @@ def test_take_blobs_refuses_what_pylance_refuses(nested, pylance, table, column)
 def test_nested_blob_tables_conform_deep(nested, table):
     report = validate(str(nested / table), versions="all", deep=True)
     assert not _errors(report), report.findings
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("table, fields", [("struct", {"info.blob"}),
+                                           ("list", {"l.item", "ll.item"})])
+def test_deep_validation_follows_nested_descriptors_to_their_sidecars(nested, tmp_path, table,
+                                                                      fields):
+    """BLOB-002..006 follow a nested blob's descriptors too (a list's per item): with the
+    sidecars gone, BLOB-004 names the nested field by its path."""
+    import shutil
+
+    root = tmp_path / table
+    shutil.copytree(nested / table, root)
+    sidecars = list(root.glob("data/*/*.blob"))
+    assert sidecars
+    for p in sidecars:
+        p.unlink()
+    report = validate(str(root), versions="all", deep=True)
+    assert _errors(report) == ["BLOB-004"], report.findings
+    assert {f.location.get("field") for f in report.findings if f.rule == "BLOB-004"} == fields
 
 
 def test_descriptor_types_reach_nested_blob_structs():
