@@ -137,12 +137,12 @@ def take_blobs(dataset, blob_column: str, ids=None, addresses=None, indices=None
              if v is not None]
     if len(asked) != 1:
         raise InvalidInput("take_blobs needs exactly one of ids, addresses or indices")
-    if blob_column not in dataset.schema.names:
-        raise InvalidInput(f"column {blob_column!r} is not in the schema")
+    path = _blob_path(dataset.schema, blob_column)
+    top = path[0].name
     how, values = asked[0]
     wanted = np.asarray(values.to_pylist() if isinstance(values, pa.Array) else list(values),
                         dtype=np.uint64 if how != "indices" else np.int64)
-    table = to_table(dataset, columns=[blob_column], with_row_id=True, with_row_address=True)
+    table = to_table(dataset, columns=[top], with_row_id=True, with_row_address=True)
     if how == "indices":
         if len(wanted) and (wanted.min() < 0 or wanted.max() >= table.num_rows):
             raise InvalidInput(f"take_blobs indices must lie in [0, {table.num_rows})")
@@ -155,14 +155,52 @@ def take_blobs(dataset, blob_column: str, ids=None, addresses=None, indices=None
             raise InvalidInput(f"take_blobs: {how} {missing[:5]} name no live row")
         rows = np.asarray([where[int(k)] for k in wanted], np.int64)
     picked = table.take(pa.array(rows, pa.int64()))
-    column = picked.column(blob_column).combine_chunks()
-    field = dataset.schema.field(blob_column)
+    column = picked.column(top).combine_chunks()
+    if len(path) > 1:  # a null struct row is a null blob (pc.struct_field keeps its nulls)
+        import pyarrow.compute as pc
+
+        column = pc.struct_field(column, [f.name for f in path[1:]])
+    field = path[-1]
     addresses = picked.column(ROW_ADDR).to_numpy()
     if blob.is_blob_v1(field):
         return _blob_v1_bytes(dataset, blob_column, column, addresses)
     if not blob.is_blob_v2(field):
         return [None if v is None else bytes(v) for v in column.to_pylist()]
-    return _blob_bytes(dataset, blob_column, column, addresses)
+    return _blob_bytes(dataset, field, column, addresses)
+
+
+def _blob_path(schema: pa.Schema, blob_column: str) -> list[pa.Field]:
+    """The fields from the top-level one down to ``blob_column``: a top-level name, or a
+    dotted path through structs to a blob v2 field in one (``info.blob``), as pylance 14.0.2
+    accepts it. Raises ``InvalidInput`` for a name the schema lacks, a path through a list
+    (pylance refuses it too: a list holds many blobs per row), or a field that holds no
+    bytes (a nested field that is not a blob, a top-level column of another type)."""
+    if blob_column in schema.names:
+        path = [schema.field(blob_column)]
+    else:
+        first, _, rest = blob_column.partition(".")
+        if not rest or first not in schema.names:
+            raise InvalidInput(f"column {blob_column!r} is not in the schema")
+        path = [schema.field(first)]
+        for name in rest.split("."):
+            t = path[-1].type
+            if not pa.types.is_struct(t):
+                raise InvalidInput(f"blob column path {blob_column!r} passes through "
+                                   f"{path[-1].name!r} ({t}), not a struct: take_blobs reads one "
+                                   "blob per row, in a top-level column or a struct's field")
+            if t.get_field_index(name) < 0:
+                raise InvalidInput(f"column {blob_column!r} is not in the schema")
+            path.append(t.field(name))
+    from reference_impl.table import blob
+
+    field = path[-1]
+    t = field.type.storage_type if isinstance(field.type, pa.BaseExtensionType) else field.type
+    holds_bytes = pa.types.is_binary(t) or pa.types.is_large_binary(t) or \
+        pa.types.is_fixed_size_binary(t)
+    if not (blob.is_blob_v2(field) or blob.is_blob_v1(field)) and \
+            (len(path) > 1 or not holds_bytes):
+        raise InvalidInput(f"column {blob_column!r} ({field.type}) is not a blob column")
+    return path
 
 
 def _blob_v1_bytes(dataset, blob_column: str, descriptions, addresses) -> list:
@@ -189,11 +227,12 @@ def _blob_v1_bytes(dataset, blob_column: str, descriptions, addresses) -> list:
     return out
 
 
-def _blob_bytes(dataset, blob_column: str, descriptors, addresses) -> list:
-    """The bytes behind blob v2 ``descriptors`` of rows at ``addresses``."""
+def _blob_bytes(dataset, field: pa.Field, descriptors, addresses) -> list:
+    """The bytes behind blob v2 ``descriptors`` (of the schema's ``field``, top-level or
+    nested) of rows at ``addresses``."""
     from reference_impl.table import blob
 
-    field_id = _field_id(dataset.schema.field(blob_column))
+    field_id = _field_id(field)
     fragments = {int(f.id): f for f in dataset.manifest.fragments}
     out = []
     for desc, addr in zip(blob.descriptors_of(descriptors), addresses, strict=True):
@@ -224,7 +263,7 @@ def with_blob_bytes(dataset, table: pa.Table) -> pa.Table:
             column = table.column(name).combine_chunks()
             addresses = table.column(ROW_ADDR).to_numpy()
             if blob.is_blob_v2(field):
-                values = _blob_bytes(dataset, name, column, addresses)
+                values = _blob_bytes(dataset, field, column, addresses)
             else:
                 values = _blob_v1_bytes(dataset, name, column, addresses)
             i = table.column_names.index(name)
@@ -505,16 +544,19 @@ def _read_v2_x(df, store, key, fields):
             "(reference_impl.file.reader is missing)",
             path=key,
         ) from None
-    from reference_impl.table.blob import is_blob_v1, is_blob_v2
+    from reference_impl.table.blob import is_blob_v1, is_blob_v2, stored_field
 
     reader = LanceFileReader(store, key)
     _check_footer_version(df, key, reader.version, reader.version)
     positions = [file_field_of(df, reader, f, key) for f in fields]
+    # a blob v2 column (also one nested in a struct or list) is stored as its descriptors:
+    # the file's field is judged and named against the field's scanned form
     for f, p in zip(fields, positions, strict=True):
-        if not is_blob_v2(f):  # (a blob v2 column is stored as its descriptors)
-            check_same_shape(reader.schema.field(p), f, key)
+        if not is_blob_v2(f):  # (a top-level one is BLOB-001's, _fragment_table)
+            check_same_shape(reader.schema.field(p), stored_field(f), key)
     # a blob v1 column scans as its descriptions, which are read instead of its bytes
     blobs = {i for i, f in enumerate(fields) if is_blob_v1(f)}
+    fields = [f if i in blobs else stored_field(f) for i, f in enumerate(fields)]
     decoded = [p for i, p in enumerate(positions) if i not in blobs]
     table = reader.read_fields(decoded)
     out = []

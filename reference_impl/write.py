@@ -119,6 +119,14 @@ def write_fragments(store, table: pa.Table, fields, *, file_version: str,
     from .table import blob
 
     blob_fields = {f.name: f for f in fields if f.parent_id == -1 and blob.is_blob_v2(f)}
+    nested = [f.name for f in fields if f.parent_id != -1 and blob.is_blob_v2(f)]
+    if nested or any(blob.has_nested_blob_v2(f) for f in table.schema):
+        from .errors import UnsupportedFeature
+
+        raise UnsupportedFeature(
+            f"blob v2 field {nested[0] if nested else 'input'!r} is nested in a struct or list: "
+            "the reference writer writes blob v2 columns at the top level only (it reads "
+            "nested ones, which pylance 14.0.2 writes)")
     schema_fields = blob.file_fields(fields) if blob_fields else list(fields)
 
     if max_rows_per_file <= 0:

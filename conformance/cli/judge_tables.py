@@ -2,8 +2,9 @@
 
 Every Lance table under DIR (lancedb's ``<name>.lance`` tables included) and every standalone
 Lance file is read back, every version, by one release (``--reader``, default the newest
-pylance) in its own cached virtualenv; then the kit validates every version (``--deep``) and
-reads it with the reference reader. A table is judged *as its reader reads it* when the kit
+pylance) in its own cached virtualenv, with row ids (``_rowid``) or, with ``--plain``, as a
+user reads it by default (pylance ``to_table()``, lancedb ``to_arrow()``); then the kit
+validates every version (``--deep``) and reads it with the reference reader. A table is judged *as its reader reads it* when the kit
 reports no error finding and reads every version exactly as the release did; a version the
 release cannot read must draw an error finding. Exit 0 when every table and file is judged so,
 1 when any is not, 2 when DIR holds none (or the release cannot be installed).
@@ -39,6 +40,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="address space the kit may use while it judges (default: three "
                         "quarters of the machine's memory; 0: no limit): a table it cannot "
                         "read within it is judged unreadable instead of exhausting the machine")
+    p.add_argument("--plain", action="store_true",
+                   help="have the release read every version as a user does by default, "
+                        "without row ids (pylance to_table(), lancedb to_arrow()), instead of "
+                        "with _rowid; lancedb then adds _lance_row_id to each blob v2 "
+                        "descriptor, which the judge checks against the row ids")
     p.add_argument("--stall", type=float, default=600,
                    help="seconds the release may spend on one table before it counts as "
                         "unreadable (default 600)")
@@ -72,14 +78,16 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="judge-tables-") as scratch:
         work = Path(args.work) if args.work else Path(scratch)
         started = time.monotonic()
-        found.read_back(reader, items, work, python=python, stall=args.stall)
+        found.read_back(reader, items, work, python=python, stall=args.stall,
+                        plain=args.plain)
         read_s = time.monotonic() - started
         with memory_capped(args.memory_limit):
             verdicts = found.judge(items, work)
         judge_s = time.monotonic() - started - read_s
     skipped = len(items) - len(verdicts)
     ok = sum(v.ok for v in verdicts)
-    print(f"{reader.name}: {ok} of {len(verdicts)} judged as it reads them "
+    how = " by default (no row ids)" if args.plain else ""
+    print(f"{reader.name}: {ok} of {len(verdicts)} judged as it reads them{how} "
           f"(read back in {read_s:.0f} s, judged in {judge_s:.0f} s)")
     if skipped:
         print(f"  {skipped} folders of standalone files left out: {reader.name} has no Lance "

@@ -464,35 +464,61 @@ def lancedb_blob_row_ids(want: pa.Table, got: pa.Table) -> tuple[pa.Table, pa.Ta
     ``want`` after checking it against ``got``'s ``_rowid`` (the reference reader's row ids,
     read for this check and dropped when ``want`` has none). The child is lancedb's query
     layer handing each row's id to its blob APIs (present only when no row ids are asked
-    for), not bytes of the table: every row's value must be that row's id."""
-    import pyarrow.compute as pc
-
-    names = [f.name for f in want.schema if pa.types.is_struct(f.type)
-             and f.type.get_field_index(LANCEDB_BLOB_ROW_ID) >= 0]
+    for), not bytes of the table: every row's value must be that row's id. lancedb 0.38.0
+    adds it to a top-level blob v2 column's descriptors and to one nested in a struct (not
+    to a list's items); under a null row (of the struct or a parent) it is not judged."""
+    names = [f.name for f in want.schema if _has_row_id_child(f.type)]
     if not names:
         return want, got, ""
     if "_rowid" not in got.column_names:
         return want, got, "lancedb's _lance_row_id needs the reader's row ids"
+    ours = got.column("_rowid").combine_chunks() if want.num_rows == got.num_rows else None
     for name in names:
         col = want.column(name).combine_chunks()
-        k = col.type.get_field_index(LANCEDB_BLOB_ROW_ID)
-        ids = col.field(k)
-        valid = col.is_valid()
-        if want.num_rows == got.num_rows:
-            ours = got.column("_rowid").combine_chunks()
-            same = pc.equal(ids, ours)
-            if not pc.all(pc.or_(pc.invert(valid), pc.fill_null(same, False))).as_py():
-                return want, got, f"column {name}: lancedb's {LANCEDB_BLOB_ROW_ID} differ from " \
-                                  "the row ids"
-        fields = [col.type.field(j) for j in range(col.type.num_fields) if j != k]
-        stripped = pa.StructArray.from_arrays(
-            [col.field(j) for j in range(col.type.num_fields) if j != k], fields=fields,
-            mask=pc.invert(valid) if col.null_count else None)
+        stripped, problem = _without_row_id_child(col, col.is_valid(), ours, name)
+        if problem:
+            return want, got, problem
         i = want.column_names.index(name)
         want = want.set_column(i, want.schema.field(i).with_type(stripped.type), stripped)
     if "_rowid" not in want.column_names:
         got = got.drop_columns(["_rowid"])
     return want, got, ""
+
+
+def _has_row_id_child(t: pa.DataType) -> bool:
+    """A struct holding lancedb's ``_lance_row_id``, itself or in a struct below it."""
+    return pa.types.is_struct(t) and (t.get_field_index(LANCEDB_BLOB_ROW_ID) >= 0
+                                      or any(_has_row_id_child(c.type) for c in t))
+
+
+def _without_row_id_child(col: pa.StructArray, valid: pa.Array, ours, path: str):
+    """``(col without _lance_row_id at any struct depth, problem)``; ``valid``: the rows
+    where ``col`` and every parent are valid; ``ours``: the reader's row ids (None: the row
+    counts differ, which the table comparison reports)."""
+    import pyarrow.compute as pc
+
+    t = col.type
+    fields = list(t)
+    children = [col.field(j) for j in range(t.num_fields)]
+    k = t.get_field_index(LANCEDB_BLOB_ROW_ID)
+    if k >= 0:
+        if ours is not None:
+            same = pc.fill_null(pc.equal(children[k], ours), False)
+            # (min_count=0: no row at all is no difference; the default gives null)
+            if not pc.all(pc.or_(pc.invert(valid), same), min_count=0).as_py():
+                return col, f"column {path}: lancedb's {LANCEDB_BLOB_ROW_ID} differ from the " \
+                            "row ids"
+        del fields[k], children[k]
+    for j, child in enumerate(children):
+        if _has_row_id_child(child.type):
+            inner = pc.and_(valid, child.is_valid())
+            children[j], problem = _without_row_id_child(child, inner, ours,
+                                                         f"{path}.{fields[j].name}")
+            if problem:
+                return col, problem
+            fields[j] = fields[j].with_type(children[j].type)
+    return pa.StructArray.from_arrays(children, fields=fields,
+                                      mask=pc.invert(col.is_valid()) if col.null_count else None), ""
 
 
 def _judge_plain_reading(table: Path, path: Path) -> VersionVerdict:
@@ -649,8 +675,7 @@ def _judge_version(table: Path, folder: Path, version: int, flagged: set[str]) -
 
 
 def _has_lancedb_row_ids(want: pa.Table) -> bool:
-    return any(pa.types.is_struct(f.type) and f.type.get_field_index(LANCEDB_BLOB_ROW_ID) >= 0
-               for f in want.schema)
+    return any(_has_row_id_child(f.type) for f in want.schema)
 
 
 def against_readings(want: pa.Table, got: pa.Table, newest: Path) -> tuple[str, str]:

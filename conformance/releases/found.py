@@ -64,8 +64,10 @@ def find(root: Path) -> list[Found]:
 
 
 def read_back(release: Release, items: list[Found], work: Path, *, python: Path | None = None,
-              stall: float = 600) -> None:
-    """Have ``release`` read every item into ``work/<name>/`` and write its ``scenario.json``.
+              stall: float = 600, plain: bool = False) -> None:
+    """Have ``release`` read every item into ``work/<name>/`` and write its ``scenario.json``:
+    every version with ``_rowid``, or (``plain``) as a user reads it by default, without row
+    ids (pylance ``to_table()``, lancedb ``to_arrow()``).
 
     One process reads them in turn; when it dies (a release's abort) or reads nothing for
     ``stall`` seconds, the item it was reading is recorded as one the release cannot read and
@@ -74,7 +76,8 @@ def read_back(release: Release, items: list[Found], work: Path, *, python: Path 
     py = str(python or ensure_venv(release))
     work.mkdir(parents=True, exist_ok=True)
     listing = [{"kind": it.kind, "path": str(Path(it.path).absolute()),
-                "out": str((work / it.name).absolute())} for it in items]
+                "out": str((work / it.name).absolute()), **({"plain": True} if plain else {})}
+               for it in items]
     (work / "read-many.json").write_text(json.dumps(listing, indent=1))
 
     def pending():
@@ -115,6 +118,8 @@ def read_back(release: Release, items: list[Found], work: Path, *, python: Path 
                 "unreadable_versions": read.get("unreadable_versions", {})}
         if "unsupported" in read:
             info["unsupported"] = read["unsupported"]
+        if "reading" in read:
+            info["reading"] = read["reading"]
         info["table_path" if it.kind == "table" else "files_dir"] = str(Path(it.path).absolute())
         (folder / "scenario.json").write_text(json.dumps(info, indent=1, sort_keys=True))
 

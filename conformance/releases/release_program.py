@@ -324,7 +324,7 @@ def read_back(rec):
         errors = []
         while len(errors) < 3:
             try:
-                table = _read_version(rec.uri, v)
+                table = _read_version(rec.uri, v, plain=getattr(rec, "plain", False))
             except BaseException as e:  # noqa: BLE001
                 if isinstance(e, KeyboardInterrupt):
                     raise
@@ -339,12 +339,17 @@ def read_back(rec):
         save_table(os.path.join(rec.dir, "expected", f"v{v}.arrows"), table)
 
 
-def _read_version(uri, v):
+def _read_version(uri, v, plain=False):
+    """Version ``v`` with ``_rowid`` where the release gives it; ``plain``: as a user reads it
+    by default (``to_table()``, no row ids)."""
     ds = lance.dataset(uri, version=v)
-    try:
-        table = ds.scanner(with_row_id=True).to_table()
-    except BaseException:  # noqa: BLE001 - releases without _rowid on this table
+    if plain:
         table = ds.to_table()
+    else:
+        try:
+            table = ds.scanner(with_row_id=True).to_table()
+        except BaseException:  # noqa: BLE001 - releases without _rowid on this table
+            table = ds.to_table()
     count = ds.count_rows()
     if count != table.num_rows:
         raise RuntimeError(f"count_rows {count} but the scan gave {table.num_rows}")
@@ -357,16 +362,20 @@ def save_table(path, table):
         w.write_table(table)
 
 
-def read_root(root, out):
+def read_root(root, out, plain=False):
     """Read every version of the table at ``root`` with this release into ``out``.
 
     ``out/read.json`` lists the versions and, for each one this release cannot read, the
-    error; ``out/expected/v{N}.arrows`` holds the rows (with ``_rowid`` where possible).
+    error; ``out/expected/v{N}.arrows`` holds the rows (with ``_rowid`` where possible;
+    ``plain``: as a user reads them by default, pylance ``to_table()``, lancedb
+    ``to_arrow()``, without row ids; the census's branches are read with them still).
     """
     os.makedirs(out, exist_ok=True)
     rec = type("R", (), {})()
-    rec.uri, rec.dir = root, out
+    rec.uri, rec.dir, rec.plain = root, out, plain
     rec.info = {"versions": [], "unreadable_versions": {}}
+    if plain:
+        rec.info["reading"] = "plain"
     os.makedirs(os.path.join(out, "expected"), exist_ok=True)
     if lance is not None and lancedb is None:
         read_back(rec)
@@ -974,12 +983,15 @@ def _read_back_lancedb(rec, db_dir, name="t"):
     for v in versions:
         try:
             t.checkout(v)
-            try:
-                table = t.search().with_row_id(True).limit(None).to_arrow()
-            except BaseException as e:  # noqa: BLE001 - releases without with_row_id
-                if isinstance(e, KeyboardInterrupt):
-                    raise
-                table = _read_lancedb_otherwise(rec, t, v, e)
+            if getattr(rec, "plain", False):
+                table = _read_lancedb_otherwise(rec, t, v, None)
+            else:
+                try:
+                    table = t.search().with_row_id(True).limit(None).to_arrow()
+                except BaseException as e:  # noqa: BLE001 - releases without with_row_id
+                    if isinstance(e, KeyboardInterrupt):
+                        raise
+                    table = _read_lancedb_otherwise(rec, t, v, e)
         except BaseException as e:  # noqa: BLE001
             if isinstance(e, KeyboardInterrupt):
                 raise
@@ -992,31 +1004,36 @@ def _read_lancedb_otherwise(rec, t, v, first):
     """The rows of version ``v`` when lancedb's default query fails: without ``_rowid`` (old
     releases), or from the base table alone (``use_lsm(False)``): lancedb 0.38's MemWAL LSM
     scanner refuses every version but the latest of a table with an LSM write spec, though
-    the base table reads at every version."""
+    the base table reads at every version. A plain reading (``rec.plain``: no row ids, as a
+    user reads by default) starts here, with no ``first`` error."""
+    plain = getattr(rec, "plain", False)
     try:
         return t.to_arrow()
     except BaseException as e:  # noqa: BLE001
         if isinstance(e, KeyboardInterrupt) or "use_lsm" not in str(e):
             raise
+        first = first or e
     query = t.search()
     if not hasattr(query, "use_lsm"):
         raise first
-    table = query.use_lsm(False).with_row_id(True).limit(None).to_arrow()
+    query = query.use_lsm(False).limit(None)
+    table = (query if plain else query.with_row_id(True)).to_arrow()
     rec.info.setdefault("base_table_reads", {})[str(v)] = _short(first)
     return table
 
 
 def read_many(listing):
     """Read each item of the JSON list ``listing`` (``{"kind": "table" | "files", "path",
-    "out"}``) into its ``out`` folder, in order; an item whose ``out/read.json`` exists is done
-    (``read.json`` is written last, so a crashed run shows where it stopped)."""
+    "out"}``, a table's optionally ``"plain": true``: :func:`read_root`) into its ``out``
+    folder, in order; an item whose ``out/read.json`` exists is done (``read.json`` is written
+    last, so a crashed run shows where it stopped)."""
     with open(listing) as f:
         items = json.load(f)
     for item in items:
         if os.path.exists(os.path.join(item["out"], "read.json")):
             continue
         if item["kind"] == "table":
-            read_root(item["path"], item["out"])
+            read_root(item["path"], item["out"], plain=bool(item.get("plain")))
         elif lance is None:
             os.makedirs(item["out"], exist_ok=True)
             with open(os.path.join(item["out"], "read.json"), "w") as f:

@@ -6,7 +6,9 @@ the bytes inline in the data file (kind 0), in sidecar ``.blob`` files beside it
 2 dedicated) or in an external object (3). :mod:`reference_impl.table.blob` restates the
 layout; these deep, per-data-file checks decode the descriptor column once (through the
 data file's cached reader) and follow every descriptor to its bytes without reading them:
-sizes come from the object store.
+sizes come from the object store. A blob v2 field nested in a struct or a list (pylance
+14.0.2 writes both) is followed too, named by its path (``info.blob``, ``l.item``); under a
+list each descriptor is an item and its ``row`` the item's index.
 
 The facts sheet explored kind 0 only (its open question 1); kinds 1-3, the sidecar naming,
 the base-relative external form and the null/empty conventions were established by probing
@@ -14,6 +16,8 @@ pylance 14.0.2 and are recorded in each rule's ``pylance`` note.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,14 +34,68 @@ _CLAUSE_V2 = ("2.2 (blob v2): a full_zip_layout with bits_per_offset 32 and vari
 
 
 def _blob_fields(ctx) -> list:
-    """The manifest's blob v2 fields this data file holds."""
+    """The manifest's blob v2 fields this data file holds, top-level or nested in a struct
+    or a list (pylance 14.0.2 writes both), each named by its path (``info.blob``)."""
     held = set(ctx.data_file.fields)
-    return [f for f in ctx.version.manifest.fields
-            if f.parent_id == -1 and f.id in held and blob.is_blob_v2(f)]
+    fields = list(ctx.version.manifest.fields)
+    by_id = {f.id: f for f in fields}
+    out = []
+    for f in fields:
+        if f.id not in held or not blob.is_blob_v2(f):
+            continue
+        chain = [f]
+        while chain[0].parent_id != -1 and chain[0].parent_id in by_id:
+            chain.insert(0, by_id[chain[0].parent_id])
+        if chain[0].parent_id != -1:
+            continue  # an orphan is the SCHEMA rules'
+        out.append(_Held(".".join(c.name for c in chain), f.id, [c.id for c in chain]))
+    return out
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A blob v2 field a data file holds: its path of names, its id, the ids from the
+    top-level field down to it."""
+
+    name: str
+    id: int
+    chain: list
+
+
+def _descend(arr, ftype, chain):
+    """The descriptors below the top-level column ``arr`` (of the file's type ``ftype``, whose
+    nested fields carry their ids) along the field ids ``chain`` (its first is the top-level
+    field): a struct's child (a null parent row makes a null descriptor) or a list's items
+    (flattened: each descriptor is then an item, not a row). None when the file's type has
+    no such child."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for fid in chain[1:]:
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if pa.types.is_list(ftype) or pa.types.is_large_list(ftype):
+            if _field_id(ftype.value_field) != fid:
+                return None
+            arr, ftype = arr.flatten(), ftype.value_type
+        elif pa.types.is_struct(ftype):
+            j = next((i for i, c in enumerate(ftype) if _field_id(c) == fid), None)
+            if j is None:
+                return None
+            arr, ftype = pc.struct_field(arr, [j]), ftype.field(j).type
+        else:
+            return None
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+
+
+def _field_id(f) -> int | None:
+    raw = (f.metadata or {}).get(b"lance:field_id")
+    return int(raw) if raw is not None else None
 
 
 def _descriptor_columns(ctx):
-    """``[(field, descriptor struct array | None, error message | None)]``, cached."""
+    """``[(field, descriptor struct array | None, error message | None)]``, cached; a field
+    nested in a list has one descriptor per item."""
     if "blob_descriptors" in ctx.cache:
         return ctx.cache["blob_descriptors"]
     out = []
@@ -49,9 +107,15 @@ def _descriptor_columns(ctx):
                 out.append((f, None, None))  # the reader's own error is BLOB-001/ENC-046's
                 continue
             try:
-                arr = reader.read_columns([f.id]).column(0).combine_chunks()
+                (pos,) = reader._select([f.id])
+                top = reader.read_fields([pos]).column(0)
+                arr = _descend(top, reader.schema.field(pos).type, f.chain)
             except (LanceError, KeyError, ValueError, TypeError) as exc:
                 out.append((f, None, f"blob v2 field {f.name!r} cannot be decoded: {exc}"))
+                continue
+            if arr is None:
+                out.append((f, None, f"blob v2 field {f.name!r} is not where the manifest puts "
+                                     "it in the data file's schema"))
                 continue
             if arr.type != blob.DESCRIPTOR_TYPE:
                 out.append((f, None, f"blob v2 field {f.name!r} is stored as {arr.type}, not as "

@@ -39,7 +39,7 @@ def _mapping(ctx) -> list[tuple]:
     if "datafile_mapping" in ctx.cache:
         return ctx.cache["datafile_mapping"]
     from reference_impl.scan import _subtree_ids, check_same_shape, column_of, file_field_of
-    from reference_impl.table.blob import is_blob_v2
+    from reference_impl.table.blob import is_blob_v2, stored_field
     from reference_impl.table.schema import fields_to_arrow
 
     from .file import reader_of
@@ -60,8 +60,8 @@ def _mapping(ctx) -> list[tuple]:
             continue
         try:
             stored = reader.schema.field(file_field_of(df, reader, f, ctx.file_key))
-            if not is_blob_v2(f):  # (a blob v2 column is stored as its descriptors)
-                check_same_shape(stored, f, ctx.file_key)
+            if not is_blob_v2(f):  # (a blob v2 column is stored as its descriptors,
+                check_same_shape(stored, stored_field(f), ctx.file_key)  # nested ones too)
         except FormatError as exc:
             if exc.rule == "DATAFILE-008":  # others (a column walk that fails) are FILE-*'s
                 out.append((f, None, exc))

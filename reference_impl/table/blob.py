@@ -121,12 +121,12 @@ def descriptor_field(field: pa.Field) -> pa.Field:
 
 def scan_schema(schema: pa.Schema) -> pa.Schema:
     """``schema`` with every blob field replaced by what a scan returns for it: a blob v2
-    field's :func:`descriptor_field`, a blob v1 field's :func:`v1_description_field`."""
-    if not any(is_blob_v2(f) or is_blob_v1(f) for f in schema):
+    field's :func:`descriptor_field` (also where it is nested, :func:`stored_field`), a blob
+    v1 field's :func:`v1_description_field`."""
+    if not any(is_blob_v2(f) or is_blob_v1(f) or has_nested_blob_v2(f) for f in schema):
         return schema
-    return pa.schema([descriptor_field(f) if is_blob_v2(f) else
-                      v1_description_field(f) if is_blob_v1(f) else f for f in schema],
-                     metadata=schema.metadata)
+    return pa.schema([v1_description_field(f) if is_blob_v1(f) and not is_blob_v2(f)
+                      else stored_field(f) for f in schema], metadata=schema.metadata)
 
 
 # -- blob v1: lance-encoding:blob large_binary in 2.0 and 2.1 files ------------------------
@@ -211,14 +211,66 @@ def split_file_fields(fields, *, path: str | None = None):
 
 
 def with_descriptor_types(schema: pa.Schema, descriptors: dict[int, pa.DataType]) -> pa.Schema:
-    """The file schema with each blob v2 struct given its descriptor type (field ids kept)."""
+    """The file schema with each blob v2 struct given its descriptor type (field ids kept),
+    wherever it sits: a top-level field, a struct's child or a list's item (pylance 14.0.2
+    writes all three)."""
     if not descriptors:
         return schema
-    out = []
-    for f in schema:
+
+    def field(f: pa.Field) -> pa.Field:
         fid = int((f.metadata or {}).get(b"lance:field_id", b"-1"))
-        out.append(f.with_type(descriptors[fid]) if fid in descriptors else f)
-    return pa.schema(out, metadata=schema.metadata)
+        if fid in descriptors:
+            return f.with_type(descriptors[fid])
+        return f.with_type(_map_children(f.type, field))
+
+    return pa.schema([field(f) for f in schema], metadata=schema.metadata)
+
+
+def _map_children(t: pa.DataType, fn) -> pa.DataType:
+    """``t`` with ``fn`` applied to each direct child field (struct children, list and
+    fixed-size list items, map keys and items); other types as they are."""
+    if pa.types.is_struct(t):
+        return pa.struct([fn(c) for c in t])
+    if pa.types.is_list(t):
+        return pa.list_(fn(t.value_field))
+    if pa.types.is_large_list(t):
+        return pa.large_list(fn(t.value_field))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(fn(t.value_field), t.list_size)
+    if pa.types.is_map(t):
+        return pa.map_(fn(t.key_field), fn(t.item_field), keys_sorted=t.keys_sorted)
+    return t
+
+
+def stored_field(field: pa.Field) -> pa.Field:
+    """``field`` in the form a data file stores it and a scan returns it: every blob v2
+    field in it (``field`` itself, a struct's child, a list's item) becomes its descriptor
+    struct, where pylance 14.0.2 returns it; the field ids of the rest (and of a nested
+    descriptor field) are kept. A blob v1 field stays as it is (its descriptions are a
+    scan's, :func:`v1_description_field`)."""
+    def one(f: pa.Field) -> pa.Field:
+        if is_blob_v2(f):
+            d = descriptor_field(f)
+            fid = (f.metadata or {}).get(b"lance:field_id")
+            return d if fid is None else d.with_metadata({**d.metadata, b"lance:field_id": fid})
+        return f.with_type(_map_children(f.type, one))
+
+    return one(field)
+
+
+def has_nested_blob_v2(field: pa.Field) -> bool:
+    """True when a blob v2 field sits anywhere below ``field`` (not ``field`` itself)."""
+    found = []
+
+    def walk(f: pa.Field) -> pa.Field:
+        if is_blob_v2(f):
+            found.append(f)
+            return f
+        _map_children(f.type, walk)
+        return f
+
+    _map_children(field.type, walk)
+    return bool(found)
 
 
 # -- where the bytes are -------------------------------------------------------------------

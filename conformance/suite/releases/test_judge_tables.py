@@ -205,6 +205,74 @@ def test_the_judge_runs_under_a_memory_limit_that_is_restored_after():
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
+def test_a_plain_reading_is_judged_without_row_ids(tmp_path, pylance):
+    """``--plain``: the release reads every version as a user does by default (pylance
+    ``to_table()``), no ``_rowid``; the readings say so and the kit reads them alike. A blob v2
+    column nested in a struct (peer corpus N2) is among them."""
+    from lance.blob import blob_array
+
+    _pylance_tree(pylance, tmp_path / "data")
+    info = pa.StructArray.from_arrays([pa.array(["a", "b"]), blob_array([b"x", None])],
+                                      names=["name", "blob"])
+    pylance.write_dataset(pa.table({"id": pa.array([1, 2], pa.int64()), "info": info}),
+                          str(tmp_path / "data" / "nested"), data_storage_version="2.2")
+    items = found.find(tmp_path / "data")
+    for plain in (True, False):
+        work = tmp_path / f"work-{plain}"
+        found.read_back(Release.parse("pylance==14.0.2"), items, work,
+                        python=Path(sys.executable), plain=plain)
+        verdicts = {Path(v.scenario).name: v for v in found.judge(items, work)}
+        assert all(v.ok for v in verdicts.values()), {k: v.as_dict() for k, v in verdicts.items()}
+        assert [x.outcome for x in verdicts["nested"].versions] == ["identical"]
+        t = next(it for it in items if it.path.name == "t")
+        reading = pa.ipc.open_stream(str(work / t.name / "expected" / "v3.arrows")).read_all()
+        assert ("_rowid" in reading.column_names) is not plain
+        scenario = json.loads((work / t.name / "scenario.json").read_text())
+        assert (scenario.get("reading") == "plain") is plain
+
+
+def _lancedb_plain_reading(tmp_path, row_ids):
+    """A blob v2 table (the reference writer's) and, as its found reading, its scan with
+    lancedb's ``_lance_row_id`` child in each descriptor set to ``row_ids``."""
+    import reference_impl as ri
+
+    md = {"lance-encoding:blob": "true"}
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()),
+                     "blob": pa.array([b"a", None, b"ccc"], pa.large_binary())},
+                    schema=pa.schema([pa.field("id", pa.int64()),
+                                      pa.field("blob", pa.large_binary(), metadata=md)]))
+    ri.write_dataset(data, str(tmp_path / "t"), data_storage_version="2.2")
+    scan = ri.open_dataset(str(tmp_path / "t")).to_table()
+    desc = scan.column("blob").combine_chunks()
+    fields = list(desc.type) + [pa.field("_lance_row_id", pa.uint64(), nullable=False)]
+    with_ids = pa.StructArray.from_arrays(
+        [desc.field(i) for i in range(desc.type.num_fields)] + [pa.array(row_ids, pa.uint64())],
+        fields=fields, mask=desc.is_null())
+    reading = scan.set_column(1, scan.schema.field(1).with_type(with_ids.type), with_ids)
+    folder = tmp_path / "work"
+    (folder / "expected").mkdir(parents=True)
+    with pa.ipc.new_stream(str(folder / "expected" / "v1.arrows"), reading.schema) as w:
+        w.write_table(reading)
+    (folder / "scenario.json").write_text(json.dumps({
+        "scenario": "t", "writer": "lancedb==0.38.0", "origin": "found", "versions": [1],
+        "table_path": str(tmp_path / "t"), "unreadable_versions": {}, "reading": "plain"}))
+    return folder
+
+
+def test_lancedbs_plain_blob_descriptors_are_checked_against_the_row_ids(tmp_path):
+    """lancedb 0.38.0's default reading gives each blob v2 descriptor a child
+    ``_lance_row_id`` (its row's id); the judge checks it against the reference reader's row
+    ids, sets it aside and compares the rest (peer corpus K6). Wrong ids are a misread."""
+    from conformance.releases.corpus import judge_scenario
+
+    v = judge_scenario(_lancedb_plain_reading(tmp_path / "good", [0, 1, 2]))
+    assert v.ok and [x.outcome for x in v.versions] == ["identical"], v.as_dict()
+    v = judge_scenario(_lancedb_plain_reading(tmp_path / "bad", [0, 1, 7]))
+    assert not v.ok
+    assert [x.outcome for x in v.versions] == ["misread"]
+    assert "_lance_row_id differ from the row ids" in v.versions[0].detail
+
+
 # -- the command with the release virtualenvs (compat marker; CI runs it) -----------------------
 
 
@@ -247,3 +315,42 @@ def test_judge_tables_with_lancedb_reads_a_database_table_by_name(tmp_path, caps
     (v,) = json.loads(out.read_text())
     assert v["writer"] == "lancedb==0.38.0" and v["scenario"].endswith("users.lance")
     assert [x["outcome"] for x in v["versions"]] == ["identical"] * 3
+
+
+@pytest.mark.compat
+def test_judge_tables_plain_accepts_lancedbs_blob_row_ids(tmp_path, capsys):
+    """lancedb 0.38.0 read by default (``--plain``: ``to_arrow()``) adds ``_lance_row_id`` to
+    each blob v2 descriptor, top-level or in a struct; with ``with_row_id(True)`` it does not.
+    Both readings are judged as lancedb reads them, the first table version (created empty
+    from a schema) too."""
+    py = _venv("lancedb==0.38.0")
+    db = tmp_path / "db"
+    program = ("import lancedb, pyarrow as pa, sys\n"
+               "db = lancedb.connect(sys.argv[1])\n"
+               "schema = pa.schema([pa.field('id', pa.int64()), lancedb.blob('blob')])\n"
+               "t = db.create_table('blobs', schema=schema)\n"
+               "t.add([{'id': i, 'blob': b'x' * i} for i in range(1, 6)])\n"
+               "t.delete('id = 2')\n"
+               "info = pa.struct([pa.field('name', pa.string()), lancedb.blob('blob')])\n"
+               "n = db.create_table('nested', schema=pa.schema([pa.field('id', pa.int64()),\n"
+               "                                                pa.field('info', info)]))\n"
+               "n.add([{'id': i, 'info': {'name': str(i), 'blob': b'y' * i}} for i in (1, 2)])\n"
+               "import os; os._exit(0)\n")
+    done = subprocess.run([str(py), "-c", program, str(db)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    for plain in (True, False):
+        work = tmp_path / f"work-{plain}"
+        code = main(["fixtures", "judge-tables", str(db), "--reader", "lancedb==0.38.0",
+                     "--work", str(work)] + (["--plain"] if plain else []))
+        text = capsys.readouterr().out
+        assert code == 0, text
+        assert "2 of 2 judged as it reads them" in text
+        (blobs,) = [p for p in work.iterdir() if p.name.endswith("blobs.lance")]
+        last = pa.ipc.open_stream(str(blobs / "expected" / "v3.arrows")).read_all()
+        assert (last.schema.field("blob").type.get_field_index("_lance_row_id") >= 0) is plain
+        assert ("_rowid" in last.column_names) is not plain
+        (nested,) = [p for p in work.iterdir() if p.name.endswith("nested.lance")]
+        last = pa.ipc.open_stream(str(nested / "expected" / "v2.arrows")).read_all()
+        inner = last.schema.field("info").type.field("blob").type
+        assert (inner.get_field_index("_lance_row_id") >= 0) is plain
