@@ -1,0 +1,48 @@
+"""A data file holds the fields ``DataFile.fields`` lists, and no more: a struct child added
+after a file was written (pylance appends rows that leave ``stuff.a`` out, lancedb adds a
+nested column) is in none of the struct's older files, and every reader reads it as null
+there. The kit reads such a table as pylance does and draws no DATAFILE-008 (which compares
+the file's field with the part of the manifest's field the file holds)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+import reference_impl as ri
+from conformance.engine import validate
+from reference_impl.scan import held_part
+
+FULL = pa.struct([("b", pa.int64()), ("a", pa.int64())])
+
+
+@pytest.mark.parametrize("storage", ["2.0", "2.1", "2.2"])
+def test_a_struct_child_a_file_does_not_hold_reads_as_null(pylance, tmp_path, storage):
+    uri = str(tmp_path / "ds")
+    pylance.write_dataset(pa.table({"stuff": pa.array([{"b": 1, "a": 2}], FULL)}), uri,
+                          data_storage_version=storage)
+    rows = [{"b": 4}] + ([] if storage == "2.0" else [None])  # 2.0 keeps no struct validity
+    part = pa.table({"stuff": pa.array(rows, pa.struct([("b", pa.int64())]))})
+    pylance.write_dataset(part, uri, mode="append")
+    theirs = pylance.dataset(uri)
+    held = [list(f.metadata.data_files()[0].fields) for f in theirs.get_fragments()]
+    assert len(held[1]) < len(held[0]), held  # the second file holds stuff.b alone
+    ours = ri.open_dataset(uri).to_table()
+    assert ours == theirs.to_table()
+    assert ours["stuff"].to_pylist() == [{"b": 1, "a": 2}, {"b": 4, "a": None}] + rows[1:]
+    report = validate(uri, versions="all", deep=True)
+    assert report.conforms, report.render("text")
+
+
+def test_held_part_drops_only_children_the_file_lists_nothing_of():
+    def field(name, typ, fid):
+        return pa.field(name, typ, metadata={b"lance:field_id": str(fid).encode()})
+
+    inner = pa.struct([field("x", pa.int32(), 3), field("y", pa.int32(), 4)])
+    f = field("s", pa.struct([field("b", pa.int64(), 1), field("t", inner, 2)]), 0)
+    assert held_part(f, {0, 1, 2, 3, 4}).type == f.type
+    assert [c.name for c in held_part(f, {1}).type] == ["b"]
+    assert [c.name for c in held_part(f, {3}).type[0].type] == ["x"]
+    # a struct whose children carry no field ids (blob v2 descriptors) is left whole
+    anon = pa.field("d", pa.struct([("kind", pa.uint8()), ("size", pa.uint64())]))
+    assert held_part(anon, set()).type == anon.type
