@@ -64,6 +64,10 @@ def to_table(
     # a blob v2 column scans as its descriptors (reference_impl/table/blob.py)
     out_schema = blob.scan_schema(
         strip_field_ids(pa.schema([full.field(n) for n in wanted], metadata=full.metadata)))
+    for name in plainly_stored_blob_v1(dataset, wanted):
+        # (an older release's blob v1 column, stored and read back as plain bytes)
+        i = out_schema.get_field_index(name)
+        out_schema = out_schema.set(i, strip_field_ids(pa.schema([full.field(name)])).field(0))
     stable = _stable_row_ids(dataset.manifest)
     from reference_impl.file.parallel import map_ordered
 
@@ -162,11 +166,41 @@ def take_blobs(dataset, blob_column: str, ids=None, addresses=None, indices=None
         column = pc.struct_field(column, [f.name for f in path[1:]])
     field = path[-1]
     addresses = picked.column(ROW_ADDR).to_numpy()
-    if blob.is_blob_v1(field):
+    if blob.is_blob_v1(field) and not pa.types.is_large_binary(column.type):
         return _blob_v1_bytes(dataset, blob_column, column, addresses)
     if not blob.is_blob_v2(field):
         return [None if v is None else bytes(v) for v in column.to_pylist()]
     return _blob_bytes(dataset, field, column, addresses)
+
+
+def plainly_stored_blob_v1(dataset, names) -> set[str]:
+    """The blob v1 fields among ``names`` whose data files store the bytes as a plain
+    ``large_binary`` column: pylance 0.12 to 0.15 keep the ``lance-encoding:blob`` key but
+    encode no blob column, and read the bytes back, so a scan returns the bytes, not
+    descriptions. Judged from the first data file that holds the field (a table whose files
+    disagree is refused by the fragment that differs, ENC-047)."""
+    from reference_impl.file.reader import LanceFileReader
+    from reference_impl.table.blob import is_blob_v1
+
+    out = set()
+    for name in names:
+        f = dataset.schema.field(name)
+        if not is_blob_v1(f):
+            continue
+        fid = _field_id(f)
+        df = next((d for frag in dataset.manifest.fragments for d in frag.files
+                   if fid in set(d.fields)), None)
+        if df is None:
+            continue
+        store, key = dataset.data_file_location(df)
+        try:
+            reader = LanceFileReader(store, key)
+            if reader.legacy is None and not reader.is_blob_column(
+                    file_field_of(df, reader, f, key)):
+                out.add(name)
+        except (FormatError, UnsupportedFeature):
+            pass  # the scan reads that file and says why it cannot
+    return out
 
 
 def _blob_path(schema: pa.Schema, blob_column: str) -> list[pa.Field]:
@@ -259,7 +293,8 @@ def with_blob_bytes(dataset, table: pa.Table) -> pa.Table:
         if name not in dataset.schema.names:
             continue
         field = dataset.schema.field(name)
-        if blob.is_blob_v2(field) or blob.is_blob_v1(field):
+        if blob.is_blob_v2(field) or (blob.is_blob_v1(field) and not pa.types.is_large_binary(
+                table.schema.field(name).type)):
             column = table.column(name).combine_chunks()
             addresses = table.column(ROW_ADDR).to_numpy()
             if blob.is_blob_v2(field):
@@ -390,6 +425,11 @@ def _fragment_table(
         if arr is None:
             arr = pa.nulls(n, f.type)  # schema evolution: the fragment predates this field
         elif arr.type != f.type:
+            if pa.types.is_large_binary(arr.type) != pa.types.is_large_binary(f.type) and \
+                    b"lance-encoding:blob" in (f.metadata or {}):
+                raise FormatError(f"blob v1 field {f.name!r} is stored as {arr.type} in "
+                                  f"fragment {frag.id} and as {f.type} in the table's first "
+                                  "file holding it", rule="ENC-047")
             if f.type == _blob_descriptor_type():
                 raise FormatError(f"blob v2 field {f.name!r} is stored as {arr.type} in fragment "
                                   f"{frag.id}, not as blob descriptors", rule="BLOB-001")
@@ -555,8 +595,10 @@ def _read_v2_x(df, store, key, fields):
         if not is_blob_v2(f):  # (a top-level one is BLOB-001's, _fragment_table)
             check_same_shape(reader.schema.field(p), stored_field(f), key,
                              {int(i) for i in df.fields})
-    # a blob v1 column scans as its descriptions, which are read instead of its bytes
-    blobs = {i for i, f in enumerate(fields) if is_blob_v1(f)}
+    # a blob v1 column scans as its descriptions, which are read instead of its bytes (where
+    # the file stores it blob-encoded; an older release's plain column reads as its bytes)
+    blobs = {i for i, f in enumerate(fields)
+             if is_blob_v1(f) and reader.is_blob_column(positions[i])}
     fields = [f if i in blobs else stored_field(f) for i, f in enumerate(fields)]
     decoded = [p for i, p in enumerate(positions) if i not in blobs]
     table = reader.read_fields(decoded)

@@ -772,6 +772,23 @@ class LanceFileReader:
         starts = self._column_starts()
         return starts.index(column) if column in starts else None
 
+    def is_blob_column(self, position: int) -> bool:
+        """Whether the top-level field at ``position`` is stored blob-encoded (2.0: a blob
+        column; 2.1+: its first page of rows has a blob layout), so that its descriptions can
+        be read. Releases before blob encoding (pylance 0.12-0.15) store a ``lance-encoding:
+        blob`` field as plain ``large_binary`` and read its bytes back."""
+        if self.legacy is not None:
+            return False
+        col = self._column_starts()[position]
+        if family(self.version) == "2.0":
+            from .encodings.v2_0.column import container_columns
+
+            return bool(container_columns(self.container)[col].is_blob)
+        for page in self.container.columns[col].pages:
+            if page.length:
+                return _layout(self.container, page).WhichOneof("layout") == "blob_layout"
+        return False
+
     def blob_descriptions(self, position: int) -> pa.StructArray:
         """The descriptors of the blob v1 column at ``position`` (a top-level ``large_binary``
         field with ``lance-encoding:blob``): ``struct<position: uint64, size: uint64>``, one

@@ -109,3 +109,59 @@ def test_descriptions_appended_as_blob_data_are_refused_as_pylance_refuses_them(
     report = validate(blob_v1, versions="all", deep=True)
     assert {f.location["version"] for f in report.violations
             if f.rule == "DATAFILE-008"} == {latest}, report.render("text")
+
+
+def _mark_as_blob(uri: str, name: str) -> None:
+    """Give field ``name`` of the latest manifest the ``lance-encoding:blob`` key, as pylance
+    0.12 to 0.15 keep it on a column they store as plain ``large_binary``."""
+    from reference_impl.io.uri import open_store
+    from reference_impl.table.manifest import encode_manifest_file, read_manifest_file
+    from reference_impl.table.versions import latest_entry
+
+    store = open_store(uri)
+    entry = latest_entry(store)
+    mf = read_manifest_file(store, entry.key)
+    field = next(f for f in mf.manifest.fields if f.name == name)
+    field.metadata["lance-encoding:blob"] = b"true"
+    store.put(entry.key, encode_manifest_file(mf.manifest, transaction=mf.transaction_bytes,
+                                              index_section=mf.index_section))
+
+
+def test_a_blob_v1_column_stored_plainly_scans_as_its_bytes(pylance, tmp_path):
+    """pylance 0.12-0.15 write a ``lance-encoding:blob`` column of a 2.0 table as plain
+    ``large_binary`` and read the bytes back; so does the kit, in a scan, ``take_blobs`` and
+    the validator. (Every release that writes 2.1 encodes the column as a blob.)"""
+    storage = "2.0"
+    uri = str(tmp_path / "ds")
+    plain = _table().cast(pa.schema([pa.field("id", pa.int64()),
+                                     pa.field("blob", pa.large_binary())]))
+    pylance.write_dataset(plain, uri, data_storage_version=storage, max_rows_per_file=4)
+    _mark_as_blob(uri, "blob")
+    ours = ri.open_dataset(uri)
+    got = ours.to_table()
+    assert got.schema.field("blob").type == pa.large_binary()
+    assert got.column("blob").to_pylist() == VALUES
+    assert ours.take_blobs("blob", indices=[0, 4]) == [VALUES[0], VALUES[4]]
+    assert validate(uri, versions="all", deep=True).conforms
+
+
+def test_a_blob_v1_column_stored_both_ways_is_refused(pylance, tmp_path):
+    """Files that store one blob v1 column blob-encoded and plainly: a typed refusal."""
+    uri = str(tmp_path / "ds")
+    pylance.write_dataset(_table(), uri, data_storage_version="2.0")
+    plain = _table().cast(pa.schema([pa.field("id", pa.int64()),
+                                     pa.field("blob", pa.large_binary())]))
+    tmp = str(tmp_path / "plain")
+    pylance.write_dataset(plain, tmp, data_storage_version="2.0")
+    # the first fragment stores descriptions, the appended one plain bytes
+    frag = pylance.dataset(tmp).get_fragments()[0].metadata
+    import shutil
+
+    for f in frag.data_files():
+        shutil.copy(f"{tmp}/data/{f.path}", f"{uri}/data/{f.path}")
+    op = pylance.LanceOperation.Append([frag])
+    pylance.LanceDataset.commit(uri, op, read_version=1)
+    ours = ri.open_dataset(uri)
+    with pytest.raises(FormatError) as err:
+        ours.to_table()
+    assert err.value.rule == "ENC-047"
