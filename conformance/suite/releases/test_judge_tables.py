@@ -109,6 +109,53 @@ def test_the_kit_reads_found_tables_as_pylance_does(tmp_path, pylance):
     assert "latest" in info["unreadable_versions"]
 
 
+def test_branches_a_moved_table_lost_are_refused_by_both(tmp_path, pylance):
+    """A branch's manifest names its parents' data by absolute base paths; a table moved
+    after branching (upstream's test_dataset.py::test_branches, harvested from its tmp
+    folder) has branches no release can read. The kit's DATAFILE-001 findings on them agree
+    with its reader: they were counted as false errors on main's version numbers, because
+    the judge dropped the branches its reader had read (or failed)."""
+    import shutil
+
+    rows = ROWS.select(["id"])
+    src = tmp_path / "before" / "t"
+    pylance.write_dataset(rows, str(src))
+    b1 = pylance.dataset(str(src)).create_branch("b1")
+    pylance.write_dataset(rows, b1, mode="append")
+    b2 = pylance.dataset(str(src)).checkout_version(("b1", None)).create_branch("b2")
+    pylance.write_dataset(rows, b2, mode="append")
+    items = found.find(tmp_path / "before")
+    work = tmp_path / "work-before"
+    found.read_back(Release.parse("pylance==14.0.2"), items, work, python=Path(sys.executable))
+    (v,) = found.judge(items, work)
+    assert v.ok, v.as_dict()
+    assert {x.version: x.outcome for x in v.versions} == {
+        1: "identical", "b1:1": "identical", "b1:2": "identical", "b2:2": "identical",
+        "b2:3": "identical"}
+
+    shutil.move(str(tmp_path / "before"), str(tmp_path / "data"))
+    verdicts = _read_and_judge(tmp_path / "data", tmp_path / "work")
+    v = verdicts["t"]
+    assert v.ok, v.as_dict()
+    outcomes = {x.version: x.outcome for x in v.versions}
+    assert outcomes[1] == "identical"
+    branch_versions = {k for k in outcomes if k != 1}
+    assert branch_versions >= {"b1:2", "b2:3"}
+    assert {outcomes[k] for k in branch_versions} == {"flagged"}
+    assert set(v.rules) >= branch_versions and "1" not in v.rules
+    # the kit silent on a branch version its reader fails is not agreement
+    info = json.loads((tmp_path / "work" / found.find(tmp_path / "data")[0].name /
+                       "scenario.json").read_text())
+    assert set(info["unreadable_branch_versions"]) == branch_versions
+    info["unreadable_branch_versions"]["b2:1"] = "made up"
+    info["branches"]["b2"] = []
+    (tmp_path / "work" / found.find(tmp_path / "data")[0].name /
+     "scenario.json").write_text(json.dumps(info))
+    (v,) = found.judge(found.find(tmp_path / "data"), tmp_path / "work")
+    assert not v.ok
+    assert {x.version: x.outcome for x in v.versions}["b2:1"] == "writer-unreadable-unflagged"
+
+
 def test_a_legacy_file_no_file_reader_reads_has_no_oracle(tmp_path, pylance):
     """Fragments written and never committed leave data files beside no manifest; pylance's
     LanceFileReader refuses the legacy (0.1) ones by API ("current-format reader"), so their
