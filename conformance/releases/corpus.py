@@ -400,8 +400,9 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
         if v.rule in expected:
             seen.add(v.rule)
             continue
-        if found and ref.startswith("branch:") and "*" in branch_refused:
-            continue  # its reader could not list the branches: no oracle for them
+        if found and ref.startswith("branch:") and (
+                "*" in branch_refused or ref.split(":", 1)[1] in branch_refused):
+            continue  # its reader could not list the branches (this branch's versions)
         for version in covered:
             if branch is not None and version is not None and (
                     f"{branch}:{version}" in branch_refused or "*" in branch_refused):

@@ -294,3 +294,34 @@ def test_judge_tables_with_lancedb_reads_a_database_table_by_name(tmp_path, caps
     (v,) = json.loads(out.read_text())
     assert v["writer"] == "lancedb==0.38.0" and v["scenario"].endswith("users.lance")
     assert [x["outcome"] for x in v["versions"]] == ["identical"] * 3
+
+
+@pytest.mark.compat
+def test_judge_tables_with_lancedb_reads_branches(tmp_path, capsys):
+    """lancedb 0.38.0 reads a table's branches (``Table.branches``); a table moved after
+    branching (upstream's test_table.py::test_open_table_with_branch*, harvested from its
+    tmp folder) has branches it cannot read, which the kit's DATAFILE-001 agrees with."""
+    import shutil
+
+    py = _venv("lancedb==0.38.0")
+    program = ("import lancedb, sys\n"
+               "for db in sys.argv[1:]:\n"
+               "    t = lancedb.connect(db).create_table('t', [{'i': 1}])\n"
+               "    t.branches.create('exp').add([{'i': 2}])\n"
+               "import os; os._exit(0)\n")
+    done = subprocess.run([str(py), "-c", program, str(tmp_path / "kept" / "db"),
+                           str(tmp_path / "before")], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    shutil.move(str(tmp_path / "before"), str(tmp_path / "moved" / "db"))
+    got = {}
+    for name in ("kept", "moved"):
+        out = tmp_path / f"{name}.json"
+        code = main(["fixtures", "judge-tables", str(tmp_path / name), "--reader",
+                     "lancedb==0.38.0", "--json", str(out)])
+        text = capsys.readouterr().out
+        assert code == 0, text
+        (v,) = json.loads(out.read_text())
+        got[name] = {x["version"]: x["outcome"] for x in v["versions"]}
+    assert got["kept"] == {1: "identical", "exp:1": "identical", "exp:2": "identical"}
+    assert got["moved"] == {1: "identical", "exp:1": "flagged", "exp:2": "flagged"}
