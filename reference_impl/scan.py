@@ -699,10 +699,32 @@ def check_same_shape(stored: pa.Field, wanted: pa.Field, key: str,
 
     if listed is not None:
         wanted = held_part(wanted, listed)
-    if _shape(stored.type) != _shape(wanted.type):
+    by_id = _id_or_none(stored) is not None and _id_or_none(stored) == _id_or_none(wanted)
+    if not (_fits_by_id(stored, wanted) if by_id else _shape(stored.type) == _shape(wanted.type)):
         raise FormatError(f"field {wanted.name!r} ({wanted.type}) is mapped to a column of "
                           f"{key} that holds {stored.name!r} ({stored.type})",
                           rule=RULE_FIELD_IDS, path=key)
+
+
+def _fits_by_id(stored: pa.Field, wanted: pa.Field) -> bool:
+    """Whether the file's field ``stored`` reads as the dataset's ``wanted`` when their
+    children are matched by field id (:func:`nested_by_id`): a struct child the file does
+    not hold reads as nulls (lancedb 0.38.0 appends ``{"b": 4}`` to a ``struct<b, a>`` column
+    as a file holding ``stuff.b`` alone, and reads ``a`` as null, as pylance does), one the
+    dataset no longer has is not read; every child both hold, and every other node, must
+    have the shape the dataset gives it."""
+    st, wt = stored.type, wanted.type
+    if pa.types.is_struct(st) and pa.types.is_struct(wt):
+        if any(_id_or_none(c) is None for c in list(st) + list(wt)):
+            return _shape(st) == _shape(wt)  # children without ids: matched by position
+        held = {_id_or_none(c): c for c in st}
+        return all(_fits_by_id(held[_id_or_none(c)], c) for c in wt if _id_or_none(c) in held)
+    if (pa.types.is_list(st) and pa.types.is_list(wt)) or \
+            (pa.types.is_large_list(st) and pa.types.is_large_list(wt)) or \
+            (pa.types.is_fixed_size_list(st) and pa.types.is_fixed_size_list(wt)
+             and st.list_size == wt.list_size):
+        return _fits_by_id(st.value_field, wt.value_field)
+    return _shape(st) == _shape(wt)
 
 
 def _renamed(arr: pa.Array, want: pa.DataType) -> pa.Array:

@@ -381,6 +381,8 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
     seen = set()
     flagged_versions: set[str] = set()
     branch_refused = _branch_versions_refused_by_newest(info, newest)
+    if found:  # its reader is its only oracle: the branch versions it could not read
+        branch_refused = set(info.get("unreadable_branch_versions", {}))
     for v in report.violations:
         ref = str(v.location.get("ref", "main"))
         branch = ref.split(":", 1)[1] if ref.startswith("branch:") else None
@@ -398,6 +400,9 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
         if v.rule in expected:
             seen.add(v.rule)
             continue
+        if found and ref.startswith("branch:") and (
+                "*" in branch_refused or ref.split(":", 1)[1] in branch_refused):
+            continue  # its reader could not list the branches (this branch's versions)
         for version in covered:
             if branch is not None and version is not None and (
                     f"{branch}:{version}" in branch_refused or "*" in branch_refused):
@@ -444,6 +449,14 @@ def judge_scenario(folder: Path, *, deep: bool = True) -> RootVerdict:
             refused = f"{name}:{v}" in branch_refused or "*" in branch_refused
             verdict.versions.append(_judge_branch_version(table, folder, name, v, refused,
                                                           flagged_versions))
+    if found:  # a branch version its reader cannot read must draw an error finding
+        for label, why in sorted(info.get("unreadable_branch_versions", {}).items()):
+            if label == "*" or label.split(":", 1)[0] not in info.get("branches", {}):
+                continue  # the branches (or this branch's versions) could not be listed
+            verdict.versions.append(VersionVerdict(
+                label, "flagged" if label in flagged_versions else "writer-unreadable-unflagged",
+                why[:200] if label in flagged_versions else
+                f"the writer cannot read this version ({why[:200]}) but the kit is silent"))
     if (folder / "expected" / "blobs.arrows").exists():
         latest = max(info.get("versions", [0]) or [0])
         verdict.versions.append(_judge_take_blobs(table, folder, info,

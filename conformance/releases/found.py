@@ -120,6 +120,9 @@ def read_back(release: Release, items: list[Found], work: Path, *, python: Path 
             info["unsupported"] = read["unsupported"]
         if "reading" in read:
             info["reading"] = read["reading"]
+        for key in ("branches", "unreadable_branch_versions"):  # a table's branches, read
+            if key in read:  # by the release as the census reads them
+                info[key] = read[key]
         info["table_path" if it.kind == "table" else "files_dir"] = str(Path(it.path).absolute())
         (folder / "scenario.json").write_text(json.dumps(info, indent=1, sort_keys=True))
 

@@ -998,6 +998,52 @@ def _read_back_lancedb(rec, db_dir, name="t"):
             rec.info["unreadable_versions"][str(v)] = _short(e)
             continue
         save_table(os.path.join(rec.dir, "expected", f"v{v}.arrows"), table)
+    if os.path.isdir(os.path.join(db_dir, f"{name}.lance", "tree")):
+        _read_back_lancedb_branches(rec, t)
+
+
+def _read_back_lancedb_branches(rec, t):
+    """Every version of every branch, as lancedb reads it (``Table.branches``), where the
+    census keeps pylance's readings of them: ``expected/branch-<name>/v{N}.arrows``,
+    ``branches`` and ``unreadable_branch_versions`` in ``read.json``."""
+    unreadable = rec.info.setdefault("unreadable_branch_versions", {})
+    try:
+        names = sorted(t.branches.list())
+    except BaseException as e:  # noqa: BLE001 - a release without branches ("*": none read)
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        unreadable["*"] = _short(e)
+        return
+    rec.info["branches"] = {}
+    for bname in names:
+        folder = os.path.join(rec.dir, "expected", f"branch-{bname}")
+        os.makedirs(folder, exist_ok=True)
+        try:
+            listed = [v["version"] if isinstance(v, dict) else v.version
+                      for v in t.branches.checkout(bname).list_versions()]
+        except BaseException as e:  # noqa: BLE001
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            unreadable[bname] = _short(e)
+            continue
+        versions = []
+        for v in listed:
+            try:
+                at = t.branches.checkout(bname, v)
+                try:
+                    got = at.search().with_row_id(True).limit(None).to_arrow()
+                except BaseException as e:  # noqa: BLE001 - as main's versions
+                    if isinstance(e, KeyboardInterrupt):
+                        raise
+                    got = at.to_arrow()
+            except BaseException as e:  # noqa: BLE001
+                if isinstance(e, KeyboardInterrupt):
+                    raise
+                unreadable[f"{bname}:{v}"] = _short(e)
+                continue
+            save_table(os.path.join(folder, f"v{v}.arrows"), got)
+            versions.append(v)
+        rec.info["branches"][bname] = versions
 
 
 def _read_lancedb_otherwise(rec, t, v, first):

@@ -19,7 +19,9 @@ it, and so does the reference reader (:func:`reference_impl.scan.file_field_of`)
   reads such a table. The warning only says that the file's ids are not the dataset's.
 
 What stays silent, as pylance writes it: ids of dropped fields (the file still holds them),
-the tombstone ``-2``, a field the file holds under another name (a rename). Legacy (0.1)
+the tombstone ``-2``, a field the file holds under another name (a rename), a struct the file
+holds some children of (an append of ``{"b": 4}`` to a ``struct<b, a>`` column: children
+are matched by field id and the others read as nulls). Legacy (0.1)
 files and 2.0 files of releases before 0.16 list no column indices; they are not judged here.
 """
 

@@ -109,6 +109,53 @@ def test_the_kit_reads_found_tables_as_pylance_does(tmp_path, pylance):
     assert "latest" in info["unreadable_versions"]
 
 
+def test_branches_a_moved_table_lost_are_refused_by_both(tmp_path, pylance):
+    """A branch's manifest names its parents' data by absolute base paths; a table moved
+    after branching (upstream's test_dataset.py::test_branches, harvested from its tmp
+    folder) has branches no release can read. The kit's DATAFILE-001 findings on them agree
+    with its reader: they were counted as false errors on main's version numbers, because
+    the judge dropped the branches its reader had read (or failed)."""
+    import shutil
+
+    rows = ROWS.select(["id"])
+    src = tmp_path / "before" / "t"
+    pylance.write_dataset(rows, str(src))
+    b1 = pylance.dataset(str(src)).create_branch("b1")
+    pylance.write_dataset(rows, b1, mode="append")
+    b2 = pylance.dataset(str(src)).checkout_version(("b1", None)).create_branch("b2")
+    pylance.write_dataset(rows, b2, mode="append")
+    items = found.find(tmp_path / "before")
+    work = tmp_path / "work-before"
+    found.read_back(Release.parse("pylance==14.0.2"), items, work, python=Path(sys.executable))
+    (v,) = found.judge(items, work)
+    assert v.ok, v.as_dict()
+    assert {x.version: x.outcome for x in v.versions} == {
+        1: "identical", "b1:1": "identical", "b1:2": "identical", "b2:2": "identical",
+        "b2:3": "identical"}
+
+    shutil.move(str(tmp_path / "before"), str(tmp_path / "data"))
+    verdicts = _read_and_judge(tmp_path / "data", tmp_path / "work")
+    v = verdicts["t"]
+    assert v.ok, v.as_dict()
+    outcomes = {x.version: x.outcome for x in v.versions}
+    assert outcomes[1] == "identical"
+    branch_versions = {k for k in outcomes if k != 1}
+    assert branch_versions >= {"b1:2", "b2:3"}
+    assert {outcomes[k] for k in branch_versions} == {"flagged"}
+    assert set(v.rules) >= branch_versions and "1" not in v.rules
+    # the kit silent on a branch version its reader fails is not agreement
+    info = json.loads((tmp_path / "work" / found.find(tmp_path / "data")[0].name /
+                       "scenario.json").read_text())
+    assert set(info["unreadable_branch_versions"]) == branch_versions
+    info["unreadable_branch_versions"]["b2:1"] = "made up"
+    info["branches"]["b2"] = []
+    (tmp_path / "work" / found.find(tmp_path / "data")[0].name /
+     "scenario.json").write_text(json.dumps(info))
+    (v,) = found.judge(found.find(tmp_path / "data"), tmp_path / "work")
+    assert not v.ok
+    assert {x.version: x.outcome for x in v.versions}["b2:1"] == "writer-unreadable-unflagged"
+
+
 def test_a_legacy_file_no_file_reader_reads_has_no_oracle(tmp_path, pylance):
     """Fragments written and never committed leave data files beside no manifest; pylance's
     LanceFileReader refuses the legacy (0.1) ones by API ("current-format reader"), so their
@@ -354,3 +401,34 @@ def test_judge_tables_plain_accepts_lancedbs_blob_row_ids(tmp_path, capsys):
         last = pa.ipc.open_stream(str(nested / "expected" / "v2.arrows")).read_all()
         inner = last.schema.field("info").type.field("blob").type
         assert (inner.get_field_index("_lance_row_id") >= 0) is plain
+
+
+@pytest.mark.compat
+def test_judge_tables_with_lancedb_reads_branches(tmp_path, capsys):
+    """lancedb 0.38.0 reads a table's branches (``Table.branches``); a table moved after
+    branching (upstream's test_table.py::test_open_table_with_branch*, harvested from its
+    tmp folder) has branches it cannot read, which the kit's DATAFILE-001 agrees with."""
+    import shutil
+
+    py = _venv("lancedb==0.38.0")
+    program = ("import lancedb, sys\n"
+               "for db in sys.argv[1:]:\n"
+               "    t = lancedb.connect(db).create_table('t', [{'i': 1}])\n"
+               "    t.branches.create('exp').add([{'i': 2}])\n"
+               "import os; os._exit(0)\n")
+    done = subprocess.run([str(py), "-c", program, str(tmp_path / "kept" / "db"),
+                           str(tmp_path / "before")], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    shutil.move(str(tmp_path / "before"), str(tmp_path / "moved" / "db"))
+    got = {}
+    for name in ("kept", "moved"):
+        out = tmp_path / f"{name}.json"
+        code = main(["fixtures", "judge-tables", str(tmp_path / name), "--reader",
+                     "lancedb==0.38.0", "--json", str(out)])
+        text = capsys.readouterr().out
+        assert code == 0, text
+        (v,) = json.loads(out.read_text())
+        got[name] = {x["version"]: x["outcome"] for x in v["versions"]}
+    assert got["kept"] == {1: "identical", "exp:1": "identical", "exp:2": "identical"}
+    assert got["moved"] == {1: "identical", "exp:1": "flagged", "exp:2": "flagged"}

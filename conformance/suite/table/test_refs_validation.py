@@ -430,6 +430,29 @@ def test_drop_columns_datasets_still_conform(pylance, tmp_path, fmt):
     assert not {"DATAFILE-008", "DATAFILE-011"} & report.rules_violated(None)
 
 
+@pytest.mark.parametrize("fmt", ["2.0", "2.1", "2.2"])  # (legacy: pylance refuses the append)
+def test_a_file_holding_some_children_of_a_struct_conforms(pylance, tmp_path, fmt):
+    """Appending ``{"b": 4}`` to a ``struct<b, a>`` column writes a file that holds ``stuff.b``
+    alone (lancedb's test_table.py::test_add_struct; pylance 14.0.2 does the same): both
+    readers give ``a`` as null. The reference reader refused it (DATAFILE-008, "mapped to a
+    column that holds struct<b>"), comparing the shapes child by child by position."""
+    import reference_impl as ri
+
+    uri = str(tmp_path / "ds")
+    schema = pa.schema([("stuff", pa.struct([("b", pa.int64()), ("a", pa.int64())]))])
+    pylance.write_dataset(pa.Table.from_pylist([{"stuff": {"b": 1, "a": 2}}], schema=schema),
+                          uri, data_storage_version=fmt)
+    pylance.write_dataset(pa.table({"stuff": pa.array([{"b": 4}],
+                                                      pa.struct([("b", pa.int64())]))}),
+                          uri, mode="append")
+    want = pylance.dataset(uri).to_table()
+    assert want["stuff"].to_pylist() == [{"b": 1, "a": 2}, {"b": 4, "a": None}]
+    assert ri.open_dataset(uri).to_table() == want
+    report = validate(uri, versions="all", deep=True)
+    assert report.conforms, report.render("text")
+    assert not {"DATAFILE-008", "DATAFILE-011"} & report.rules_violated(None)
+
+
 def _lance_file(pylance, path, table, fmt):
     from lance.file import LanceFileWriter
 
