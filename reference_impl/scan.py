@@ -681,6 +681,8 @@ def held_part(f: pa.Field, listed: set[int]) -> pa.Field:
     t = f.type
     if not pa.types.is_struct(t) or any(_id_or_none(c) is None for c in t):
         return f
+    if not any(_subtree_ids(c) & listed for c in t):
+        return f  # no child listed: the struct is held whole (a packed struct's one column)
     kids = [held_part(c, listed) for c in t if _subtree_ids(c) & listed]
     return f.with_type(pa.struct(kids))
 

@@ -43,6 +43,8 @@ def test_held_part_drops_only_children_the_file_lists_nothing_of():
     assert held_part(f, {0, 1, 2, 3, 4}).type == f.type
     assert [c.name for c in held_part(f, {1}).type] == ["b"]
     assert [c.name for c in held_part(f, {3}).type[0].type] == ["x"]
+    # a struct listed without its children (2.0's packed struct: one column) is held whole
+    assert held_part(f, {0}).type == f.type
     # a struct whose children carry no field ids (blob v2 descriptors) is left whole
     anon = pa.field("d", pa.struct([("kind", pa.uint8()), ("size", pa.uint64())]))
     assert held_part(anon, set()).type == anon.type
