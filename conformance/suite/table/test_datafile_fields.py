@@ -48,3 +48,23 @@ def test_held_part_drops_only_children_the_file_lists_nothing_of():
     # a struct whose children carry no field ids (blob v2 descriptors) is left whole
     anon = pa.field("d", pa.struct([("kind", pa.uint8()), ("size", pa.uint64())]))
     assert held_part(anon, set()).type == anon.type
+
+
+@pytest.mark.parametrize("storage", ["2.0", "2.1"])
+def test_a_packed_struct_listed_without_its_children_is_held_whole(pylance, tmp_path, storage):
+    """A packed struct (field metadata ``packed: true``) is one column: pylance lists the
+    struct's id in ``DataFile.fields`` and none of its children's."""
+    st = pa.struct([("a", pa.int32()), ("b", pa.float64())])
+    schema = pa.schema([pa.field("id", pa.int64()),
+                        pa.field("packed", st, metadata={"packed": "true"})])
+    table = pa.table({"id": [1, 2], "packed": pa.array([{"a": 1, "b": 2.0},
+                                                        {"a": 3, "b": 4.0}], st)},
+                     schema=schema)
+    uri = str(tmp_path / "ds")
+    pylance.write_dataset(table, uri, data_storage_version=storage)
+    theirs = pylance.dataset(uri)
+    (held,) = [list(f.metadata.data_files()[0].fields) for f in theirs.get_fragments()]
+    assert held == [0, 1]  # the struct, none of its children
+    assert ri.open_dataset(uri).to_table() == theirs.to_table()
+    report = validate(uri, versions="all", deep=True)
+    assert report.conforms, report.render("text")
