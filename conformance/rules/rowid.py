@@ -105,6 +105,9 @@ def row_ids_decode(ctx) -> Iterator[Finding]:
     severity="error", spec="004", section="DataFragment",
     clause="These are the row ids for the fragment, in order of the rows as they appear.",
     scope="fragment",
+    releases="pylance 0.21.0 to 0.31.1 write sequences shorter than physical_rows when they "
+             "compact a table with stable row ids after merge_insert (and then cannot scan it "
+             "with row ids themselves); 0.32.1 and later, and lancedb, were not seen to",
 )
 def row_ids_length(ctx) -> Iterator[Finding]:
     for frag in ctx.manifest.fragments:
