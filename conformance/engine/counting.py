@@ -2,6 +2,12 @@
 listings, per object, so a run can say how often it fetched each manifest, footer and
 deletion file (each at most once: ``Counts.read_again`` stays 0).
 
+The local engine counts its deep checks' reads too (``--deep``: the data files' pages, in
+the same :class:`Counts` as the plan's reads), except where a deep check reads a local
+file directly (one larger than the tail window the plan kept, whose pages are
+memory-mapped): ``read_directly`` says how many files, ``data_files_read_directly`` in the
+stats.
+
 :class:`CountingStore` forwards every call to the store it wraps; ``child`` stores (a
 branch's ``tree/NAME/``) count into the same :class:`Counts` under their full keys.
 """
@@ -23,6 +29,7 @@ class Counts:
         self.heads = 0
         self.lists = 0
         self.bytes_read = 0
+        self.read_directly = 0
         self.gets_per_key: dict[str, int] = {}
 
     def got(self, key: str, n: int) -> None:
@@ -39,6 +46,11 @@ class Counts:
         with self._lock:
             self.lists += 1
 
+    def direct(self) -> None:
+        """A deep check read a local file directly, outside these counts."""
+        with self._lock:
+            self.read_directly += 1
+
     @property
     def read_again(self) -> list[str]:
         """Keys fetched more than once."""
@@ -47,7 +59,9 @@ class Counts:
     def as_stats(self) -> dict[str, int]:
         return {"store_gets": self.gets, "store_heads": self.heads, "store_lists": self.lists,
                 "store_bytes_read": self.bytes_read, "objects_read": len(self.gets_per_key),
-                "objects_read_again": len(self.read_again)}
+                "objects_read_again": len(self.read_again),
+                **({"data_files_read_directly": self.read_directly} if self.read_directly
+                   else {})}
 
 
 class CountingStore(ObjectStore):
