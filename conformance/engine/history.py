@@ -72,8 +72,6 @@ class ManifestView:
     """A version's Manifest as the version-scope rules see it: every field of the parsed
     manifest, and ``fragments`` decoded only when a rule reads them (``load``)."""
 
-    __slots__ = ("_manifest", "_load", "_fragments")
-
     def __init__(self, manifest, load) -> None:
         self._manifest = manifest
         self._load = load
@@ -86,7 +84,11 @@ class ManifestView:
         return self._fragments
 
     def __getattr__(self, name: str):
-        return getattr(self._manifest, name)
+        # kept on the view: the next read of the same field is a plain attribute (the
+        # version rules read a few dozen fields of each manifest, several times each)
+        value = getattr(self._manifest, name)
+        self.__dict__[name] = value
+        return value
 
 
 @dataclass(eq=False)
