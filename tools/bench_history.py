@@ -12,14 +12,28 @@ these are measured, each in a fresh process (imports not timed), interleaved, be
 * ``cached``: the ``--cache`` second run after one more append (the first run, which fills
   the cache, and the append are not timed; the cache file is restored before each rep);
 * ``one``: ``validate`` of the latest version alone;
+* ``empty``: ``validate --all-versions`` of a table of one version (the first of the same
+  table): what a run costs whatever the history (under 10 ms once the rule catalog is
+  imported);
 * ``pylance``: pylance opening every version (``lance.dataset(uri, version=v)``) and
   listing its fragments (``get_fragments()``), the anchor of the ratios.
 
+"Imports not timed": the worker imports the engine and the whole rule catalog before the
+clock starts (the catalog is 25 modules; under ``PYTHONDONTWRITEBYTECODE`` compiling them
+took 65-110 ms of every run).
+
 It prints, per size, the total bytes of the manifests, wall and CPU seconds and peak RSS of
-each, ``all``'s seconds per GB of manifests and its ratio to ``pylance``, the machine's load
-(``os.getloadavg``) at each size, and a README-ready Markdown table; ``--json F`` writes every
-sample. Writing the 10,000-version table takes a few minutes; 10,000 versions hold 4.1 GB of
-manifests, and pylance's open-all takes minutes there too (use ``--reps 1`` for a first look).
+each, ``all``'s seconds per GB of manifests, raw and net of the ``empty`` run, and its ratio
+to ``pylance``, the machine's load (``os.getloadavg``) at each size, and a README-ready
+Markdown table; then a least-squares fit of ``all``'s net time over the sizes as
+``a x versions + b x GB`` with each size's residual. Each version costs work whatever the
+size of its manifest (its ~70 version-scope rules, its transaction file, its new
+fragment's rules and footer), while the manifests' bytes grow with the square of the
+versions (each lists every fragment): seconds per GB fall where that per-version term
+weighs most (the smaller tables), and the fit says how much each term weighs. ``--json F``
+writes every sample. Writing the 10,000-version table takes a few minutes; 10,000 versions
+hold 4.1 GB of manifests, and pylance's open-all takes minutes there too (use ``--reps 1``
+for a first look).
 
     python tools/bench_history.py [--sizes 1000,2000,5000,10000] [--reps 3] [--json F]
 """
@@ -37,7 +51,7 @@ import time
 from pathlib import Path
 
 ROWS_PER_COMMIT = 10
-MEASURES = ("pylance", "all", "deep", "cached", "one")
+MEASURES = ("pylance", "all", "deep", "cached", "one", "empty")
 
 
 def cache_root() -> Path:
@@ -114,8 +128,10 @@ if what == "pylance":
     extra["fragments"] = n
 else:
     from conformance.engine import validate
+    from conformance.rules.registry import all_rules
+    all_rules()  # the rule catalog's imports, not timed
     kw = {"one": {}, "all": {"versions": "all"}, "deep": {"versions": "all", "deep": True},
-          "cached": {"versions": "all", "cache": cache}}[what]
+          "cached": {"versions": "all", "cache": cache}, "empty": {"versions": "all"}}[what]
     t0, c0 = time.perf_counter(), os.times()
     report = validate(uri, **kw)
     extra = {"conforms": report.conforms, "stats": report.stats}
@@ -165,6 +181,8 @@ def run_size(master: Path, n: int, reps: int, log) -> dict:
     try:
         view = work / "view"
         total = make_view(master, view, n)
+        empty = work / "empty"
+        make_view(master, empty, 1)
         uri_c, cache, saved = prepare_cache(view, work)
         samples: dict[str, list] = {m: [] for m in MEASURES}
         for rep in range(reps):
@@ -176,7 +194,7 @@ def run_size(master: Path, n: int, reps: int, log) -> dict:
                         raise SystemExit(f"the --cache run served {s['stats']} (the kit's code "
                                          f"changed while the benchmark ran?)")
                 else:
-                    s = measure(what, str(view))
+                    s = measure(what, str(empty if what == "empty" else view))
                 samples[what].append(s)
                 log(f"#   {n} versions, rep {rep + 1}: {what:8s} {s['wall']:8.2f} s wall "
                     f"{s['cpu']:8.2f} s cpu {s['rss_mb']:7.0f} MB (load {s['load1']})",
@@ -187,11 +205,17 @@ def run_size(master: Path, n: int, reps: int, log) -> dict:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _net(b: dict, key: str = "wall") -> float:
+    """``all``'s time less the ``empty`` run's (what the history itself cost)."""
+    return b["all"][key] - b["empty"][key]
+
+
 def table(results: list[dict]) -> str:
     head = ("| versions | manifests | pylance opens every version | `--all-versions` (ratio) "
-            "| s per GB | peak RSS | `--deep --all-versions` | `--cache` 2nd run after an append "
-            "| one version | load |")
-    lines = [head, "|" + "---|" * 10]
+            "| empty run | s per GB raw (cpu) | s per GB net of the empty run (cpu) | peak RSS "
+            "| `--deep --all-versions` | `--cache` 2nd run after an append | one version "
+            "| load |")
+    lines = [head, "|" + "---|" * 12]
     for r in results:
         b = r["best"]
         gb = r["manifest_bytes"] / 1e9
@@ -200,11 +224,30 @@ def table(results: list[dict]) -> str:
             f"| {r['versions']:,} | {r['manifest_bytes'] / 1e6:,.0f} MB "
             f"| {b['pylance']['wall']:.2f} s | {b['all']['wall']:.2f} s "
             f"({b['all']['wall'] / b['pylance']['wall']:.2f}x) "
-            f"| {b['all']['wall'] / gb:.1f} (cpu {b['all']['cpu'] / gb:.1f}) "
+            f"| {b['empty']['wall']:.3f} s "
+            f"| {b['all']['wall'] / gb:.1f} ({b['all']['cpu'] / gb:.1f}) "
+            f"| {_net(b) / gb:.1f} ({_net(b, 'cpu') / gb:.1f}) "
             f"| {b['all']['rss_mb']:.0f} MB | {b['deep']['wall']:.2f} s "
             f"| {b['cached']['wall']:.2f} s ({b['cached']['wall'] / b['one']['wall']:.2f}x one) "
             f"| {b['one']['wall']:.2f} s | {loads[0]}-{loads[-1]} |")
     return "\n".join(lines)
+
+
+def fit(results: list[dict], key: str = "wall") -> str:
+    """``all``'s net time (``key``: wall or cpu) fitted as ``a x versions + b x GB`` by least
+    squares over the sizes, with each size's residual; empty with fewer than two sizes."""
+    if len(results) < 2:
+        return ""
+    import numpy as np
+
+    x = np.array([[r["versions"], r["manifest_bytes"] / 1e9] for r in results], float)
+    y = np.array([_net(r["best"], key) for r in results], float)
+    (a, b), *_ = np.linalg.lstsq(x, y, rcond=None)
+    rest = ", ".join(f"{r['versions']:,}: " + (f"{100 * (yi - xi @ (a, b)) / yi:+.0f}%" if yi > 0
+                                                else "n/a")
+                     for r, xi, yi in zip(results, x, y, strict=True))
+    return (f"net {key} time ~ {1e3 * a:.3f} ms x versions + {b:.2f} s x GB of manifests "
+            f"(residuals {rest})")
 
 
 def main(argv=None) -> int:
@@ -237,11 +280,14 @@ def main(argv=None) -> int:
               + "  ".join(f"{m} {b[m]['wall']:.2f} s ({b[m]['cpu']:.2f} cpu, "
                           f"{b[m]['rss_mb']:.0f} MB)" for m in MEASURES)
               + f"  all/pylance {b['all']['wall'] / b['pylance']['wall']:.2f}x"
-              + f"  all {b['all']['wall'] / gb:.1f} s/GB"
+              + f"  all {b['all']['wall'] / gb:.1f} s/GB ({_net(b) / gb:.1f} net of empty)"
               + f"  load {os.getloadavg()[0]:.1f}", flush=True)
         results.append(r)
     print()
     print(table(results))
+    for key in ("wall", "cpu"):
+        if fit(results, key):
+            print(fit(results, key))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

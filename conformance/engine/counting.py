@@ -2,6 +2,13 @@
 listings, per object, so a run can say how often it fetched each manifest, footer and
 deletion file (each at most once: ``Counts.read_again`` stays 0).
 
+The local engine counts its deep checks' reads too (``--deep``: the data files' pages, in
+the same :class:`Counts` as the plan's reads), except where a deep check reads a local
+file directly (one larger than the tail window the plan kept, whose pages are
+memory-mapped): ``read_directly`` says how many files, ``data_files_read_directly`` in the
+stats. The Spark engine's tasks count theirs the same way and hand them to the driver
+(:meth:`Counts.take`, :meth:`Counts.add`), so both engines give the same stats.
+
 :class:`CountingStore` forwards every call to the store it wraps; ``child`` stores (a
 branch's ``tree/NAME/``) count into the same :class:`Counts` under their full keys.
 """
@@ -23,6 +30,7 @@ class Counts:
         self.heads = 0
         self.lists = 0
         self.bytes_read = 0
+        self.read_directly = 0
         self.gets_per_key: dict[str, int] = {}
 
     def got(self, key: str, n: int) -> None:
@@ -39,6 +47,30 @@ class Counts:
         with self._lock:
             self.lists += 1
 
+    def direct(self) -> None:
+        """A deep check read a local file directly, outside these counts."""
+        with self._lock:
+            self.read_directly += 1
+
+    def take(self) -> dict:
+        """What was counted since the last ``take``, as plain values (a Spark task hands
+        them to the driver, which :meth:`add` s them to the run's counts); zeroed after."""
+        with self._lock:
+            out = {"gets": self.gets, "heads": self.heads, "lists": self.lists,
+                   "bytes_read": self.bytes_read, "read_directly": self.read_directly,
+                   "gets_per_key": self.gets_per_key}
+            self.gets = self.heads = self.lists = self.bytes_read = self.read_directly = 0
+            self.gets_per_key = {}
+        return out
+
+    def add(self, taken: dict) -> None:
+        """Count what another :class:`Counts` counted (its :meth:`take`)."""
+        with self._lock:
+            for name in ("gets", "heads", "lists", "bytes_read", "read_directly"):
+                setattr(self, name, getattr(self, name) + int(taken[name]))
+            for key, n in taken["gets_per_key"].items():
+                self.gets_per_key[key] = self.gets_per_key.get(key, 0) + int(n)
+
     @property
     def read_again(self) -> list[str]:
         """Keys fetched more than once."""
@@ -47,7 +79,9 @@ class Counts:
     def as_stats(self) -> dict[str, int]:
         return {"store_gets": self.gets, "store_heads": self.heads, "store_lists": self.lists,
                 "store_bytes_read": self.bytes_read, "objects_read": len(self.gets_per_key),
-                "objects_read_again": len(self.read_again)}
+                "objects_read_again": len(self.read_again),
+                **({"data_files_read_directly": self.read_directly} if self.read_directly
+                   else {})}
 
 
 class CountingStore(ObjectStore):

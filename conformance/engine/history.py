@@ -39,8 +39,9 @@ Counters (``Plan.stats``): ``versions_checked`` (their rules ran), ``manifests_r
 ``manifest_bytes``, ``fragment_entries`` (fragments listed, summed over versions),
 ``fragment_units`` (checked), ``fragment_lists_decoded`` (versions whose fragments a rule
 had to decode), ``data_files`` (deep units planned), ``data_files_decoded`` (deep checks
-run), ``versions_from_cache``, ``units_from_cache``, and the store's requests
-(:mod:`.counting`).
+run), ``data_file_tails_kept`` (deep checks handed the footer the metadata checks read:
+:class:`.access.Tails`), ``versions_from_cache``, ``units_from_cache``, and the store's
+requests (:mod:`.counting`; the local engine's deep checks included).
 """
 
 from __future__ import annotations
@@ -71,8 +72,6 @@ class ManifestView:
     """A version's Manifest as the version-scope rules see it: every field of the parsed
     manifest, and ``fragments`` decoded only when a rule reads them (``load``)."""
 
-    __slots__ = ("_manifest", "_load", "_fragments")
-
     def __init__(self, manifest, load) -> None:
         self._manifest = manifest
         self._load = load
@@ -85,7 +84,11 @@ class ManifestView:
         return self._fragments
 
     def __getattr__(self, name: str):
-        return getattr(self._manifest, name)
+        # kept on the view: the next read of the same field is a plain attribute (the
+        # version rules read a few dozen fields of each manifest, several times each)
+        value = getattr(self._manifest, name)
+        self.__dict__[name] = value
+        return value
 
 
 @dataclass(eq=False)
@@ -128,7 +131,8 @@ class History:
     """Check the versions of one ref (``table``, labelled ``label``) oldest first with
     :meth:`check`, then :meth:`finish` for the unit findings. ``rules`` maps scope names to
     the selected rules; ``new_item(version, manifest_key, size, environment bytes, fragment,
-    file index)`` registers a deep data-file check and returns its item index. ``cache``
+    file index, tail)`` registers a deep data-file check and returns its item index
+    (``tail``: the file's tail window the fragment's rules read, or None). ``cache``
     (a :class:`.cache.RefCache`) serves what an earlier run checked: call :meth:`serve`
     before :meth:`check` for each version."""
 
@@ -400,7 +404,8 @@ class History:
                 if du is None:
                     du = self.files[fkey] = Unit("data_file", key=fkey)
                     du.item = self.new_item(vctx.version, vctx.manifest_key, vctx.mf.size,
-                                            environment.manifest_bytes(), frag, di)
+                                            environment.manifest_bytes(), frag, di,
+                                            _tail(fctx, df))
                     if self.cache is not None and not environment.blobs:
                         du.deps = data_file_objects(fctx, df)
                     self._count("data_files")
@@ -490,6 +495,18 @@ class History:
                 "deps": self.stamps.all(u.deps), "summary": summary_out(u.summary),
                 "ranges": [list(r) for r in spans], "files": [f.key for f in u.data_files],
                 "findings": [finding_out(f) for f in u.findings]}
+
+
+def _tail(fctx: FragmentContext, df):
+    """The tail window of data file ``df`` the fragment's rules read (None when they did
+    not, or the run keeps no more): the deep check of the file reuses it."""
+    tails = fctx.table.cache.get("datafile_tails")
+    if tails is None:
+        return None
+    from conformance.rules.datafile import file_info
+
+    store, key, _info, _err = file_info(fctx, df)
+    return tails.get(store.uri, key) if store is not None else None
 
 
 def _hex(key: tuple) -> str:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -74,8 +75,12 @@ class DataFileItem:
     """One data file to deep-check: plain, picklable values only. ``fragment`` is the
     serialized ``DataFragment`` that lists it (``file_index``-th file) and ``environment`` a
     serialized Manifest holding what data-file rules read of ``version``'s manifest (the
-    schema and base paths: ``DATA_FILE_ENVIRONMENT``), so the check reads no manifest; ``manifest_key`` and ``manifest_size`` name the
-    manifest file only for legacy dictionaries, which live in it."""
+    schema and base paths: ``DATA_FILE_ENVIRONMENT``), so the check reads no manifest;
+    ``manifest_key`` and ``manifest_size`` name the manifest file only for legacy
+    dictionaries, which live in it. ``tail`` is ``(file size, window start, bytes)`` of the
+    data file's tail window when the metadata checks of the same run read it
+    (:class:`.access.Tails`): the deep check then fetches neither its size nor its footer
+    again."""
 
     uri: str
     storage_options: tuple[tuple[str, str], ...]
@@ -90,6 +95,7 @@ class DataFileItem:
     # to, None for main; ``ref`` is the label its findings carry.
     branch: str | None = None
     ref: str = MAIN
+    tail: tuple | None = None
 
 
 @dataclass
@@ -110,6 +116,7 @@ class Plan:
     # the History of each ref checked (they put their verdicts into the cache)
     histories: list = field(default_factory=list)
     cache: object = None
+    tails: access.Tails = field(default_factory=access.Tails)
 
 
 @dataclass(frozen=True)
@@ -438,11 +445,19 @@ def _check_target(result: Plan, found: list, ctx: TableContext, target: RefTarge
     todo = [v for v in selected if v not in missing]
     opts = tuple(sorted((storage_options or {}).items()))
 
-    def new_item(version, manifest_key, size, environment, fragment, file_index) -> int:
+    def new_item(version, manifest_key, size, environment, fragment, file_index,
+                 tail=None) -> int:
         result.items.append(DataFileItem(
             result.uri, opts, version, manifest_key, fragment.SerializeToString(), file_index,
-            data_rules, environment, size, ctx.branch, label))
+            data_rules, environment, size, ctx.branch, label, tail))
+        if tail is not None:
+            result.stats["data_file_tails_kept"] = result.stats.get("data_file_tails_kept",
+                                                                    0) + 1
         return len(result.items) - 1
+
+    if deep and data_rules:
+        # the tail windows the metadata checks read, handed to the deep checks (one fetch)
+        ctx.cache["datafile_tails"] = result.tails
 
     options = options or Options()
     history = History(ctx, label, by_scope, stats=result.stats,
@@ -476,31 +491,45 @@ _ROOTS_KEPT = 4
 _ROOTS_LOCK = threading.Lock()
 
 
-def _item_root(item: DataFileItem) -> tuple:
+def _item_root(item: DataFileItem, counts: Counts | None = None) -> tuple:
     """``(root store, base-path store cache)`` of the item's dataset, made once per process
     and dataset: every item of a run shares one client (an S3 client is costly to make and
-    safe to share between threads) and the stores of the base paths its manifests name."""
+    safe to share between threads) and the stores of the base paths its manifests name.
+    With ``counts`` (the run's), the root store counts its reads there, as the plan's does
+    (one such wrapper per run and dataset)."""
     from reference_impl.io.uri import open_store
 
     key = (item.uri, item.storage_options)
     with _ROOTS_LOCK:
         hit = _ROOTS.get(key)
-    if hit is not None:
+    if hit is None:
+        root = open_store(item.uri, dict(item.storage_options))
+        made = (root, {item.uri.rstrip("/"): root, str(root.uri).rstrip("/"): root})
+        with _ROOTS_LOCK:
+            while len(_ROOTS) >= _ROOTS_KEPT:
+                _ROOTS.pop(next(iter(_ROOTS)))
+            hit = _ROOTS.setdefault(key, made)
+    if counts is None:
         return hit
-    root = open_store(item.uri, dict(item.storage_options))
-    made = (root, {item.uri.rstrip("/"): root, str(root.uri).rstrip("/"): root})
     with _ROOTS_LOCK:
-        while len(_ROOTS) >= _ROOTS_KEPT:
-            _ROOTS.pop(next(iter(_ROOTS)))
-        return _ROOTS.setdefault(key, made)
+        runs = _COUNTED.setdefault(counts, {})
+        if key not in runs:
+            root, bases = hit
+            counted = CountingStore(root, counts)
+            runs[key] = (counted, {k: counted if v is root else v for k, v in bases.items()})
+        return runs[key]
 
 
-def item_store(item: DataFileItem):
+#: per run (its Counts) and dataset: the counted root store and base-path stores of its items
+_COUNTED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def item_store(item: DataFileItem, counts: Counts | None = None):
     """The store ``item.manifest_key`` is relative to: the dataset root, or its branch's
-    ``tree/{branch}/`` directory."""
+    ``tree/{branch}/`` directory (counting into ``counts`` when given)."""
     from reference_impl.table import layout
 
-    store = _item_root(item)[0]
+    store = _item_root(item, counts)[0]
     prefix = layout.branch_prefix(item.branch)
     return store.child(prefix) if prefix else store
 
@@ -516,16 +545,33 @@ def _item_manifest(item: DataFileItem):
                         transaction_bytes=None, manifest_offset=0, tail_major=0, tail_minor=2)
 
 
-def run_data_file_item(item: DataFileItem) -> list[Violation]:
-    """Run the data-file-scope rules of one item (a Spark task, or a local loop step)."""
+def _deep_store(store, key: str, tail: tuple | None, counts: Counts | None):
+    """The store the deep check of the item's data file ``key`` reads: with the file's size
+    and tail window in hand when the plan read them (:class:`.access.PrimedStore`: no
+    request for either again). A local file larger than its window (or whose window the plan
+    did not keep) is read from the plain ``LocalStore``, whose pages a memory map gives:
+    outside the request counts, which note it (:meth:`.counting.Counts.direct`)."""
+    from reference_impl.io.local import LocalStore
+
+    plain = store.inner if isinstance(store, CountingStore) else store
+    if type(plain) is LocalStore and (not tail or tail[1] > 0):
+        if counts is not None:
+            counts.direct()
+        return plain
+    return access.PrimedStore(store, key, *tail) if tail else store
+
+
+def run_data_file_item(item: DataFileItem, counts: Counts | None = None) -> list[Violation]:
+    """Run the data-file-scope rules of one item (a Spark task, or a local loop step);
+    ``counts``: the run's request counts, where its reads are counted."""
     from reference_impl.proto import table_pb2
 
     loc = {"ref": item.ref, "version": item.version}
     try:
-        store = item_store(item)
+        store = item_store(item, counts)
         table = TableContext(uri=item.uri, store=store, storage_options=dict(item.storage_options),
                              deep=True, ref=item.ref, branch=item.branch,
-                             cache={"base-stores": _item_root(item)[1]})
+                             cache={"base-stores": _item_root(item, counts)[1]})
         mf = _item_manifest(item)
         fragment = table_pb2.DataFragment.FromString(item.fragment)
         data_file = fragment.files[item.file_index]
@@ -535,6 +581,7 @@ def run_data_file_item(item: DataFileItem) -> list[Violation]:
         base_id = data_file.base_id if data_file.HasField("base_id") else None
         file_store, file_key = vctx.location("data", data_file.path, base_id)
         loc["path"] = file_key
+        file_store = _deep_store(file_store, file_key, item.tail, counts)
         ctx = DataFileContext(version=vctx, fragment=fragment, data_file=data_file,
                               file_store=file_store, file_key=file_key)
     except (FormatError, NotFound, IndexError) as exc:
@@ -573,7 +620,8 @@ def merge(p: Plan, item_findings: Iterable[Iterable[Violation]], *, elapsed_s: f
                         for f in chunk)
     ordered = group(findings)
     elapsed = time.monotonic() - p.started if elapsed_s is None else elapsed_s
-    stats = dict(p.stats, data_files_decoded=decoded) if p.stats else {}
+    # the request counts again: the local engine's deep checks read through them too
+    stats = dict(p.stats, **p.counts.as_stats(), data_files_decoded=decoded) if p.stats else {}
     return Report(uri=p.uri, versions_checked=sorted(p.versions_checked),
                   rules_checked=sorted(p.rules_checked), findings=ordered, elapsed_s=elapsed,
                   refs_checked={k: sorted(v) for k, v in sorted(p.refs_checked.items())},
@@ -604,7 +652,7 @@ def _validate(uri, versions, deep, rules, skip, storage_options, deadline, progr
     p = plan(uri, versions=versions, deep=deep, rules=rules, skip=skip,
              storage_options=storage_options, deadline=deadline, progress=progress, refs=refs,
              cache=cache)
-    results = _run_items(p.items, deadline, progress)
+    results = _run_items(p.items, deadline, progress, p.counts)
     if progress and p.items:
         progress("data files", len(p.items), len(p.items))
     report = merge(p, results)
@@ -617,7 +665,8 @@ def _not_checked(left: int) -> list[Violation]:
                               {"ref": ALL_REFS})]
 
 
-def _run_items(items: list[DataFileItem], deadline, progress) -> list[list[Violation]]:
+def _run_items(items: list[DataFileItem], deadline, progress,
+               counts: Counts | None = None) -> list[list[Violation]]:
     """Run the data-file items in order, on a few threads when there are several.
 
     Items are independent (each opens its own file); their decoders spend their time in
@@ -634,7 +683,7 @@ def _run_items(items: list[DataFileItem], deadline, progress) -> list[list[Viola
                 break
             if progress:
                 progress("data files", i, len(items))
-            results.append(run_data_file_item(item))
+            results.append(run_data_file_item(item, counts))
         return results
     pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="lance-conformance-item",
                               initializer=parallel.mark_worker_thread)
@@ -644,7 +693,7 @@ def _run_items(items: list[DataFileItem], deadline, progress) -> list[list[Viola
     try:
         while len(results) < len(items):
             while nxt < len(items) and len(pending) < 2 * n:
-                pending.append(pool.submit(run_data_file_item, items[nxt]))
+                pending.append(pool.submit(run_data_file_item, items[nxt], counts))
                 nxt += 1
             if progress:
                 progress("data files", len(results), len(items))

@@ -9,7 +9,8 @@ The work is the local engine's (:mod:`.local`), split across machines:
 * the items are spread over ``partitions`` Spark tasks
   (``sc.parallelize(items, n).mapPartitions(...)``); each task first checks that it can
   read the manifests its items name, then runs :func:`.local.run_data_file_item` on each
-  (decode every page, deletion files, row ids, statistics) and returns the findings;
+  (decode every page, deletion files, row ids, statistics) and returns the findings and
+  the requests the checks made (counted as the local engine counts its own);
 * the driver gathers them and :func:`.local.merge` builds the report, so the JSON is the
   local engine's apart from ``elapsed_s`` (each data file's findings name every version
   that carries it); with ``cache`` the driver serves and keeps verdicts as locally.
@@ -34,6 +35,7 @@ from urllib.parse import urlparse
 from conformance.engine.report import Report, Violation
 from reference_impl.errors import LanceError
 
+from .counting import Counts
 from .local import (
     DataFileItem,
     DatasetNotFound,
@@ -66,8 +68,10 @@ def _absolute(uri: str) -> str:
     return uri
 
 
-def check_items(items: Iterable[DataFileItem]) -> Iterator[list[Violation]]:
-    """A Spark task's body: prove the dataset is readable here, then check each item.
+def check_items(items: Iterable[DataFileItem]) -> Iterator[tuple[list[Violation], dict]]:
+    """A Spark task's body: prove the dataset is readable here, then check each item;
+    ``(its findings, the requests its checks made)`` per item (:meth:`.counting.Counts.take`:
+    the driver adds them to the run's counts, as the local engine counts its own).
 
     ``run_data_file_item`` treats a missing manifest as "reported by the metadata rules"
     and returns nothing; on an executor that would silently skip every deep check, so a
@@ -76,6 +80,7 @@ def check_items(items: Iterable[DataFileItem]) -> Iterator[list[Violation]]:
 
     # Spark already runs one task per core: decode this task's pages on its own thread
     parallel.mark_worker_thread()
+    counts = Counts()  # one per task: its items share one counted root store
     seen: set[tuple] = set()
     for item in items:
         where = (item.uri, item.storage_options, item.branch, item.manifest_key)
@@ -93,7 +98,8 @@ def check_items(items: Iterable[DataFileItem]) -> Iterator[list[Violation]]:
                 raise ExecutorCannotRead(
                     f"{EXECUTOR_UNREADABLE}: executor on {os.uname().nodename} (pid "
                     f"{os.getpid()}) cannot read {item.uri}/{item.manifest_key}")
-        yield run_data_file_item(item)
+        found = run_data_file_item(item, counts)
+        yield found, counts.take()
 
 
 def _short_reason(exc: BaseException) -> str:
@@ -110,10 +116,12 @@ def _short_reason(exc: BaseException) -> str:
 
 
 def run_items(spark, items: list[DataFileItem], *, partitions: int | None = None,
-              deadline: float | None = None) -> tuple[list[list[Violation]], bool]:
+              deadline: float | None = None,
+              counts: list | None = None) -> tuple[list[list[Violation]], bool]:
     """Run the items as Spark tasks; ``(findings per item, finished)``.
 
-    ``finished`` is False when ``deadline`` passed and the job was cancelled."""
+    ``finished`` is False when ``deadline`` passed and the job was cancelled. ``counts``,
+    when given, receives the requests of each item's checks, in item order."""
     if not items:
         return [], True
     sc = spark.sparkContext
@@ -142,7 +150,9 @@ def run_items(spark, items: list[DataFileItem], *, partitions: int | None = None
     if len(box["result"]) != len(items):
         raise SparkEngineError(f"Spark returned results for {len(box['result'])} of "
                                f"{len(items)} data files")
-    return box["result"], True
+    if counts is not None:
+        counts.extend(c for _found, c in box["result"])
+    return [found for found, _c in box["result"]], True
 
 
 def validate(uri: str, *, master: str | None = None, spark=None, versions="latest",
@@ -187,7 +197,11 @@ def validate(uri: str, *, master: str | None = None, spark=None, versions="lates
             raise SparkEngineError(str(exc)) from None
     if progress and items:
         progress("data files", 0, len(items))
-    results, finished = run_items(spark, items, partitions=partitions, deadline=deadline)
+    taken: list = []
+    results, finished = run_items(spark, items, partitions=partitions, deadline=deadline,
+                                  counts=taken)
+    for c in taken:
+        p.counts.add(c)
     if not finished:
         results = [[_engine_violation(
             "ENGINE-002", f"time limit reached; {len(items)} data files not checked",
@@ -216,10 +230,12 @@ def validate_many(uris: Iterable[str], *, spark, versions="latest", deep: bool =
             items.append(dataclasses.replace(i, uri=target))
             owner.append(len(plans))
         plans.append(p)
-    results, _ = run_items(spark, items, partitions=partitions)
+    taken: list = []
+    results, _ = run_items(spark, items, partitions=partitions, counts=taken)
     per_plan: list[list[list[Violation]]] = [[] for _ in plans]
-    for k, found in zip(owner, results, strict=True):
+    for k, found, c in zip(owner, results, taken, strict=True):
         per_plan[k].append(found)
+        plans[k].counts.add(c)
     return [merge(p, found) for p, found in zip(plans, per_plan, strict=True)]
 
 

@@ -55,7 +55,9 @@ def file_info(ctx, df):
     try:
         store, key = ctx.location("data", df.path, base_id)
         size = store.size(key)
-        info = access.read_container_info(store, key, size)
+        # under --deep the engine keeps the tail window for the deep check of the same file
+        info = access.read_container_info(store, key, size,
+                                          ctx.table.cache.get("datafile_tails"))
     except (FormatError, NotFound, LanceError) as exc:
         err = exc
     except (OSError, ValueError) as exc:

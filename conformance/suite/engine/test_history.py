@@ -5,6 +5,7 @@ version rules read) give the readable paths' report."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from conformance.engine import local, validate
+from conformance.engine import access, local, validate
 from conformance.engine.report import Violation
 from conformance.engine.split import FastSplitter, ReadableSplitter
 from conformance.rules.context import FragmentContext, FragmentManifest
@@ -240,11 +241,34 @@ def _check_options(table: Path, deep: bool) -> None:
         reports.append(local.merge(p, [local.run_data_file_item(i) for i in p.items]))
     _same(reports[0], reports[1])
     _same(reports[0], reports[2])
+    if deep:
+        # the deep checks without the tail windows the plan read (each reads its file's
+        # footer itself) give the report of those served from the windows
+        p = local.plan(str(table), versions="all", deep=True)
+        alone = [dataclasses.replace(i, tail=None) for i in p.items]
+        _same(reports[0], local.merge(p, [local.run_data_file_item(i) for i in alone]))
 
 
 def test_deep_decodes_each_data_file_once(grown):
     report = validate(grown, versions="all", deep=True)
     assert report.stats["data_files"] == 25 and report.stats["data_files_decoded"] == 25
+
+
+def test_deep_reads_no_footer_again(grown, monkeypatch):
+    """The deep checks read through the run's counting store, and take each data file's
+    footer from the tail window the metadata checks read: no request for it again (these
+    small files are whole in their windows: the deep checks make no request at all)."""
+    metadata = validate(grown, versions="all").stats
+    deep = validate(grown, versions="all", deep=True).stats
+    assert deep["data_file_tails_kept"] == deep["data_files_decoded"] == 25
+    assert deep["objects_read_again"] == 0 and "data_files_read_directly" not in deep
+    for k in ("store_gets", "store_heads", "store_bytes_read", "objects_read"):
+        assert deep[k] == metadata[k], k
+    # without the windows, each deep check reads its local file itself, outside the counts
+    monkeypatch.setattr(access.Tails, "keep", lambda *a, **k: None)
+    again = validate(grown, versions="all", deep=True)
+    assert again.stats["data_files_read_directly"] == 25
+    assert "data_file_tails_kept" not in again.stats
 
 
 # -- the fragment's environment ----------------------------------------------------------------

@@ -82,6 +82,29 @@ def test_each_object_is_fetched_at_most_once(moto_server, table):
     assert report.stats["objects_read_again"] == 0
 
 
+def test_deep_fetches_no_footer_again(moto_server, table):
+    """``--deep``: the deep checks read through the run's counting store too, and take each
+    data file's size and footer from what the metadata checks fetched: still at most one
+    GET per object, counted as moto logged them (these small files are whole in the tail
+    window: the deep checks send no request)."""
+    bucket, uri, opts = table
+    metadata = validate(uri, versions="all", storage_options=opts)
+    _recorder(moto_server, "reset-recording")
+    _recorder(moto_server, "start-recording")
+    try:
+        report = validate(uri, versions="all", deep=True, storage_options=opts)
+    finally:
+        _recorder(moto_server, "stop-recording")
+    assert report.conforms, report.render("text")
+    stats = report.stats
+    # (the files of the first 21 versions are judged again in the new schema: 63 checks)
+    assert stats["data_files_decoded"] == stats["data_file_tails_kept"] == 63
+    assert stats["objects_read_again"] == 0 and "data_files_read_directly" not in stats
+    logged = _gets(moto_server, bucket)
+    assert max(logged.values()) == 1, [k for k, n in logged.items() if n > 1]
+    assert sum(logged.values()) == stats["store_gets"] == metadata.stats["store_gets"]
+
+
 def test_the_cache_on_the_bucket_spares_the_manifests(moto_server, table):
     bucket, uri, opts = table
     cache = f"s3://{bucket}/cache/"
