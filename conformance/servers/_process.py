@@ -140,6 +140,21 @@ class LocalServer:
                     raise ServerUnavailable(f"{self.name}: cannot create bucket {name}: {exc}") from exc
                 time.sleep(0.2)
 
+    def delete_bucket(self, name: str) -> None:
+        """Empty bucket ``name`` and delete it (best effort: a server that has stopped, or a
+        bucket already gone, is left as it is). SeaweedFS keeps a collection of volumes per
+        bucket and has as many volumes as its free disk space holds 1 GB ones (13 with 14 GB
+        free): a session that kept every bucket could create no more."""
+        try:
+            s3 = self.client("s3")
+            for page in s3.get_paginator("list_objects_v2").paginate(Bucket=name):
+                keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+                if keys:
+                    s3.delete_objects(Bucket=name, Delete={"Objects": keys, "Quiet": True})
+            s3.delete_bucket(Bucket=name)
+        except Exception:  # noqa: BLE001, S110 - cleanup only
+            pass
+
     # -- lifecycle -------------------------------------------------------------
     def _command(self) -> list[str]:
         raise NotImplementedError

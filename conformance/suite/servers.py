@@ -137,9 +137,15 @@ def _server(request: pytest.FixtureRequest, name: str) -> LocalServer:
     return request.getfixturevalue(fixtures[name])
 
 
-def _new_bucket(request: pytest.FixtureRequest, server_name: str) -> S3Bucket:
+def _new_bucket(request: pytest.FixtureRequest, server_name: str, *,
+                delete_after: bool = True) -> S3Bucket:
+    """A fresh bucket on that server, deleted when ``request`` ends (unless ``delete_after``
+    is false: a bucket the session shares): SeaweedFS gives every bucket volumes of its own,
+    and a session that kept them all would run out of volumes."""
     server = _server(request, server_name)
     name = server.create_bucket(fresh_bucket_name(server_name.replace("_", "")[:8]))
+    if delete_after and hasattr(server, "delete_bucket"):
+        request.addfinalizer(lambda: server.delete_bucket(name))
     return S3Bucket(server, name, server.storage_options())
 
 
@@ -181,7 +187,7 @@ def _location(request: pytest.FixtureRequest, kind: str, tmp_path) -> StoreLocat
         # One bucket and one client per server and session; each test gets a fresh prefix.
         shared: dict[str, S3Bucket] = request.getfixturevalue("_s3_session_buckets")
         if kind not in shared:
-            shared[kind] = _new_bucket(request, kind)
+            shared[kind] = _new_bucket(request, kind, delete_after=False)
         bucket = shared[kind]
         prefix = f"t-{uuid.uuid4().hex[:16]}"
         return StoreLocation(kind, f"{bucket.uri}/{prefix}", bucket.storage_options,

@@ -308,6 +308,26 @@ def test_s3_wrong_credentials_on_seaweedfs_are_store_errors(seaweedfs_server):
         store.put("k", b"v")
 
 
+def test_seaweedfs_takes_more_buckets_than_it_has_volumes_when_each_is_deleted(
+        seaweedfs_server):
+    """SeaweedFS gives every bucket volumes of its own and has as many as its free disk space
+    holds 1 GB volumes (13 with 14 GB free): the suite's buckets are deleted after each test
+    (``delete_bucket``), so a session may write to more buckets than that. Forced here: as
+    many buckets as the server has volume slots, and two more, each written and deleted."""
+    import json
+    import urllib.request
+
+    master = seaweedfs_server._ports["master.port"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{master}/dir/status", timeout=10) as r:
+        slots = int(json.load(r)["Topology"]["Max"])
+    for i in range(slots + 2):
+        bucket = seaweedfs_server.create_bucket(f"lc-slots-{i:04d}-{time.monotonic_ns()}")
+        store = S3Store(bucket, "", seaweedfs_server.storage_options())
+        store.put("k", b"v")
+        assert store.get("k") == b"v"
+        seaweedfs_server.delete_bucket(bucket)
+
+
 def test_moto_dynamodb_table_for_external_manifest_store(moto_server):
     name = moto_server.create_dynamodb_table(f"lc-ddb-{os.getpid()}-{time.monotonic_ns()}")
     table = moto_server.client("dynamodb").describe_table(TableName=name)["Table"]
