@@ -28,6 +28,7 @@ to four leading zeros, ``de+X`` / ``d.ddde-X`` beyond.
 
 from __future__ import annotations
 
+import json
 import struct
 
 import pyarrow as pa
@@ -187,9 +188,26 @@ def _quote(s: str) -> str:
     return "".join(parts)
 
 
+def stored_text(value: bytes) -> str:
+    """One stored value of a ``lance.json`` column as JSON text: JSONB decoded
+    (:func:`to_text`), or a value that is JSON text itself, returned as it is. pylance
+    10.0.0's ``update`` stores the SQL literal it is given (``'{"val": -1}'``) as text, not
+    JSONB, and reads it back as that text; so does 14.0.2. Bytes that are neither raise
+    ``FormatError``."""
+    try:
+        return to_text(value)
+    except FormatError as not_jsonb:
+        try:
+            text = bytes(value).decode("utf-8")
+            json.loads(text)
+        except ValueError:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
+            raise not_jsonb from None
+        return text
+
+
 def decode_array(arr: pa.Array) -> pa.Array:
     """A ``lance.json`` column's stored values as an ``arrow.json`` array."""
-    texts = [None if v is None else to_text(v) for v in arr.to_pylist()]
+    texts = [None if v is None else stored_text(v) for v in arr.to_pylist()]
     storage = pa.array(texts, pa.string())
     return pa.ExtensionArray.from_storage(pa.json_(), storage)
 

@@ -183,3 +183,19 @@ def test_integers_beyond_64_bits_are_doubles_as_in_pylance(pylance, tmp_path):
         [_as_stored(json.loads(d)) for d in docs]
     assert not table_difference(want, pylance.dataset(str(tmp_path / "ours")).to_table())
     assert not table_difference(want, ri.open_dataset(str(tmp_path / "ours")).to_table())
+
+
+def test_a_stored_json_text_reads_as_that_text():
+    """pylance 10.0.0's ``update`` stores the SQL literal of a JSON column as text, not JSONB
+    (``{"val": -1}``, bytes 7b 22 ...), and both it and 14.0.2 read it back as that text; a
+    value that is neither JSONB nor JSON text is still ENC-045."""
+    from reference_impl.table.jsonb import decode_array, from_text, stored_text
+
+    raw = b'{"val": -1}'
+    assert stored_text(raw) == '{"val": -1}'  # as stored, not re-serialized
+    got = decode_array(pa.array([from_text('{"a":[1,2]}'), raw, None], pa.large_binary()))
+    assert got.storage.to_pylist() == ['{"a":[1,2]}', '{"val": -1}', None]
+    for bad in (b"\x70junk", b"{not json", b"\xff\xfe"):
+        with pytest.raises(FormatError) as err:
+            stored_text(bad)
+        assert err.value.rule == "ENC-045"
