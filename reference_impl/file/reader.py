@@ -239,6 +239,7 @@ def _levels_to_node(container: FileContainer, path, lay, layers, rep, dfn, value
                     rows: int, shape, bits) -> Node:
     """The node chain of decoded levels and values: unravel the levels, check the values
     match the visible slots, and hang the values on the innermost layer."""
+    layers = _packed_struct_layers(path, layers)
     layers_out, visible = repdef.unravel(layers, rep, dfn, n_slots, rows)
     n_vis = int(np.count_nonzero(visible))
     if spans is None:
@@ -275,6 +276,22 @@ def _levels_to_node(container: FileContainer, path, lay, layers, rep, dfn, value
         raise FormatError(f"page has {len(layers_out)} layers, field path {len(path)}",
                           rule="ENC-040", path=container.path)
     return _chain(path, layers_out, values, layers_out[-1].validity, container.version_name)
+
+
+def _packed_struct_layers(path, layers) -> list:
+    """The layers of a packed struct's page as its one-field path reads them. A packed
+    struct (``lance-encoding:packed``, a blob v2 column's descriptors too) is one leaf; pylance
+    8.0.1 writes its page with a layer for the struct and one for its item, both
+    ``ALL_VALID_ITEM`` (14.0.2 writes one): a layer without levels says nothing, so the
+    surplus all-valid item layers are dropped. Any other surplus is left for the caller's
+    layer count check (ENC-040)."""
+    layers = list(layers)
+    surplus = len(layers) - len(path)
+    meta = path[-1].metadata or {} if path else {}
+    if surplus > 0 and b"lance-encoding:packed" in meta and \
+            all(k == repdef.ALL_VALID_ITEM for k in layers[:surplus + 1]):
+        return layers[surplus:]
+    return layers
 
 
 def _has_values(layout, kind) -> bool:

@@ -462,3 +462,20 @@ def test_blob_descriptors_of_2_63_or_more_are_refused(pylance, tmp_path, version
     with pytest.raises(FormatError) as err:
         ours(tmp_path).read_all()
     assert err.value.rule == "ENC-047"
+
+
+def test_a_packed_struct_page_with_surplus_all_valid_layers_reads_as_one_leaf():
+    """pylance 8.0.1 writes a packed struct's page (a blob v2 column's descriptors, when it
+    compacts a 14.0.2 table) with two ALL_VALID_ITEM layers where 14.0.2 writes one; a layer
+    without levels says nothing and is dropped. Other surpluses stay for ENC-040."""
+    from reference_impl.file.encodings.v2_1 import repdef
+    from reference_impl.file.reader import _packed_struct_layers
+
+    st = pa.struct([("kind", pa.uint8()), ("size", pa.uint64())])
+    packed = pa.field("blob", st, metadata={b"lance-encoding:packed": b"true"})
+    plain = pa.field("s", st)
+    valid, nullable = repdef.ALL_VALID_ITEM, repdef.NULLABLE_ITEM
+    assert _packed_struct_layers([packed], [valid, valid]) == [valid]
+    assert _packed_struct_layers([packed], [valid]) == [valid]
+    assert _packed_struct_layers([packed], [nullable, valid]) == [nullable, valid]  # levels
+    assert _packed_struct_layers([plain], [valid, valid]) == [valid, valid]  # not packed
