@@ -190,10 +190,10 @@ def _quote(s: str) -> str:
 
 def stored_text(value: bytes) -> str:
     """One stored value of a ``lance.json`` column as JSON text: JSONB decoded
-    (:func:`to_text`), or a value that is JSON text itself, returned as it is. pylance
-    10.0.0's ``update`` stores the SQL literal it is given (``'{"val": -1}'``) as text, not
-    JSONB, and reads it back as that text; so does 14.0.2. Bytes that are neither raise
-    ``FormatError``."""
+    (:func:`to_text`), or a value that is JSON text itself, returned as it is. The
+    ``update`` of pylance 7.1.0 to 10.0.0 stores the SQL literal it is given
+    (``'{"val": -1}'``) as text, not JSONB, and reads it back as that text; so does 14.0.2.
+    Bytes that are neither raise ``FormatError``."""
     try:
         return to_text(value)
     except FormatError as not_jsonb:
