@@ -593,8 +593,7 @@ def _read_v2_x(df, store, key, fields):
     # the file's field is judged and named against the field's scanned form
     for f, p in zip(fields, positions, strict=True):
         if not is_blob_v2(f):  # (a top-level one is BLOB-001's, _fragment_table)
-            check_same_shape(reader.schema.field(p), stored_field(f), key,
-                             {int(i) for i in df.fields})
+            check_same_shape(reader.schema.field(p), stored_field(f), key)
     # a blob v1 column scans as its descriptions, which are read instead of its bytes (where
     # the file stores it blob-encoded; an older release's plain column reads as its bytes)
     blobs = {i for i, f in enumerate(fields)
@@ -673,34 +672,17 @@ def by_position(arr: pa.Array, stored: pa.Field, wanted: pa.Field, key: str) -> 
     return _renamed(arr, wanted.type)
 
 
-def held_part(f: pa.Field, listed: set[int]) -> pa.Field:
-    """``f`` without the struct children (at any depth) of which the data file holds nothing:
-    ``DataFile.fields`` lists the field ids a file holds, and a struct child added after the
-    file was written (a nested column, ``stuff.a``) is in none of the struct's older files,
-    which a reader reads as nulls there. Struct children without field ids are kept."""
-    t = f.type
-    if not pa.types.is_struct(t) or any(_id_or_none(c) is None for c in t):
-        return f
-    if not any(_subtree_ids(c) & listed for c in t):
-        return f  # no child listed: the struct is held whole (a packed struct's one column)
-    kids = [held_part(c, listed) for c in t if _subtree_ids(c) & listed]
-    return f.with_type(pa.struct(kids))
-
-
-def check_same_shape(stored: pa.Field, wanted: pa.Field, key: str,
-                     listed: set[int] | None = None) -> None:
+def check_same_shape(stored: pa.Field, wanted: pa.Field, key: str) -> None:
     """Raise ``FormatError`` DATAFILE-008 unless the data file's field ``stored`` (which
     ``column_indices`` maps the dataset's ``wanted`` to) has the shape of ``wanted``: a
     reader decodes the column as ``wanted`` and cannot when it holds another type. (pylance
     14.0.2 appends a blob v1 column's scanned descriptions, a struct, under the blob's own
     id when asked to, and then cannot read the table: "there were more fields in the schema
     than provided column indices".) A blob v2 field is not judged here: its file column is
-    its descriptors by design. ``listed`` (``DataFile.fields``) drops from ``wanted`` the
-    struct children the file does not hold (:func:`held_part`)."""
+    its descriptors by design. Where the file uses the dataset's field ids, a struct child
+    the file does not hold is no mismatch (:func:`_fits_by_id`)."""
     from reference_impl.file.reader import RULE_FIELD_IDS
 
-    if listed is not None:
-        wanted = held_part(wanted, listed)
     by_id = _id_or_none(stored) is not None and _id_or_none(stored) == _id_or_none(wanted)
     if not (_fits_by_id(stored, wanted) if by_id else _shape(stored.type) == _shape(wanted.type)):
         raise FormatError(f"field {wanted.name!r} ({wanted.type}) is mapped to a column of "

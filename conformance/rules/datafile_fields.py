@@ -63,8 +63,7 @@ def _mapping(ctx) -> list[tuple]:
         try:
             stored = reader.schema.field(file_field_of(df, reader, f, ctx.file_key))
             if not is_blob_v2(f):  # (a blob v2 column is stored as its descriptors,
-                check_same_shape(stored, stored_field(f), ctx.file_key,  # nested ones too)
-                                 listed)
+                check_same_shape(stored, stored_field(f), ctx.file_key)  # nested ones too)
         except FormatError as exc:
             if exc.rule == "DATAFILE-008":  # others (a column walk that fails) are FILE-*'s
                 out.append((f, None, exc))

@@ -11,7 +11,6 @@ import pytest
 
 import reference_impl as ri
 from conformance.engine import validate
-from reference_impl.scan import held_part
 
 FULL = pa.struct([("b", pa.int64()), ("a", pa.int64())])
 
@@ -34,20 +33,26 @@ def test_a_struct_child_a_file_does_not_hold_reads_as_null(pylance, tmp_path, st
     assert report.conforms, report.render("text")
 
 
-def test_held_part_drops_only_children_the_file_lists_nothing_of():
+def test_a_file_field_fits_when_it_holds_some_of_a_structs_children():
+    """The shape check matches children by field id: a file's struct holding some of the
+    dataset's children (by id, at any depth) fits; one holding another shape does not."""
+    from reference_impl.errors import FormatError
+    from reference_impl.scan import check_same_shape
+
     def field(name, typ, fid):
         return pa.field(name, typ, metadata={b"lance:field_id": str(fid).encode()})
 
     inner = pa.struct([field("x", pa.int32(), 3), field("y", pa.int32(), 4)])
     f = field("s", pa.struct([field("b", pa.int64(), 1), field("t", inner, 2)]), 0)
-    assert held_part(f, {0, 1, 2, 3, 4}).type == f.type
-    assert [c.name for c in held_part(f, {1}).type] == ["b"]
-    assert [c.name for c in held_part(f, {3}).type[0].type] == ["x"]
-    # a struct listed without its children (2.0's packed struct: one column) is held whole
-    assert held_part(f, {0}).type == f.type
-    # a struct whose children carry no field ids (blob v2 descriptors) is left whole
-    anon = pa.field("d", pa.struct([("kind", pa.uint8()), ("size", pa.uint64())]))
-    assert held_part(anon, set()).type == anon.type
+    check_same_shape(f, f, "k")
+    check_same_shape(field("s", pa.struct([field("b", pa.int64(), 1)]), 0), f, "k")
+    only_x = pa.struct([field("x", pa.int32(), 3)])
+    check_same_shape(field("s", pa.struct([field("t", only_x, 2)]), 0), f, "k")
+    with pytest.raises(FormatError) as err:  # a child of another shape
+        check_same_shape(field("s", pa.struct([field("t", pa.int64(), 2)]), 0), f, "k")
+    assert err.value.rule == "DATAFILE-008"
+    with pytest.raises(FormatError):  # a leaf where the dataset has a struct
+        check_same_shape(field("s", pa.large_binary(), 0), f, "k")
 
 
 @pytest.mark.parametrize("storage", ["2.0", "2.1"])
