@@ -155,15 +155,20 @@ def finding_in(d: dict) -> Violation:
 
 def summary_out(s: FragmentSummary) -> list:
     return [s.id, s.deletion_read_version, s.has_row_ids, s.row_id_max, s.row_version_max,
-            [list(v) if isinstance(v, tuple) else v for v in s.file_versions]]
+            [list(v) if isinstance(v, tuple) else v for v in s.file_versions],
+            None if s.live_row_ids is None else list(s.live_row_ids)]
 
 
 def summary_in(d: list) -> FragmentSummary:
-    fid, deletion, has_ids, rmax, vmax, versions = d
+    fid, deletion, has_ids, rmax, vmax, versions, live = d
+    if live is not None:
+        lo, hi, distinct = live
+        live = (int(lo), int(hi), bool(distinct))
     return FragmentSummary(int(fid), None if deletion is None else int(deletion), bool(has_ids),
                            None if rmax is None else int(rmax),
                            None if vmax is None else int(vmax),
-                           tuple(tuple(v) if isinstance(v, list) else v for v in versions))
+                           tuple(tuple(v) if isinstance(v, list) else v for v in versions),
+                           live)
 
 
 def facts_out(f: VersionFacts | None):

@@ -28,6 +28,7 @@ Scopes (see ``registry.Scope``):
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
@@ -324,7 +325,9 @@ class FragmentSummary:
     unit (``conformance.rules.summary.summarize``): its id, its deletion file's
     ``read_version`` (None without one), whether it carries a row id sequence, the largest
     row id and the largest row version of its sequences (None when absent or unreadable),
-    and the normalized versions of its data files."""
+    the normalized versions of its data files, and the row ids of its live rows as
+    ``(lowest, highest, distinct)`` (None when it has no live row with a readable row id:
+    ROWID-003 leaves such a fragment out)."""
 
     id: int
     deletion_read_version: int | None
@@ -332,6 +335,7 @@ class FragmentSummary:
     row_id_max: int | None
     row_version_max: int | None
     file_versions: tuple = ()
+    live_row_ids: tuple | None = None
 
 
 class _Tally:
@@ -366,6 +370,47 @@ class _Tally:
         return self._max
 
 
+class _Spans:
+    """The spans ``(lowest, highest, fragment id)`` of the live row ids of a version's
+    fragments, sorted, and how many neighbours overlap.
+
+    Sorted by their start, two spans overlap only if some neighbouring pair does (if span
+    *i* overlaps a later span *j*, span *i + 1* starts between them, inside span *i*), so
+    counting the neighbouring pairs that overlap, kept in step as spans come and go, tells
+    whether any two fragments may share a row id."""
+
+    __slots__ = ("items", "overlaps")
+
+    def __init__(self) -> None:
+        self.items: list[tuple] = []
+        self.overlaps = 0
+
+    def _pair(self, i: int) -> int:
+        """1 when the spans at ``i`` and ``i + 1`` overlap (0 when either is missing)."""
+        items = self.items
+        return int(0 <= i and i + 1 < len(items) and items[i + 1][0] <= items[i][1])
+
+    def add(self, span: tuple) -> None:
+        i = bisect.bisect_left(self.items, span)
+        self.overlaps -= self._pair(i - 1)
+        self.items.insert(i, span)
+        self.overlaps += self._pair(i - 1) + self._pair(i)
+
+    def remove(self, span: tuple) -> None:
+        i = bisect.bisect_left(self.items, span)
+        self.overlaps -= self._pair(i - 1) + self._pair(i)
+        del self.items[i]
+        self.overlaps += self._pair(i - 1)
+
+    def overlapping(self) -> set[int]:
+        """The fragment ids of every span that overlaps a neighbour."""
+        out = set()
+        for i in range(len(self.items) - 1):
+            if self._pair(i):
+                out.update((self.items[i][2], self.items[i + 1][2]))
+        return out
+
+
 class FragmentStats:
     """Aggregates over the fragments of one version, kept up to date as the engine moves from
     one version to the next (``add``/``remove`` of :class:`FragmentSummary`), so a rule asks
@@ -381,6 +426,8 @@ class FragmentStats:
         self.deletions = 0  # fragments that carry a deletion file
         self.file_versions: Counter = Counter()
         self.duplicate_ids: set[int] = set()
+        self.row_id_spans = _Spans()
+        self.row_ids_repeated: Counter = Counter()  # fragment id -> entries repeating an id
 
     def _apply(self, s: FragmentSummary, step: int) -> None:
         self.count += step
@@ -395,6 +442,13 @@ class FragmentStats:
             self.file_versions[fv] += step
             if not self.file_versions[fv]:
                 del self.file_versions[fv]
+        if s.live_row_ids is not None:
+            lo, hi, distinct = s.live_row_ids
+            (self.row_id_spans.add if step > 0 else self.row_id_spans.remove)((lo, hi, s.id))
+            if not distinct:
+                self.row_ids_repeated[s.id] += step
+                if not self.row_ids_repeated[s.id]:
+                    del self.row_ids_repeated[s.id]
 
     def add(self, s: FragmentSummary) -> None:
         self._apply(s, 1)
@@ -411,6 +465,14 @@ class FragmentStats:
     @property
     def max_id(self) -> int | None:
         return self.ids.max()
+
+    def row_id_suspects(self) -> set[int]:
+        """The ids of the fragments that may hold a live row id another live row holds:
+        those whose span of live row ids overlaps another's, or that repeat an id
+        themselves. Empty: every live row id of the version is distinct."""
+        if not self.row_id_spans.overlaps and not self.row_ids_repeated:
+            return set()
+        return self.row_id_spans.overlapping() | set(self.row_ids_repeated)
 
 
 def fragment_count(ctx) -> int:

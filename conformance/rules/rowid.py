@@ -17,6 +17,7 @@ ROWID-008 checks the other direction, per fragment: with the flag, no fragment l
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterator
 
 import numpy as np
@@ -126,21 +127,26 @@ def row_ids_length(ctx) -> Iterator[Finding]:
     clause="The row ids features assigns a unique u64 id to each row in the table.",
 )
 def row_ids_unique(ctx) -> Iterator[Finding]:
+    """Over the live rows of every fragment. With the version's fragment aggregates only
+    the fragments that may share an id are read: those whose span of live row ids overlaps
+    another's or that repeat an id (:meth:`~.context.FragmentStats.row_id_suspects`); a
+    fragment whose ids lie apart from every other's and are distinct cannot share one,
+    and the finding is the one the whole version gives (the ids keep their order)."""
     stats = ctx.fragment_stats
-    if stats is not None and not stats.with_row_ids:
-        return  # no fragment carries row ids
+    suspects = None
+    if stats is not None:
+        if not stats.with_row_ids:
+            return  # no fragment carries row ids
+        suspects = stats.row_id_suspects()
+        if not suspects:
+            return  # every fragment's live ids lie apart and are distinct
     parts, owners = [], []
     for frag in ctx.manifest.fragments:
-        ids = _load(ctx, frag)["row_ids"]
-        if ids is None or ids.size != frag.physical_rows:
+        if suspects is not None and frag.id not in suspects:
             continue
-        deleted = deleted_offsets(ctx, frag)
-        if deleted is None:
-            continue  # the DELETION rules report the unreadable file
-        if deleted.size:
-            keep = np.ones(ids.size, dtype=bool)
-            keep[deleted[deleted < ids.size].astype(np.int64)] = False
-            ids = ids[keep]
+        ids = _LIVE.get(ctx, frag, live_row_ids)
+        if ids is None:
+            continue
         parts.append(ids)
         owners.append(np.full(ids.size, frag.id, dtype=np.uint64))
     if not parts:
@@ -155,6 +161,54 @@ def row_ids_unique(ctx) -> Iterator[Finding]:
         frags = sorted({int(owner[order[i]]) for i in (dup[0], dup[0] + 1)})
         yield Finding(f"{dup.size} live row(s) share a row id with another row (first: row id "
                       f"{first} in fragments {frags})", {"version": ctx.version, "row_id": first})
+
+
+class _LiveIds:
+    """The live row ids of the fragments ROWID-003 read, kept for the run (in the table's
+    cache) by the fragment's bytes, so a fragment that stays a suspect version after
+    version is decoded once; least recently used first out past ``limit`` ids."""
+
+    limit = 8 << 20
+    _KEY = "rowid.live_ids"
+
+    def get(self, ctx, frag, load):
+        memo = ctx.table.cache.get(self._KEY) if ctx.table is not None else None
+        if memo is None:
+            if ctx.table is None:
+                return load(ctx, frag)
+            memo = ctx.table.cache[self._KEY] = {"items": OrderedDict(), "size": 0}
+        key = (getattr(ctx.store, "uri", id(ctx.store)), frag.SerializeToString(deterministic=True))
+        items = memo["items"]
+        if key in items:
+            items.move_to_end(key)
+            return items[key]
+        ids = items[key] = load(ctx, frag)
+        memo["size"] += 0 if ids is None else ids.size
+        while memo["size"] > self.limit and len(items) > 1:
+            _k, old = items.popitem(last=False)
+            memo["size"] -= 0 if old is None else old.size
+        return ids
+
+
+_LIVE = _LiveIds()
+
+
+def live_row_ids(ctx, frag) -> np.ndarray | None:
+    """The row ids of ``frag``'s live rows, in row order; None when ROWID-003 leaves the
+    fragment out: it has no sequence, its sequence does not decode or does not hold
+    ``physical_rows`` ids (ROWID-001/002 report it), or its deletion file cannot be read
+    (the DELETION rules report it)."""
+    ids = _load(ctx, frag)["row_ids"]
+    if ids is None or ids.size != frag.physical_rows:
+        return None
+    deleted = deleted_offsets(ctx, frag)
+    if deleted is None:
+        return None
+    if deleted.size:
+        keep = np.ones(ids.size, dtype=bool)
+        keep[deleted[deleted < ids.size].astype(np.int64)] = False
+        ids = ids[keep]
+    return ids
 
 
 @rule(

@@ -9,9 +9,11 @@ ROWID-003/004/006, INDEX-005) read those instead of decoding the fragments again
 
 from __future__ import annotations
 
+import numpy as np
+
 from .context import FragmentContext, FragmentSummary
 from .datafile import normalize_version
-from .rowid import load_sequences
+from .rowid import live_row_ids, load_sequences
 
 
 def summarize(ctx: FragmentContext) -> FragmentSummary:
@@ -22,6 +24,11 @@ def summarize(ctx: FragmentContext) -> FragmentSummary:
     seqs = load_sequences(ctx, frag)
     ids = seqs["row_ids"]
     row_id_max = int(ids.max()) if ids is not None and ids.size else None
+    live = live_row_ids(ctx, frag)
+    live_span = None
+    if live is not None and live.size:
+        distinct = live.size == 1 or bool(np.all(np.diff(np.sort(live)) != 0))
+        live_span = (int(live.min()), int(live.max()), distinct)
     versions = [int(s.max()) for s in (seqs["created"], seqs["last_updated"])
                 if s is not None and s.size]
     return FragmentSummary(
@@ -29,4 +36,5 @@ def summarize(ctx: FragmentContext) -> FragmentSummary:
         has_row_ids=frag.WhichOneof("row_id_sequence") is not None,
         row_id_max=row_id_max, row_version_max=max(versions) if versions else None,
         file_versions=tuple(normalize_version(df.file_major_version, df.file_minor_version)
-                            for df in frag.files))
+                            for df in frag.files),
+        live_row_ids=live_span)

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from conformance.engine import access, local, validate
 from conformance.engine.report import Violation
 from conformance.engine.split import FastSplitter, ReadableSplitter
-from conformance.rules.context import FragmentContext, FragmentManifest
-from conformance.suite.scenarios import corrupt_manifest, version_context
+from conformance.rules.context import FragmentContext, FragmentManifest, _Spans
+from conformance.suite.scenarios import copy_scenario, corrupt_manifest, version_context
 from reference_impl.proto import table_pb2
 from reference_impl.table import layout
 
@@ -310,3 +310,70 @@ def test_grouping_keeps_findings_on_no_version_once():
 
 
 
+
+
+# -- the row id spans (ROWID-003 on the fragment aggregates) ------------------------------------
+
+_SPAN_STEPS = st.lists(st.tuples(st.booleans(), st.integers(0, 30), st.integers(0, 6),
+                                 st.integers(0, 3)), max_size=40)
+
+
+@given(_SPAN_STEPS)
+@example([(True, 0, 5, 0), (True, 6, 2, 1), (True, 3, 0, 2), (False, 0, 5, 0)])
+def test_row_id_spans_count_the_overlaps_of_every_pair(steps):
+    """Kept in step through adds and removes, the spans say what comparing every pair says:
+    whether two overlap, and which fragments' spans overlap another's."""
+    spans, live = _Spans(), []
+    for add, lo, width, fid in steps:
+        span = (lo, lo + width, fid)
+        if add:
+            spans.add(span)
+            live.append(span)
+        elif span in live:
+            spans.remove(span)
+            live.remove(span)
+    pairs = [(a, b) for i, a in enumerate(live) for b in live[i + 1:]
+             if a[0] <= b[1] and b[0] <= a[1]]
+    assert bool(spans.overlaps) == bool(pairs)
+    assert spans.overlapping() == {f for a, b in pairs for f in (a[2], b[2])}
+    assert spans.items == sorted(live)
+
+
+@pytest.fixture
+def stable_history(pylance_scenarios, tmp_path):
+    """stable_row_ids (pylance 14.0.2): two appends, a delete, an update that keeps the
+    updated rows' ids in a new fragment (so live id spans overlap), a compaction."""
+    return copy_scenario(pylance_scenarios, "stable_row_ids", tmp_path / "ds")
+
+
+def test_rowid_003_on_the_aggregates_reads_only_the_fragments_that_may_share_an_id(
+        stable_history):
+    """A duplicated live row id in one version of a history with overlapping spans (the
+    update) is found with the aggregates as without them, in that version only; a history
+    of appends reads no fragment list for it."""
+    corrupt_manifest(stable_history,
+                     lambda m: setattr(m.fragments[1], "inline_row_ids",
+                                       _row_id_range(100, 150)), 4)
+    base = validate(stable_history, versions="all")
+    (finding,) = [f for f in base.violations if f.rule == "ROWID-003"]
+    assert finding.location == {"ref": "main", "version": 4, "row_id": 100}
+    for options in (local.Options(guards=False), local.Options(dedupe=False, guards=False)):
+        _same(local.merge(local.plan(stable_history, versions="all", options=options), []),
+              base)
+
+
+def test_rowid_003_reads_no_fragment_list_on_appends(pylance, tmp_path):
+    uri = str(tmp_path / "t")
+    for i in range(12):
+        pylance.write_dataset(pa.table({"a": pa.array([2 * i, 2 * i + 1], pa.int64())}), uri,
+                              mode="create" if i == 0 else "append",
+                              **({"enable_stable_row_ids": True} if i == 0 else {}))
+    report = validate(uri, versions="all")
+    assert report.conforms and report.stats["versions_checked"] == 12
+    assert report.stats["fragment_lists_decoded"] == 1
+
+
+def _row_id_range(start: int, end: int) -> bytes:
+    from reference_impl.table import rowids as R
+
+    return R.encode_row_id_sequence(list(range(start, end)))
