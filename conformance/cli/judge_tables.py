@@ -45,6 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "without row ids (pylance to_table(), lancedb to_arrow()), instead of "
                         "with _rowid; lancedb then adds _lance_row_id to each blob v2 "
                         "descriptor, which the judge checks against the row ids")
+    p.add_argument("--time-limit", type=float, default=1800, metavar="SECONDS",
+                   help="seconds the kit may spend judging one table or folder (default "
+                        "1800), each judged in a process of its own; one that runs out is "
+                        "judged 'judge-timed-out'. 0: no limit, all judged in this process")
     p.add_argument("--stall", type=float, default=600,
                    help="seconds the release may spend on one table before it counts as "
                         "unreadable (default 600)")
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
                         plain=args.plain)
         read_s = time.monotonic() - started
         with memory_capped(args.memory_limit):
-            verdicts = found.judge(items, work)
+            verdicts = found.judge(items, work, limit=args.time_limit or None)
         judge_s = time.monotonic() - started - read_s
     skipped = len(items) - len(verdicts)
     ok = sum(v.ok for v in verdicts)

@@ -127,21 +127,97 @@ def read_back(release: Release, items: list[Found], work: Path, *, python: Path 
         (folder / "scenario.json").write_text(json.dumps(info, indent=1, sort_keys=True))
 
 
-def judge(items: list[Found], work: Path, *, deep: bool = True) -> list[RootVerdict]:
+def judge(items: list[Found], work: Path, *, deep: bool = True,
+          limit: float | None = None) -> list[RootVerdict]:
     """Each item read by :func:`read_back`, judged; an item its reader cannot read at all
-    (standalone files for lancedb, which has no file reader) is left out."""
+    (standalone files for lancedb, which has no file reader) is left out. ``limit``: seconds
+    one item may take; each item is then judged in a process of its own (forked from a
+    clean server process), stopped when it runs out, and judged ``judge-timed-out``."""
     verdicts = []
+    pool = _Judges(deep, limit) if limit else None
     for it in items:
         folder = work / it.name
         info = json.loads((folder / "scenario.json").read_text())
         if "unsupported" in info:
             continue
-        try:
-            v = judge_scenario(folder, deep=deep) if it.kind == "table" else judge_files(folder)
-        except Exception as e:  # noqa: BLE001 - the kit failing on a table is a verdict too
+        v = pool.judge(it, folder) if pool else _judge_item(it, folder, deep)
+        if v is None:
             v = RootVerdict(writer=info["writer"], scenario=it.name)
-            v.versions.append(VersionVerdict("latest", "judge-crashed",
-                                             f"{type(e).__name__}: {e}"[:400]))
+            v.versions.append(VersionVerdict(
+                "latest", "judge-timed-out",
+                f"no verdict within {limit:g} s: the kit must never hang"))
         v.scenario = str(it.path)
         verdicts.append(v)
     return verdicts
+
+
+def _judge_item(it: Found, folder: Path, deep: bool) -> RootVerdict:
+    try:
+        return judge_scenario(folder, deep=deep) if it.kind == "table" else judge_files(folder)
+    except Exception as e:  # noqa: BLE001 - the kit failing on a table is a verdict too
+        info = json.loads((folder / "scenario.json").read_text())
+        v = RootVerdict(writer=info["writer"], scenario=it.name)
+        v.versions.append(VersionVerdict("latest", "judge-crashed",
+                                         f"{type(e).__name__}: {e}"[:400]))
+        return v
+
+
+def _judge_in_child(conn, it: Found, folder: Path, deep: bool) -> None:
+    conn.send(_judge_item(it, folder, deep))
+    conn.close()
+
+
+def _preload() -> list[str]:
+    """The modules a judge imports, imported once by the fork server rather than by every
+    judging process (pandas alone takes half a second): the judge, the rule catalog, the
+    whole reference implementation, and what pyarrow loads for the comparisons."""
+    import pkgutil
+
+    import reference_impl
+    from conformance.rules.registry import AREA_MODULES
+
+    return (["pandas", "pyroaring", "zoneinfo", "pyarrow.compute",
+             "conformance.releases.corpus", "conformance.engine.local",
+             "conformance.engine.compare", "conformance.engine.file"]
+            + [f"conformance.rules.{name}" for name in AREA_MODULES]
+            + [m.name for m in pkgutil.walk_packages(reference_impl.__path__,
+                                                     "reference_impl.")])
+
+
+class _Judges:
+    """Judge one item per process with a wall-clock limit. The processes fork from a
+    ``forkserver`` (a fresh single-threaded process with the kit imported), so a fork never
+    copies a lock another thread of this process held."""
+
+    def __init__(self, deep: bool, limit: float, target=_judge_in_child) -> None:
+        import multiprocessing
+
+        self.deep, self.limit, self.target = deep, limit, target
+        self.ctx = multiprocessing.get_context("forkserver")
+        self.ctx.set_forkserver_preload(_preload())
+
+    def judge(self, it: Found, folder: Path) -> RootVerdict | None:
+        """The item's verdict, or None when it took longer than the limit."""
+        parent, child = self.ctx.Pipe(duplex=False)
+        proc = self.ctx.Process(target=self.target, args=(child, it, folder, self.deep),
+                                daemon=True)
+        proc.start()
+        child.close()
+        try:
+            if parent.poll(self.limit):
+                try:
+                    return parent.recv()
+                except EOFError:  # the process died without a verdict (killed, out of memory)
+                    proc.join(30)
+                    info = json.loads((folder / "scenario.json").read_text())
+                    v = RootVerdict(writer=info["writer"], scenario=it.name)
+                    v.versions.append(VersionVerdict(
+                        "latest", "judge-crashed",
+                        f"the judging process ended with exit code {proc.exitcode}"))
+                    return v
+            return None
+        finally:
+            parent.close()
+            if proc.is_alive():
+                proc.kill()
+            proc.join()

@@ -8,6 +8,7 @@ release; the ``compat`` tests run the command itself with the cached virtualenvs
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -432,3 +433,31 @@ def test_judge_tables_with_lancedb_reads_branches(tmp_path, capsys):
         got[name] = {x["version"]: x["outcome"] for x in v["versions"]}
     assert got["kept"] == {1: "identical", "exp:1": "identical", "exp:2": "identical"}
     assert got["moved"] == {1: "identical", "exp:1": "flagged", "exp:2": "flagged"}
+
+
+def _never_answers(conn, it, folder, deep):
+    import threading
+
+    threading.Event().wait()
+
+
+def _dies(conn, it, folder, deep):
+    os._exit(3)
+
+
+def test_a_table_judged_past_the_time_limit_is_a_verdict_not_a_hang(tmp_path, pylance):
+    """With a time limit each table is judged in a process of its own: the verdicts are the
+    ones judged in this process, a judge that never answers is stopped at the limit
+    (``judge-timed-out``), and one that dies is ``judge-crashed`` with its exit code."""
+    pylance.write_dataset(ROWS.select(["id"]), str(tmp_path / "data" / "t"))
+    items = found.find(tmp_path / "data")
+    work = tmp_path / "work"
+    found.read_back(Release.parse("pylance==14.0.2"), items, work, python=Path(sys.executable))
+    here = found.judge(items, work)
+    alone = found.judge(items, work, limit=300)
+    assert [v.as_dict() for v in alone] == [v.as_dict() for v in here] and here[0].ok
+    folder = work / items[0].name
+    assert found._Judges(True, 1, target=_never_answers).judge(items[0], folder) is None
+    died = found._Judges(True, 300, target=_dies).judge(items[0], folder)
+    assert [x.outcome for x in died.versions] == ["judge-crashed"]
+    assert "exit code 3" in died.versions[0].detail and not died.ok
