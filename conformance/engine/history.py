@@ -614,12 +614,20 @@ def with_versions(f: Violation, spans: tuple) -> Violation:
     return dataclasses.replace(f, location=loc, versions=spans)
 
 
+def _manifest_path(path) -> bool:
+    """Whether a location's ``path`` is a version's manifest (each version has its own)."""
+    return isinstance(path, str) and path.endswith(".manifest") and "_versions/" in path
+
+
 def group(findings) -> list[Violation]:
     """One finding per rule, message and place: the same finding from several versions
-    becomes one naming all of them (``versions``); findings on no version are kept once."""
+    becomes one naming all of them (``versions``); findings on no version are kept once.
+    The place leaves out what each version has of its own: its number and its manifest's
+    path (the finding keeps the first version's, as ``location["version"]``)."""
     out: dict = {}
     for f in findings:
-        loc = {k: v for k, v in f.location.items() if k != "version"}
+        loc = {k: v for k, v in f.location.items()
+               if k != "version" and not (k == "path" and _manifest_path(v))}
         key = (f.rule, f.severity, f.message, repr(sorted(loc.items())), "version" in f.location)
         if f.versions:
             spans = f.versions

@@ -377,3 +377,37 @@ def _row_id_range(start: int, end: int) -> bytes:
     from reference_impl.table import rowids as R
 
     return R.encode_row_id_sequence(list(range(start, end)))
+
+
+def test_a_version_finding_on_many_versions_is_one_finding_naming_them(pylance, tmp_path):
+    """Version-scope findings carry their manifest's path, which every version has of its
+    own: the same finding on consecutive versions is still one, naming them as a range (an
+    index file gone under an index listed by four versions)."""
+    uri = str(tmp_path / "t")
+    pylance.write_dataset(pa.table({"id": pa.array(range(100), pa.int64())}), uri)
+    pylance.dataset(uri).create_scalar_index("id", "BTREE")
+    for i in range(3):
+        pylance.write_dataset(pa.table({"id": pa.array([100 + i], pa.int64())}), uri,
+                              mode="append")
+    (index,) = (tmp_path / "t" / "_indices").iterdir()
+    (index / "page_data.lance").unlink()
+    report = validate(uri, versions="all")
+    (finding,) = [f for f in report.violations if f.rule == "INDEX-008"]
+    assert finding.versions == ((2, 5),) and finding.location["version"] == 2
+    assert finding.location["path"].startswith("_versions/")
+    assert "v2-5" in report.render("text")
+
+
+def test_grouping_keeps_apart_what_differs_beyond_the_version():
+    from conformance.engine.history import group
+
+    def f(version, path):
+        return Violation(rule="X-001", severity="error", spec={}, message="m",
+                         location={"ref": "main", "version": version, "path": path})
+
+    merged = group([f(1, "_versions/1.manifest"), f(2, "_versions/2.manifest"),
+                    f(3, "tree/dev/_versions/3.manifest")])
+    assert [(g.versions, g.location["path"]) for g in merged] == [
+        (((1, 3),), "_versions/1.manifest")]
+    apart = group([f(1, "data/a.lance"), f(2, "data/b.lance")])
+    assert sorted(g.location["path"] for g in apart) == ["data/a.lance", "data/b.lance"]
