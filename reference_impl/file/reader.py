@@ -239,7 +239,7 @@ def _levels_to_node(container: FileContainer, path, lay, layers, rep, dfn, value
                     rows: int, shape, bits) -> Node:
     """The node chain of decoded levels and values: unravel the levels, check the values
     match the visible slots, and hang the values on the innermost layer."""
-    layers = _packed_struct_layers(path, layers)
+    layers, dfn = _packed_struct_layers(path, layers, dfn)
     layers_out, visible = repdef.unravel(layers, rep, dfn, n_slots, rows)
     n_vis = int(np.count_nonzero(visible))
     if spans is None:
@@ -278,20 +278,33 @@ def _levels_to_node(container: FileContainer, path, lay, layers, rep, dfn, value
     return _chain(path, layers_out, values, layers_out[-1].validity, container.version_name)
 
 
-def _packed_struct_layers(path, layers) -> list:
-    """The layers of a packed struct's page as its one-field path reads them. A packed
-    struct (``lance-encoding:packed``, a blob v2 column's descriptors too) is one leaf; pylance
-    8.0.1 writes its page with a layer for the struct and one for its item, both
-    ``ALL_VALID_ITEM`` (14.0.2 writes one): a layer without levels says nothing, so the
-    surplus all-valid item layers are dropped. Any other surplus is left for the caller's
-    layer count check (ENC-040)."""
+def _packed_struct_layers(path, layers, dfn) -> tuple:
+    """The layers (and definition levels) of a packed struct's page as its path reads them.
+
+    A packed struct (``lance-encoding:packed``, a blob v2 column's descriptors too) is one
+    leaf, and 14.0.2 gives its page the path's layers. Some writers add a layer for the
+    struct right outside its item layer: pylance 8.0.1 (compacting a 14.0.2 blob v2
+    column) two ``ALL_VALID_ITEM`` layers; lancedb 0.30.2 and 0.34.0 an ``ALL_VALID_ITEM``
+    item inside a ``NULLABLE_ITEM`` struct layer (a blob v2 column with a null). The
+    releases read the leaf from its item layer and the path's layers, not from that struct
+    layer: a row its levels call null there reads as a valid struct of the values stored
+    for it (zeros; lancedb 0.30.2 and pylance 14.0.2 read such a blob as a descriptor of
+    zeros). So the surplus layer is dropped, its null levels read as valid and the levels
+    of the layers outside it move down by its count. Any other surplus is left for the
+    caller's layer count check (ENC-040)."""
     layers = list(layers)
-    surplus = len(layers) - len(path)
     meta = path[-1].metadata or {} if path else {}
-    if surplus > 0 and b"lance-encoding:packed" in meta and \
-            all(k == repdef.ALL_VALID_ITEM for k in layers[:surplus + 1]):
-        return layers[surplus:]
-    return layers
+    if len(layers) != len(path) + 1 or b"lance-encoding:packed" not in meta or \
+            layers[1] not in (repdef.ALL_VALID_ITEM, repdef.NULLABLE_ITEM):
+        return layers, dfn
+    own = repdef.NUM_DEF[layers[1]]
+    if own and dfn is not None:
+        inside = repdef.NUM_DEF[layers[0]]
+        dfn = np.asarray(dfn)
+        at_struct = (dfn > inside) & (dfn <= inside + own)
+        dfn = np.where(at_struct, 0, np.where(dfn > inside + own, dfn - own, dfn)).astype(
+            dfn.dtype)
+    return [layers[0]] + layers[2:], dfn
 
 
 def _has_values(layout, kind) -> bool:

@@ -464,10 +464,15 @@ def test_blob_descriptors_of_2_63_or_more_are_refused(pylance, tmp_path, version
     assert err.value.rule == "ENC-047"
 
 
-def test_a_packed_struct_page_with_surplus_all_valid_layers_reads_as_one_leaf():
-    """pylance 8.0.1 writes a packed struct's page (a blob v2 column's descriptors, when it
-    compacts a 14.0.2 table) with two ALL_VALID_ITEM layers where 14.0.2 writes one; a layer
-    without levels says nothing and is dropped. Other surpluses stay for ENC-040."""
+def test_a_packed_struct_page_with_a_struct_layer_reads_as_one_leaf():
+    """Some writers give a packed struct's page (a blob v2 column's descriptors) a layer for
+    the struct right outside its item layer: pylance 8.0.1 two ALL_VALID_ITEM layers,
+    lancedb 0.30.2 and 0.34.0 an ALL_VALID_ITEM item inside a NULLABLE_ITEM struct layer.
+    The releases read the leaf without that layer: a row null there is a valid struct of
+    its stored values (lancedb 0.30.2 and pylance 14.0.2 read a descriptor of zeros), and
+    the levels of the layers outside it move down. Other surpluses stay for ENC-040."""
+    import numpy as np
+
     from reference_impl.file.encodings.v2_1 import repdef
     from reference_impl.file.reader import _packed_struct_layers
 
@@ -475,7 +480,17 @@ def test_a_packed_struct_page_with_surplus_all_valid_layers_reads_as_one_leaf():
     packed = pa.field("blob", st, metadata={b"lance-encoding:packed": b"true"})
     plain = pa.field("s", st)
     valid, nullable = repdef.ALL_VALID_ITEM, repdef.NULLABLE_ITEM
-    assert _packed_struct_layers([packed], [valid, valid]) == [valid]
-    assert _packed_struct_layers([packed], [valid]) == [valid]
-    assert _packed_struct_layers([packed], [nullable, valid]) == [nullable, valid]  # levels
-    assert _packed_struct_layers([plain], [valid, valid]) == [valid, valid]  # not packed
+    assert _packed_struct_layers([packed], [valid, valid], None) == ([valid], None)
+    assert _packed_struct_layers([packed], [valid], None) == ([valid], None)
+    layers, dfn = _packed_struct_layers([packed], [valid, nullable],
+                                        np.array([0, 0, 1, 0], np.uint16))
+    assert layers == [valid] and dfn.tolist() == [0, 0, 0, 0]
+    # an item that is nullable itself, and a nullable layer outside the struct's
+    outer = pa.field("outer", pa.struct([packed]))
+    layers, dfn = _packed_struct_layers([outer, packed], [nullable, nullable, nullable],
+                                        np.array([0, 1, 2, 3], np.uint16))
+    assert layers == [nullable, nullable] and dfn.tolist() == [0, 1, 0, 2]
+    assert _packed_struct_layers([plain], [valid, valid], None) == ([valid, valid], None)
+    assert _packed_struct_layers([packed], [valid, valid, valid], None)[0] == [valid] * 3
+    assert _packed_struct_layers([packed], [valid, repdef.NULLABLE_LIST], None)[0] == [
+        valid, repdef.NULLABLE_LIST]  # a list layer is no struct layer

@@ -253,6 +253,37 @@ def test_the_corpus_covers_every_operation_the_release_has(release_corpus):
                     "read.json").is_file()
 
 
+@pytest.mark.parametrize("newest_refuses", [True, False])
+def test_a_plain_reading_the_newest_release_refuses_may_be_refused(tmp_path, newest_refuses):
+    """lancedb's default reading (``expected-plain/``) of a version the newest release
+    refuses (lancedb 0.25.3's 2.2, unstable then) is judged as its other reading: the kit
+    may refuse it with a rule id; where the newest reads it, a refusal is a failure."""
+    rows = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+    folder = _fake_root(tmp_path, rows)
+    (data,) = (folder / "table" / "data").iterdir()
+    data.write_bytes(data.read_bytes()[:-40])  # no footer: refused, and flagged
+    (folder / "expected-plain").mkdir()
+    with pa.ipc.new_stream(str(folder / "expected-plain" / "v1.arrows"), rows.schema) as w:
+        w.write_table(rows)
+    newest = folder / "read-by" / Release.parse(corpus.NEWEST_READER).slug
+    newest.mkdir(parents=True)
+    (newest / "read.json").write_text(json.dumps(
+        {"versions": [1], "unreadable_versions": {"1": "refused"} if newest_refuses else {}}))
+    v = corpus.judge_scenario(folder)
+    plain = {x.version: x.outcome for x in v.versions}["plain:1"]
+    assert plain == ("flagged" if newest_refuses else "unreadable")
+    assert v.ok == newest_refuses
+
+
+def test_lancedb_legacy_file_sizes_are_expected_where_observed():
+    for writer, scenario, expected in (
+            ("lancedb==0.25.3", "census-lancedb-legacy", True),
+            ("lancedb==0.30.2", "upgraded-lancedb-legacy", True),
+            ("lancedb==0.34.0", "lancedb-legacy", False),
+            ("lancedb==0.21.2", "lancedb-legacy", False)):
+        assert ("DATAFILE-002" in corpus.expected_findings(writer, scenario)) == expected
+
+
 def test_a_version_only_the_newest_release_reads_is_judged_by_its_rows(tmp_path):
     """An old release's runtime may fail to read its own version back (an aborted task);
     when the newest release reads it, its rows are the oracle and no finding is needed."""
