@@ -94,7 +94,7 @@ def exists(ctx):
 @rule("DATAFILE-002", title="file size equals file_size_bytes when recorded",
       severity="error", spec="004", section="DataFile",
       clause="The known size of the file on disk in bytes.",
-      releases="legacy (0.1) data files of pylance 0.27 to 7.x, and of lancedb 0.22 to 0.30, "
+      releases="legacy (0.1) data files of pylance 0.27 to 7.x, and of lancedb 0.22 to 0.33, "
                "record a file_size_bytes a few KiB below the file's size; the cross-release "
                "corpus lists them as expected findings", scope="fragment")
 def size_matches(ctx):

@@ -279,6 +279,7 @@ def test_lancedb_legacy_file_sizes_are_expected_where_observed():
     for writer, scenario, expected in (
             ("lancedb==0.25.3", "census-lancedb-legacy", True),
             ("lancedb==0.30.2", "upgraded-lancedb-legacy", True),
+            ("lancedb==0.33.0", "census-lancedb-legacy", True),
             ("lancedb==0.34.0", "lancedb-legacy", False),
             ("lancedb==0.21.2", "lancedb-legacy", False)):
         assert ("DATAFILE-002" in corpus.expected_findings(writer, scenario)) == expected
