@@ -11,6 +11,7 @@ list. The other tests here check the corpus machinery itself and run by default.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -273,6 +274,39 @@ def test_a_plain_reading_the_newest_release_refuses_may_be_refused(tmp_path, new
     plain = {x.version: x.outcome for x in v.versions}["plain:1"]
     assert plain == ("flagged" if newest_refuses else "unreadable")
     assert v.ok == newest_refuses
+
+
+@pytest.mark.parametrize("newest_agrees", [True, False])
+def test_a_plain_reading_may_agree_with_the_newest_release_instead(tmp_path, newest_agrees):
+    """Where lancedb's default reading differs from ours (0.21.2 reads blob v1 descriptions
+    with non-nullable children) the newest release's reading of the version may decide,
+    as it does for the version's other reading."""
+    import reference_impl as ri
+
+    rows = pa.table({"id": pa.array([1, 2, 3], pa.int64())})
+    folder = _fake_root(tmp_path, rows)
+    (folder / "expected-plain").mkdir()
+    described = pa.struct([pa.field("position", pa.uint64()), pa.field("size", pa.uint64())])
+    blob = pa.array([{"position": i, "size": 1} for i in range(3)], described)
+    rows = pa.table({"id": rows.column("id"), "blob": blob})
+    shutil.rmtree(folder / "table")
+    ri.write_dataset(rows, str(folder / "table"))
+    strict = pa.struct([pa.field("position", pa.uint64(), nullable=False),
+                        pa.field("size", pa.uint64(), nullable=False)])
+    other = pa.table({"id": rows.column("id"), "blob": blob.cast(strict)})
+    with pa.ipc.new_stream(str(folder / "expected-plain" / "v1.arrows"), other.schema) as w:
+        w.write_table(other)
+    newest = folder / "read-by" / Release.parse(corpus.NEWEST_READER).slug / "expected"
+    newest.mkdir(parents=True)
+    (newest.parent / "read.json").write_text(json.dumps({"versions": [1],
+                                                         "unreadable_versions": {}}))
+    theirs = rows if newest_agrees else other
+    with pa.ipc.new_stream(str(newest / "v1.arrows"), theirs.schema) as w:
+        w.write_table(theirs)
+    v = corpus.judge_scenario(folder)
+    plain = {x.version: x.outcome for x in v.versions}["plain:1"]
+    assert plain == ("identical" if newest_agrees else "misread")
+    assert v.ok == newest_agrees
 
 
 def test_lancedb_legacy_file_sizes_are_expected_where_observed():
