@@ -810,6 +810,11 @@ def read_back_blobs(rec):
             raise
         rec.info["take_blobs"] = rp._short(e)
         return
+    if len(data) != len(ids):
+        # pylance 9.0.1 returns fewer blobs than the row ids asked for (120 of 135): no
+        # reading to hold the kit's against, and no reason to lose the rest of the census
+        rec.info["take_blobs"] = f"take_blobs returned {len(data)} blobs for {len(ids)} row ids"
+        return
     rp.save_table(os.path.join(rec.dir, "expected", "blobs.arrows"),
                   pa.table({"_rowid": pa.array(ids, pa.uint64()),
                             "bytes": pa.array(data, pa.large_binary())}))
