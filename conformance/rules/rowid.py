@@ -92,6 +92,10 @@ def _stable(ctx) -> bool:
     severity="error", spec="001", section="Row ID sequences",
     clause="The row id values for a fragment are stored in a RowIdSequence protobuf message.",
     scope="fragment",
+    releases="pylance 0.26.1 compacting a table with stable row ids (the 0.21.0-0.31.1 family "
+             "of ROWID-002) was seen to write a range_with_holes whose holes lie outside its "
+             "range, with fewer ids than rows; neither it nor 14.0.2 scans that version with "
+             "row ids",
 )
 def row_ids_decode(ctx) -> Iterator[Finding]:
     for frag in ctx.manifest.fragments:
