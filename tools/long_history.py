@@ -32,7 +32,9 @@ from conformance.releases import long_history as lh
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--writers", default=",".join(lh.WRITERS))
+    p.add_argument("--writers", default=",".join(lh.WRITERS),
+                   help="comma-separated releases writing a history each ('none': only the "
+                        "upgrades)")
     p.add_argument("--storages", default=None,
                    help="comma-separated storage versions to keep (default: every one a "
                         "writer writes; 'default' for a writer's own default)")
@@ -49,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", dest="json_out", default=None)
     p.add_argument("--md", dest="md_out", default=None)
     args = p.parse_args(argv)
-    specs = lh.plan(args.writers.split(","), seed=args.seed, steps=args.steps,
+    writers = [] if args.writers == "none" else args.writers.split(",")
+    specs = lh.plan(writers, seed=args.seed, steps=args.steps,
                     deep_every=args.deep_every, spark=0 if args.no_spark else 1)
     if args.upgrades == "default":
         specs += lh.upgrades(seed=args.seed, steps=args.steps)
