@@ -293,16 +293,14 @@ class Pylance:
                 **rp._kwargs_for(self.ds().optimize.compact_files, **kw))
         if name == "overwrite":
             t = self.data(r.choice([10, 150]))
-            return f"{t.num_rows} rows", lambda: rp.write(t, w.uri, self.storage,
-                                                          mode="overwrite")
+            return f"{t.num_rows} rows", lambda: self.overwrite(t)
         if name == "overwrite_schema":
             cols = self.columns()
             other = OTHER_COLUMNS if "i32" in cols or "i32_r" in cols else FIRST_COLUMNS
             other = [c for c in other if c in w.state["accepted"]]
             n = r.choice([20, 150])
             t = rp.make_table(other, w.ids(n), n)
-            return f"columns {other}", lambda: rp.write(t, w.uri, self.storage,
-                                                        mode="overwrite")
+            return f"columns {other}", lambda: self.overwrite(t)
         if name == "restore":
             v = self.version()
             if not v or v < 2:
@@ -371,6 +369,12 @@ class Pylance:
             val = str(w.state["step"])
             return val, lambda: self.ds().update_metadata({"walk": val})
         raise ValueError(name)
+
+    def overwrite(self, t):
+        """Overwrite at the history's storage version (without it, releases before 0.17
+        overwrite a 2.0 table with a legacy one), keeping stable row ids as they are."""
+        kw = rp._kwargs_for(lance.write_dataset, **rp.write_kwargs(self.storage))
+        lance.write_dataset(t, self.w.uri, mode="overwrite", **kw)
 
     def read_back(self, rec):
         rp.read_back(rec)

@@ -79,6 +79,20 @@ def test_errors_on_versions_a_reader_refuses_are_demanded_not_false():
     assert [f.split(" ")[0] for f in false] == ["FRAG-005"] and seen == []
 
 
+def test_a_table_no_release_opens_demands_every_error():
+    """0.10.18's experimental 2.0 writer mixes legacy and 2.0 files; 0.20.0 (its upgrade)
+    and 14.0.2 then open no version: every error finding is demanded."""
+    spec = lh.HistorySpec("pylance==0.10.18", "2.0", 1, 10, then="pylance==0.20.0")
+    report = Report(uri="t", findings=[_finding("DATAFILE-005", 2, ((2, 9),))])
+    why = {"latest": "All data files must have the same version"}
+    oracles = lh.Oracles(info={"versions": [], "unreadable_versions": why},
+                         newest={"unreadable_versions": why}, refused=set(),
+                         table_refused=True, branch_refused=set())
+    assert oracles.nothing_read and lh.false_errors(report, spec, oracles) == ([], [])
+    oracles.info["versions"] = [1, 2]  # a writer that reads it: its versions are judged
+    assert not oracles.nothing_read
+
+
 def test_known_breaches_of_the_writer_are_expected_findings():
     spec = lh.HistorySpec("pylance==0.27.2", "legacy", 1, 10)
     report = Report(uri="t", findings=[_finding("DATAFILE-002", 2)])
