@@ -129,6 +129,16 @@ EXPECTED_FINDINGS: list[ExpectedFinding] = [
                  "(182, 189, 196) lie outside it and a bitmap of 32 ids; neither 0.26.1 nor "
                  "14.0.2 can scan that version with row ids, and 0.26.1's next index, update and "
                  "delete panic ('range end index 3 out of range for slice of length 2')"),
+    ExpectedFinding(
+        rule="ROWID-003", package="pylance", since=(8, 0), until=(8, 1),
+        scenarios="longhist-legacy-stable-row-ids-*",
+        sentence="001 Feature: Move-Stable Row IDs: \"The row ids features assigns a unique "
+                 "u64 id to each row in the table.\"",
+        observed="pylance 8.0.1's update of 3 rows of a legacy table with stable row ids "
+                 "(after compaction and a merge_insert) left the old rows live beside the new "
+                 "ones: 380 rows became 382, row ids 731 and 732 each held by two live rows, as "
+                 "8.0.1 and 14.0.2 read it; 8.0.1's next delete panics 'row id missing from "
+                 "index'"),
 ]
 
 
