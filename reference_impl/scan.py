@@ -326,9 +326,9 @@ def _wanted_fields(schema: pa.Schema, columns, filter) -> list[str]:
 
 def _stable_row_ids(manifest) -> bool:
     try:
-        from reference_impl.table.flags import uses_stable_row_ids
+        from reference_impl.table.flags import reads_stable_row_ids
 
-        return bool(uses_stable_row_ids(manifest))
+        return bool(reads_stable_row_ids(manifest))
     except ImportError:  # pragma: no cover - the flags module ships with the kit
         return bool(manifest.reader_feature_flags & 2)
 

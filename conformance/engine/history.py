@@ -486,9 +486,14 @@ class History:
                 "ranges": [list(r) for r in spans],
                 "findings": [finding_out(_unversioned(f)) for f in found]}
         for u in self.units.values():
-            if u.deps is None or any(f.key not in self.cache.out_files for f in u.data_files):
-                continue
             spans = self._ranges(u)
+            if u.deps is None or any(f.key not in self.cache.out_files for f in u.data_files):
+                # a unit the cache cannot keep (an object outside the root: a branch's
+                # inherited fragments, blob columns): the versions carrying it are not kept
+                # either, or serving them would drop its findings there
+                for v in ranges.expand(spans):
+                    self.cache.out_versions.pop(str(v), None)
+                continue
             if not spans:
                 continue
             self.cache.out_units[u.key] = {

@@ -115,7 +115,31 @@ EXPECTED_FINDINGS: list[ExpectedFinding] = [
                  "with row ids. 0.32.1 and later do not")
     # (0.21.0's 2.1 table, an unstable format then, is refused before its row ids are read)
     for since, scenarios in (((0, 22), "census-rowids-*"), ((0, 21), "census-rowids-2.0"),
-                             ((0, 21), "census-rowids-legacy"))
+                             ((0, 21), "census-rowids-legacy"),
+                             # the long-history campaign's histories with stable row ids
+                             # (conformance/releases/long_history.py)
+                             ((0, 21), "longhist-*-stable-row-ids-*"))
+] + [
+    ExpectedFinding(
+        rule="ROWID-001", package="pylance", since=(0, 21), until=(0, 32),
+        scenarios="longhist-*-stable-row-ids-*",
+        sentence="004 DataFragment.row_id_sequence: \"These are the row ids for the fragment, "
+                 "in order of the rows as they appear.\"",
+        observed="pylance 0.26.1, the same compaction of a table with stable row ids: a "
+                 "fragment of 100 rows gets a sequence of a range_with_holes [0, 3) whose holes "
+                 "(182, 189, 196) lie outside it and a bitmap of 32 ids; neither 0.26.1 nor "
+                 "14.0.2 can scan that version with row ids, and 0.26.1's next index, update and "
+                 "delete panic ('range end index 3 out of range for slice of length 2')"),
+    ExpectedFinding(
+        rule="ROWID-003", package="pylance", since=(8, 0), until=(8, 1),
+        scenarios="longhist-legacy-stable-row-ids-*",
+        sentence="001 Feature: Move-Stable Row IDs: \"The row ids features assigns a unique "
+                 "u64 id to each row in the table.\"",
+        observed="pylance 8.0.1's update of 3 rows of a legacy table with stable row ids "
+                 "(after compaction and a merge_insert) left the old rows live beside the new "
+                 "ones: 380 rows became 382, row ids 731 and 732 each held by two live rows, as "
+                 "8.0.1 and 14.0.2 read it; 8.0.1's next delete panics 'row id missing from "
+                 "index'"),
 ]
 
 

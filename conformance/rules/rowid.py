@@ -93,6 +93,10 @@ def _stable(ctx) -> bool:
     severity="error", spec="001", section="Row ID sequences",
     clause="The row id values for a fragment are stored in a RowIdSequence protobuf message.",
     scope="fragment",
+    releases="pylance 0.26.1 compacting a table with stable row ids (the 0.21.0-0.31.1 family "
+             "of ROWID-002) was seen to write a range_with_holes whose holes lie outside its "
+             "range, with fewer ids than rows; neither it nor 14.0.2 scans that version with "
+             "row ids",
 )
 def row_ids_decode(ctx) -> Iterator[Finding]:
     for frag in ctx.manifest.fragments:
@@ -125,6 +129,10 @@ def row_ids_length(ctx) -> Iterator[Finding]:
     "ROWID-003", title="Live rows have distinct row ids across the table",
     severity="error", spec="001", section=_SECTION,
     clause="The row ids features assigns a unique u64 id to each row in the table.",
+    releases="pylance 8.0.1's update of a legacy table with stable row ids was seen to keep "
+             "the rows it rewrote (3 rows updated, 2 more rows, two row ids each held by two "
+             "live rows; its next delete panics 'row id missing from index'), read so by it "
+             "and 14.0.2",
 )
 def row_ids_unique(ctx) -> Iterator[Finding]:
     """Over the live rows of every fragment. With the version's fragment aggregates only

@@ -82,6 +82,20 @@ def uses_stable_row_ids(manifest) -> bool:
     return any(f.WhichOneof("row_id_sequence") is not None for f in manifest.fragments)
 
 
+def reads_stable_row_ids(manifest) -> bool:
+    """True when a reader takes the version's row ids from row id sequences: reader flag 2
+    is set, or some fragment carries a sequence (a missing flag is FLAGS-004's to report).
+
+    A moved ``next_row_id`` alone does not say so: spec 004 uses it "only if the
+    stable_row_ids feature flag is set". pylance 1.0.4 leaves it moved when a commit drops
+    the flag (a table emptied by deletes, then appended to: flags 0, next_row_id 3360,
+    fragments without sequences), and it and 14.0.2 read that version's row ids as row
+    addresses."""
+    if manifest.reader_feature_flags & STABLE_ROW_IDS:
+        return True
+    return any(f.WhichOneof("row_id_sequence") is not None for f in manifest.fragments)
+
+
 def expected_flags(manifest) -> tuple[int, int]:
     """``(reader, writer)`` flags pylance 14 would write for the contents of ``manifest``.
 

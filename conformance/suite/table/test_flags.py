@@ -114,3 +114,33 @@ def test_expected_flags_from_contents():
     assert flags.expected_flags(m) == (1 | 16, 1 | 8 | 16)
     m2 = table_pb2.Manifest(next_row_id=3)
     assert flags.expected_flags(m2) == (2, 2)
+
+
+def test_a_moved_next_row_id_without_flag_2_reads_row_addresses(pylance, tmp_path):
+    """pylance 1.0.4 drops flag 2 when a table with stable row ids is emptied by deletes and
+    written again, and leaves ``next_row_id`` moved (flags 0, next_row_id 3360, fragments
+    without row id sequences: long-history campaign). Spec 004 uses next_row_id "only if
+    the stable_row_ids feature flag is set": the row ids are row addresses, as pylance
+    reads them; the reader refused the version (ROWID-001)."""
+    import pyarrow as pa
+
+    from conformance.suite.scenarios import corrupt_manifest
+
+    uri = str(tmp_path / "t")
+    pylance.write_dataset(pa.table({"a": pa.array(range(5), pa.int64())}), uri,
+                          enable_stable_row_ids=True)
+
+    def like_1_0_4(m):
+        m.reader_feature_flags &= ~flags.STABLE_ROW_IDS
+        m.writer_feature_flags &= ~flags.STABLE_ROW_IDS
+        for f in m.fragments:
+            f.ClearField("row_id_sequence")
+        assert m.next_row_id == 5
+
+    corrupt_manifest(uri, like_1_0_4)
+    m = read_manifest_file(open_store(uri), versions.list_versions(open_store(uri))[-1].key)
+    assert not flags.reads_stable_row_ids(m.manifest) and flags.uses_stable_row_ids(m.manifest)
+    want = pylance.dataset(uri).to_table(with_row_id=True)
+    got = open_dataset(uri).to_table(with_row_id=True)
+    assert got.column("_rowid").to_pylist() == want.column("_rowid").to_pylist() == list(range(5))
+    assert got.column("a").equals(want.column("a"))
