@@ -6,7 +6,11 @@ pylance) in its own cached virtualenv, with row ids (``_rowid``) or, with ``--pl
 user reads it by default (pylance ``to_table()``, lancedb ``to_arrow()``); then the kit
 validates every version (``--deep``) and reads it with the reference reader. A table is judged *as its reader reads it* when the kit
 reports no error finding and reads every version exactly as the release did; a version the
-release cannot read must draw an error finding. Exit 0 when every table and file is judged so,
+release cannot read must draw an error finding. A reader older than the newest pylance is
+judged as the cross-release corpus judges an older writer: the newest pylance reads every
+table and file too, and the kit may read a version as either release reads it, or refuse,
+with an error finding, one the newest release refuses (a format revision that was unstable
+in the older release). Exit 0 when every table and file is judged so,
 1 when any is not, 2 when DIR holds none (or the release cannot be installed).
 """
 
@@ -56,6 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from conformance.releases import found
+    from conformance.releases.corpus import NEWEST_READER
     from conformance.releases.venvs import Release, ReleaseUnavailable, ensure_venv
 
     try:
@@ -84,6 +89,12 @@ def run(args: argparse.Namespace) -> int:
         started = time.monotonic()
         found.read_back(reader, items, work, python=python, stall=args.stall,
                         plain=args.plain)
+        if reader.name != NEWEST_READER:  # the second oracle, as the corpus keeps it
+            try:
+                found.read_back_newest(items, work, stall=args.stall, plain=args.plain)
+            except ReleaseUnavailable as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 2
         read_s = time.monotonic() - started
         with memory_capped(args.memory_limit):
             verdicts = found.judge(items, work, limit=args.time_limit or None)

@@ -21,7 +21,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .corpus import PROGRAM, RootVerdict, VersionVerdict, judge_files, judge_scenario
+from .corpus import (
+    NEWEST_READER,
+    PROGRAM,
+    RootVerdict,
+    VersionVerdict,
+    judge_files,
+    judge_scenario,
+)
 from .venvs import Release, ensure_venv
 
 
@@ -73,21 +80,45 @@ def read_back(release: Release, items: list[Found], work: Path, *, python: Path 
     ``stall`` seconds, the item it was reading is recorded as one the release cannot read and
     a new process goes on with the rest.
     """
-    py = str(python or ensure_venv(release))
+    _read_many(str(python or ensure_venv(release)), items, work, "", stall=stall, plain=plain)
+    _write_scenarios(release, items, work)
+
+
+def read_back_newest(items: list[Found], work: Path, *, python: Path | None = None,
+                     stall: float = 600, plain: bool = False) -> None:
+    """Have the newest release (:data:`corpus.NEWEST_READER`) read every item too, into
+    ``work/<name>/read-by/<its slug>/``, where the corpus keeps the newest release's reading
+    of an older writer's root: :func:`corpus.judge_scenario` and :func:`corpus.judge_files`
+    then judge as the corpus does, the kit may read a version as either release reads it and
+    may refuse (with an error finding) what the newest release refuses. Two releases read
+    some bytes differently (pylance 0.20.0 marks a blob v1 description's children
+    non-nullable, 1.0 and later do not; 0.20.0 to 0.31 leave a ``storage-class: blob`` column
+    out of a scan, later releases read it) and a writer's unstable format revision (a 2.1
+    file of 0.20.0) is one the newest release refuses."""
+    newest = Release.parse(NEWEST_READER)
+    _read_many(str(python or ensure_venv(newest)), items, work, f"read-by/{newest.slug}",
+               stall=stall, plain=plain)
+
+
+def _read_many(py: str, items: list[Found], work: Path, sub: str, *, stall: float,
+               plain: bool) -> None:
+    """``release_program.py read-many`` with ``py``: each item into ``work/<name>/<sub>``."""
     work.mkdir(parents=True, exist_ok=True)
     listing = [{"kind": it.kind, "path": str(Path(it.path).absolute()),
-                "out": str((work / it.name).absolute()), **({"plain": True} if plain else {})}
+                "out": str((work / it.name / sub).absolute()),
+                **({"plain": True} if plain else {})}
                for it in items]
-    (work / "read-many.json").write_text(json.dumps(listing, indent=1))
+    stem = "read-many" + (f"-{sub.replace('/', '-')}" if sub else "")
+    (work / f"{stem}.json").write_text(json.dumps(listing, indent=1))
 
     def pending():
         return [it for it in listing if not (Path(it["out"]) / "read.json").exists()]
 
-    log = work / "read-many.log"
+    log = work / f"{stem}.log"
     while pending():
         with open(log, "w") as err:
             proc = subprocess.Popen([py, str(PROGRAM), "read-many",
-                                     str(work / "read-many.json")],
+                                     str(work / f"{stem}.json")],
                                     stdout=subprocess.DEVNULL, stderr=err)
             left, last, stalled = len(pending()), time.monotonic(), False
             while proc.poll() is None:
@@ -109,6 +140,9 @@ def read_back(release: Release, items: list[Found], work: Path, *, python: Path 
         out.mkdir(parents=True, exist_ok=True)
         (out / "read.json").write_text(json.dumps({"versions": [], "crashed": why,
                                                    "unreadable_versions": {"latest": why}}))
+
+
+def _write_scenarios(release: Release, items: list[Found], work: Path) -> None:
     for it in items:
         folder = work / it.name
         read = json.loads((folder / "read.json").read_text())

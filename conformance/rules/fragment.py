@@ -24,7 +24,10 @@ def _loc(frag, **kw) -> dict:
 
 
 @rule("FRAG-001", title="fragment ids are unique", severity="error", spec="004",
-      section=_SEC, clause="The ID of a DataFragment is unique within a dataset.")
+      section=_SEC, clause="The ID of a DataFragment is unique within a dataset.",
+      releases="pylance 0.16.1 wrote two fragments with id 1 in one version (upstream "
+               "lance's test data v0.16.0/wrong_data_version_no_fix.lance, the one that "
+               "mixes 2.0 and legacy files, DATAFILE-005), which 0.20.0 and 0.38.3 read")
 def unique_ids(ctx):
     stats = ctx.fragment_stats
     if stats is not None:  # the engine counted the ids as fragments came and went

@@ -134,6 +134,11 @@ def test_expected_findings_are_matched_by_release_range_and_scenario():
     assert corpus.expected_findings("pylance==1.0.4", None) == {
         "DATAFILE-002": corpus.EXPECTED_FINDINGS[0].sentence}
     assert corpus.expected_findings("pylance==14.0.2", None) == {}
+    # seen only in tables found on disk (upstream's test data of 0.16.1): never required of
+    # the corpus's scenarios
+    assert set(corpus.expected_findings("pylance==0.16.1", None)) == {"DATAFILE-005",
+                                                                     "FRAG-001"}
+    assert corpus.expected_findings("pylance==0.16.1", "ops-2.0") == {}
     # a table 14.0.2 wrote and 0.30 modified holds 0.30's legacy files too
     assert corpus.expected_findings("pylance==14.0.2 then pylance==0.30.0",
                                     "downgraded-types-legacy")

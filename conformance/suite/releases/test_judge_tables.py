@@ -174,6 +174,105 @@ def test_a_legacy_file_no_file_reader_reads_has_no_oracle(tmp_path, pylance):
     assert all(v.ok for v in verdicts.values())
 
 
+def _older_reader_and_newest(tmp_path, pylance, *, differ: bool = True):
+    """``_pylance_tree`` read back as an older reader would (the installed pylance stands in
+    for pylance 0.20.0); with ``differ``, that reader's reading of ``t`` v1 changed as 0.20.0
+    changes it (it leaves a ``storage-class: blob`` column out of a scan, here ``s``)."""
+    import pyarrow.ipc as ipc
+
+    _pylance_tree(pylance, tmp_path / "data")
+    items = found.find(tmp_path / "data")
+    work = tmp_path / "work"
+    found.read_back(Release.parse("pylance==0.20.0"), items, work, python=Path(sys.executable))
+    if not differ:
+        return items, work
+    t = next(it for it in items if it.name.endswith("-t"))
+    path = work / t.name / "expected" / "v1.arrows"
+    with ipc.open_stream(str(path)) as r:
+        rows = r.read_all()
+    rows = rows.drop_columns(["s"])
+    with ipc.new_stream(str(path), rows.schema) as w:
+        w.write_table(rows)
+    return items, work
+
+
+def test_an_older_reader_is_judged_with_the_newest_release_as_second_oracle(tmp_path,
+                                                                            pylance):
+    """pylance 0.20.0 and 14.0.2 read some bytes differently (0.20.0 leaves a column of
+    storage class blob out of a scan, marks a blob v1 description's children non-nullable);
+    the kit reads as 14.0.2 does. Judged against 0.20.0 alone such a version was misread;
+    with the newest release's reading beside it (``read_back_newest``, as the corpus keeps
+    it for every older writer) reading as either release reads it is agreement."""
+    items, work = _older_reader_and_newest(tmp_path, pylance)
+    alone = {Path(v.scenario).name: v for v in found.judge(items, work)}
+    assert [x.outcome for x in alone["t"].versions] == ["misread", "identical", "identical"]
+    found.read_back_newest(items, work, python=Path(sys.executable))
+    assert all((work / it.name / "read-by" / "pylance-14.0.2" / "read.json").is_file()
+               for it in items)
+    both = {Path(v.scenario).name: v for v in found.judge(items, work)}
+    assert all(v.ok for v in both.values()), {k: v.as_dict() for k, v in both.items()}
+    assert "as pylance==14.0.2 reads it" in both["t"].versions[0].detail
+
+
+def test_what_only_an_older_reader_reads_may_be_refused_as_the_newest_release_does(tmp_path,
+                                                                                  pylance):
+    """A file and a table version the older reader read and the newest release refuses
+    (pylance 0.20.0 wrote 2.1 files while 2.1 was unstable; 14.0.2 and the kit refuse them,
+    FILE-015): the kit's refusal with an error finding is agreement, as in the corpus; its
+    findings are false errors where the newest release reads the bytes."""
+    from conformance.fixtures.corruption import latest_manifest
+
+    items, work = _older_reader_and_newest(tmp_path, pylance, differ=False)
+    data = tmp_path / "data"
+    f = data / "files" / "f.lance"
+    f.write_bytes(f.read_bytes()[:-4] + b"XXXX")  # no release or reader takes it now
+    latest_manifest(data / "t").write_bytes(b"\x00" * 64)  # v3: garbage
+    alone = {Path(v.scenario).name: v for v in found.judge(items, work)}
+    assert not alone["files"].ok and not alone["t"].ok
+    found.read_back_newest(items, work, python=Path(sys.executable))
+    both = {Path(v.scenario).name: v for v in found.judge(items, work)}
+    assert [x.outcome for x in both["files"].versions] == ["flagged"]
+    # (the newest release opens no version of a table whose latest manifest is garbage;
+    # the kit reads v1 and v2 as the older reader did and refuses v3 with a finding)
+    assert {x.version: x.outcome for x in both["t"].versions} == {
+        1: "identical", 2: "identical", 3: "flagged"}
+    assert all(v.ok for v in both.values()), {k: v.as_dict() for k, v in both.items()}
+
+
+def test_a_found_tables_writers_include_those_its_manifests_name(tmp_path):
+    """Upstream's test_migration.py copies tables older releases wrote (its test data
+    v0.16.0/wrong_data_version_no_fix.lance: 2.0 and legacy files under data_format 0.1,
+    writer_version 0.16.1) and reads them with the release under test. pylance 0.16.x's
+    breaches (DATAFILE-005, and FRAG-001: two fragments with id 1) are tolerated on a found table whose manifest names 0.16.1 as its
+    writer, whoever reads it back, and on no other."""
+    import reference_impl as ri
+    from conformance.fixtures.corruption import edit_latest
+    from conformance.releases.corpus import judge_scenario
+
+    def judged(writer_version: str | None):
+        root = tmp_path / (writer_version or "ours")
+        ri.write_dataset(ROWS, str(root / "t"), data_storage_version="2.0")
+        ri.write_dataset(ROWS, str(root / "t"), mode="append")
+
+        def edit(m):
+            m.data_format.version = "2.1"  # over 2.0 files: DATAFILE-005
+            m.fragments[1].id = m.fragments[0].id  # FRAG-001
+            if writer_version:
+                m.writer_version.library, m.writer_version.version = "lance", writer_version
+        edit_latest(root / "t", edit)
+        folder = root / "work"
+        (folder / "expected").mkdir(parents=True)
+        (folder / "scenario.json").write_text(json.dumps({
+            "scenario": "t", "writer": "pylance==0.38.3", "origin": "found",
+            "versions": [1], "table_path": str(root / "t"), "unreadable_versions": {}}))
+        return judge_scenario(folder)
+
+    assert {e["rule"] for e in judged(None).errors} == {"DATAFILE-005", "FRAG-001"}
+    assert {e["rule"] for e in judged("0.17.0").errors} == {"DATAFILE-005", "FRAG-001"}
+    v = judged("0.16.1")
+    assert v.ok and v.expected == ["DATAFILE-005", "FRAG-001"], v.as_dict()
+
+
 def test_a_misread_found_table_is_not_ok(tmp_path, pylance, monkeypatch):
     import reference_impl as ri
 
