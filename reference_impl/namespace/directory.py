@@ -292,7 +292,7 @@ class DirectoryNamespace:
             raise TableAlreadyExists(f"the id {parts} is taken by a namespace")
         if found is not None:
             location, row = found
-            if mode != "exist_ok" and v1.is_declared_only(self.store, location):
+            if mode != "exist_ok" and v1.is_reserved(self.store, location):
                 self._write(location, data, "create")  # a declared table gets its data
                 return self._describe(parts, location, row)
             if mode == "create":

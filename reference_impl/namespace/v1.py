@@ -35,6 +35,13 @@ def is_declared_only(root: ObjectStore, directory: str) -> bool:
     return True
 
 
+def is_reserved(root: ObjectStore, directory: str) -> bool:
+    """True for a declared table awaiting its data: ``.lance-reserved`` and no version yet.
+    A directory without the marker and without a version is a table another writer is
+    creating (its row added, its data not yet committed), not one to write into."""
+    return root.exists(f"{directory}/{ids.RESERVED_MARKER}") and is_declared_only(root, directory)
+
+
 def table_exists(root: ObjectStore, name: str) -> bool:
     """V1 existence of the root table ``name``: ``name.lance/`` is non-empty and not
     deregistered."""

@@ -254,6 +254,26 @@ def _create_worker(root, table_id, barrier, results):
         results.put(f"error {type(exc).__name__}: {exc}")
 
 
+def test_a_create_meeting_another_creates_row_before_its_data_is_refused(tmp_path):
+    """The interleaving four concurrent creates of a root table met under load, forced: one
+    writer has added the table's row but not yet committed its data when another asks to
+    create the table. That table is being created, not declared (no ``.lance-reserved``):
+    the second create is refused, instead of writing into it (both used to report success,
+    the second commit landing as an overwrite). A declared table still gets its data."""
+    from reference_impl.namespace import compat
+
+    ns = DirectoryNamespace(str(tmp_path / "root"))
+    ns.create_namespace(["n"])
+    location = compat.new_table_location(["same"], ns.config)
+    ns._add_table_row(["same"], location, None)  # the first writer, paused before its data
+    with pytest.raises(TableAlreadyExists):
+        ns.create_table(["same"], pa.table({"a": [1]}))
+    assert not any(True for _ in ns.store.list(location + "/"))
+    ns.declare_table(["other"])
+    ns.create_table(["other"], pa.table({"a": [2]}))
+    assert ns.open_table(["other"]).to_table().num_rows == 1
+
+
 @pytest.mark.parametrize("table_id", [["n", "same"], ["same"]], ids=["v2_dir", "v1_dir"])
 def test_concurrent_create_four_processes(pylance, tmp_path, table_id):
     root = str(tmp_path / "root")
