@@ -307,26 +307,8 @@ class Pylance:
                 return "nothing to restore", None
             to = r.randrange(1, v)
             return f"to {to}", lambda: lance.dataset(w.uri, version=to).restore()
-        if name == "tag_create":
-            tag = f"t{w.state['step']}"
-            to = r.randrange(1, (self.version() or 1) + 1)
-
-            def run():
-                self.ds().tags.create(tag, to)
-                w.state["tags"].append(tag)
-            return f"{tag} -> {to}", run
-        if name in ("tag_update", "tag_delete"):
-            if not w.state["tags"]:
-                return "no tag", None
-            tag = r.choice(w.state["tags"])
-            if name == "tag_delete":
-                def run():
-                    self.ds().tags.delete(tag)
-                    w.state["tags"].remove(tag)
-                return tag, run
-            v = self.version() or 1
-            to = r.randrange(1, v + 1)
-            return f"{tag} -> {to}", lambda: self.ds().tags.update(tag, to)
+        if name in self.TAG_OPS:
+            return self.tag_op(name, lambda: self.ds().tags)
         if name == "branch_create":
             b = f"b{w.state['step']}"
 
@@ -369,6 +351,32 @@ class Pylance:
             val = str(w.state["step"])
             return val, lambda: self.ds().update_metadata({"walk": val})
         raise ValueError(name)
+
+    TAG_OPS = ("tag_create", "tag_update", "tag_delete")
+
+    def tag_op(self, name, tags):
+        """A tag step (``TAG_OPS``) on the tags ``tags()`` gives (pylance's and lancedb's
+        tag APIs are alike): create one named after the step, or update or delete one."""
+        r = self.w.rng
+        w = self.w
+        if name == "tag_create":
+            tag = f"t{w.state['step']}"
+            to = r.randrange(1, (self.version() or 1) + 1)
+
+            def run():
+                tags().create(tag, to)
+                w.state["tags"].append(tag)
+            return f"{tag} -> {to}", run
+        if not w.state["tags"]:
+            return "no tag", None
+        tag = r.choice(w.state["tags"])
+        if name == "tag_delete":
+            def run():
+                tags().delete(tag)
+                w.state["tags"].remove(tag)
+            return tag, run
+        to = r.randrange(1, (self.version() or 1) + 1)
+        return f"{tag} -> {to}", lambda: tags().update(tag, to)
 
     def overwrite(self, t):
         """Overwrite at the history's storage version (without it, releases before 0.17
@@ -508,25 +516,8 @@ class Lancedb(Pylance):
                 return "nothing to restore", None
             to = r.randrange(1, v)
             return f"to {to}", lambda: (t.checkout(to), t.restore())
-        if name == "tag_create":
-            tag = f"t{w.state['step']}"
-            to = r.randrange(1, (self.version() or 1) + 1)
-
-            def run():
-                t.tags.create(tag, to)
-                w.state["tags"].append(tag)
-            return f"{tag} -> {to}", run
-        if name in ("tag_update", "tag_delete"):
-            if not w.state["tags"]:
-                return "no tag", None
-            tag = r.choice(w.state["tags"])
-            if name == "tag_delete":
-                def run():
-                    t.tags.delete(tag)
-                    w.state["tags"].remove(tag)
-                return tag, run
-            to = r.randrange(1, (self.version() or 1) + 1)
-            return f"{tag} -> {to}", lambda: t.tags.update(tag, to)
+        if name in self.TAG_OPS:
+            return self.tag_op(name, lambda: t.tags)
         if name == "scalar_index":
             return "BTREE on id", lambda: t.create_scalar_index("id", replace=True)
         if name == "vector_index":
