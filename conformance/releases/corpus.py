@@ -635,12 +635,10 @@ def _judge_plain_reading(table: Path, path: Path, refused_by_newest: set = froze
     try:
         got = ri.open_dataset(str(table), version).to_table(with_row_id=True)
     except (FormatError, UnsupportedFeature) as e:
-        if version in refused_by_newest and str(version) in flagged:
-            return VersionVerdict(label, "flagged", f"refused as {NEWEST_READER} does: {e}"[:300])
-        return VersionVerdict(label, "unreadable", f"{type(e).__name__}: {e}"[:400])
+        return _refusal(label, e, version in refused_by_newest and str(version) in flagged)
     except Exception as e:  # noqa: BLE001
         return VersionVerdict(label, "unreadable", f"{type(e).__name__}: {e}"[:400])
-    whole = got
+    whole = got  # with the reader's _rowid
     want, got, problem = lancedb_blob_row_ids(want, got)
     if "_rowid" not in want.column_names and "_rowid" in got.column_names:
         got = got.drop_columns(["_rowid"])
@@ -652,12 +650,19 @@ def _judge_plain_reading(table: Path, path: Path, refused_by_newest: set = froze
         # blob v1 column's descriptions with non-nullable children, 14.0.2 and the kit with
         # nullable ones), agreeing with the newest release is fine, as for the other reading
         theirs = _read_stream(newest)
-        ours = whole if "_rowid" in theirs.column_names else whole.drop_columns(
-            [c for c in ("_rowid",) if c in whole.column_names])
+        ours = whole if "_rowid" in theirs.column_names else whole.drop_columns(["_rowid"])
         if not table_difference(theirs, ours):
             return VersionVerdict(label, "identical",
                                   f"as {NEWEST_READER} reads it; the writer read: {diff}"[:400])
     return VersionVerdict(label, "misread", diff) if diff else VersionVerdict(label, "identical")
+
+
+def _refusal(label, e: Exception, as_newest: bool) -> VersionVerdict:
+    """The kit's typed refusal of a reading: ``flagged`` where the newest release refuses
+    it too and the validator reported it (``as_newest``), else ``unreadable``."""
+    if as_newest:
+        return VersionVerdict(label, "flagged", f"refused as {NEWEST_READER} does: {e}"[:300])
+    return VersionVerdict(label, "unreadable", f"{type(e).__name__}: {e}"[:400])
 
 
 def _branch_versions_refused_by_newest(info: dict, newest: dict | None) -> set[str]:
@@ -689,9 +694,7 @@ def _judge_branch_version(table: Path, folder: Path, branch: str, version: int,
         ds = ri.open_dataset(str(table), version, branch=branch)
         got = ds.to_table(with_row_id="_rowid" in want.column_names)
     except (FormatError, UnsupportedFeature) as e:
-        if refused_by_newest and label in flagged:
-            return VersionVerdict(label, "flagged", f"refused as {NEWEST_READER} does: {e}"[:300])
-        return VersionVerdict(label, "unreadable", f"{type(e).__name__}: {e}"[:400])
+        return _refusal(label, e, refused_by_newest and label in flagged)
     except Exception as e:  # noqa: BLE001 - the verdict records what went wrong
         return VersionVerdict(label, "unreadable", f"{type(e).__name__}: {e}"[:400])
     diff = table_difference(want, got)
@@ -715,10 +718,7 @@ def _judge_take_blobs(table: Path, folder: Path, info: dict, refused_by_newest: 
         ds = ri.open_dataset(str(table))
         got = take_blobs(ds, "blob", ids=ids)
     except (FormatError, UnsupportedFeature) as e:
-        if refused_by_newest and flagged:
-            return VersionVerdict("take_blobs", "flagged",
-                                  f"refused as {NEWEST_READER} does: {e}"[:300])
-        return VersionVerdict("take_blobs", "unreadable", f"{type(e).__name__}: {e}"[:400])
+        return _refusal("take_blobs", e, bool(refused_by_newest and flagged))
     except Exception as e:  # noqa: BLE001
         return VersionVerdict("take_blobs", "unreadable", f"{type(e).__name__}: {e}"[:400])
     expected = want.column("bytes").to_pylist()

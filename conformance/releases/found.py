@@ -176,24 +176,27 @@ def judge(items: list[Found], work: Path, *, deep: bool = True,
             continue
         v = pool.judge(it, folder) if pool else _judge_item(it, folder, deep)
         if v is None:
-            v = RootVerdict(writer=info["writer"], scenario=it.name)
-            v.versions.append(VersionVerdict(
-                "latest", "judge-timed-out",
-                f"no verdict within {limit:g} s: the kit must never hang"))
+            v = _failed(folder, it, "judge-timed-out",
+                        f"no verdict within {limit:g} s: the kit must never hang")
         v.scenario = str(it.path)
         verdicts.append(v)
     return verdicts
+
+
+def _failed(folder: Path, it: Found, outcome: str, detail: str) -> RootVerdict:
+    """The verdict on an item the kit could not judge (``outcome``: judge-crashed or
+    judge-timed-out)."""
+    info = json.loads((folder / "scenario.json").read_text())
+    v = RootVerdict(writer=info["writer"], scenario=it.name)
+    v.versions.append(VersionVerdict("latest", outcome, detail))
+    return v
 
 
 def _judge_item(it: Found, folder: Path, deep: bool) -> RootVerdict:
     try:
         return judge_scenario(folder, deep=deep) if it.kind == "table" else judge_files(folder)
     except Exception as e:  # noqa: BLE001 - the kit failing on a table is a verdict too
-        info = json.loads((folder / "scenario.json").read_text())
-        v = RootVerdict(writer=info["writer"], scenario=it.name)
-        v.versions.append(VersionVerdict("latest", "judge-crashed",
-                                         f"{type(e).__name__}: {e}"[:400]))
-        return v
+        return _failed(folder, it, "judge-crashed", f"{type(e).__name__}: {e}"[:400])
 
 
 def _judge_in_child(conn, it: Found, folder: Path, deep: bool) -> None:
@@ -243,12 +246,8 @@ class _Judges:
                     return parent.recv()
                 except EOFError:  # the process died without a verdict (killed, out of memory)
                     proc.join(30)
-                    info = json.loads((folder / "scenario.json").read_text())
-                    v = RootVerdict(writer=info["writer"], scenario=it.name)
-                    v.versions.append(VersionVerdict(
-                        "latest", "judge-crashed",
-                        f"the judging process ended with exit code {proc.exitcode}"))
-                    return v
+                    return _failed(folder, it, "judge-crashed", f"the judging process ended "
+                                                                f"with exit code {proc.exitcode}")
             return None
         finally:
             parent.close()
