@@ -58,6 +58,28 @@ class UnsupportedFeature(FormatError):
     writer feature flag, an unknown encoding, an unknown transaction operation."""
 
 
+class UnsupportedIndex(UnsupportedFeature):
+    """An index kind, index version or index file layout this implementation does not read.
+    ``kind`` names the index kind (``btree``, ``vector``, ...) and ``version`` the layout, when
+    known. Refused, never guessed at."""
+
+    def __init__(self, message: str, *, kind: str | None = None, version: str | None = None,
+                 rule: str | None = None, path: str | None = None,
+                 offset: int | None = None) -> None:
+        self.kind = kind
+        self.version = version
+        super().__init__(message, rule=rule, path=path, offset=offset)
+
+    def __reduce__(self):
+        return (_rebuild_unsupported_index,
+                (self.message, self.kind, self.version, self.rule, self.path, self.offset))
+
+
+def _rebuild_unsupported_index(message, kind, version, rule, path, offset):
+    return UnsupportedIndex(message, kind=kind, version=version, rule=rule, path=path,
+                            offset=offset)
+
+
 class PathEscape(FormatError):
     """A path taken from metadata leaves the directory it must stay in (``..``,
     an absolute path where a relative one is required, a NUL byte)."""
