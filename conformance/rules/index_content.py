@@ -308,7 +308,13 @@ def outcome(ctx, i: ix.Index) -> Outcome:
         if isinstance(content, Exception):
             raise content
         out.content = content
-        data = indexed_data(ctx, i, addresses=bool(content.extra.get("row_addresses")))
+        try:
+            data = indexed_data(ctx, i, addresses=bool(content.extra.get("row_addresses")))
+        except LanceError as exc:
+            # the data, not the index, does not read: the data's own rules report that
+            out.unsupported = f"the rows it covers do not read: {exc}"
+            done[key] = out
+            return out
         out.rows = len(data)
         out.disagreements = list(rindex.check_index(content, i, data))
     except UnsupportedIndex as exc:
