@@ -1,0 +1,153 @@
+"""NGRAM index: for each trigram of a text column, the rows whose text contains it.
+
+Layout (one Lance file, ``ngram_postings.lance``, one row per trigram), as pylance writes it
+from the release that introduced the kind up to 14.0.2::
+
+    tokens        uint32   the trigram's number (0: the rows whose text is null)
+    posting_list  binary   the rows holding it: a 64-bit Roaring bitmap ("treemap")
+                           of row ids (row addresses, or stable row ids when the table
+                           uses them)
+
+The 64-bit Roaring serialization is ``u64-LE count`` then, per bucket, ``u32-LE high 32
+bits`` and a portable 32-bit Roaring bitmap of the low 32 bits.
+
+Tokenisation (the same in every release that writes the kind): the text is lower-cased and
+ASCII-folded as a whole, cut into every window of three consecutive *characters*, and only
+windows whose three characters are ASCII letters or digits are kept. A trigram ``c1 c2 c3``
+is numbered ``p(c1) * 37**2 + p(c2) * 37 + p(c3)`` where ``p`` is 1..10 for ``0``..``9`` and
+11..36 for ``a``..``z`` (0 is left for null). A ``contains`` query is answered by the
+intersection of the query's trigrams' rows (then rechecked), so a row must be listed under
+every trigram its text holds.
+
+``entries`` has one row per (trigram, row): ``token`` uint32, ``ngram`` string (null for the
+null token) and ``row_id`` uint64.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import numpy as np
+import pyarrow as pa
+
+from reference_impl.errors import FormatError, UnsupportedIndex
+
+KIND = "ngram"
+FILE = "ngram_postings.lance"
+VERSION = "ngram-v0"
+SPAN = 37
+NULL_TOKEN = 0
+#: Largest posting list (serialized bytes) decoded, and most row ids materialised overall.
+MAX_POSTING_BYTES = 256 << 20
+MAX_ROWS = 1 << 28
+_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def token_of(trigram: str) -> int:
+    """The number of a trigram of ASCII lower-case letters and digits."""
+    out = 0
+    for i, ch in enumerate(trigram):
+        out += (_ALPHABET.index(ch) + 1) * SPAN ** (2 - i)
+    return out
+
+
+def trigram_of(token: int) -> str | None:
+    """The trigram numbered ``token`` (None for 0, the null token, or a number that no
+    trigram has)."""
+    if token <= 0 or token >= SPAN ** 3:
+        return None
+    digits = [token // SPAN ** 2, token // SPAN % SPAN, token % SPAN]
+    if 0 in digits:
+        return None
+    return "".join(_ALPHABET[d - 1] for d in digits)
+
+
+def read(files, index):
+    """Decode ``ngram_postings.lance`` of ``index`` into an :class:`IndexContent`."""
+    from pyroaring import BitMap64
+
+    from reference_impl.index import IndexContent
+
+    if not files.has(FILE):
+        raise UnsupportedIndex(f"NGRAM index {index.name!r} has no {FILE} (files: "
+                               f"{files.names()}); no other layout is known", kind=KIND)
+    reader = files.lance_file(FILE)
+    if "tokens" not in reader.schema.names or "posting_list" not in reader.schema.names:
+        raise UnsupportedIndex(f"NGRAM file {FILE} has columns {reader.schema.names}, not "
+                               "tokens and posting_list: an unknown layout", kind=KIND,
+                               version=",".join(reader.schema.names))
+    table = reader.read_columns(["tokens", "posting_list"])
+    path = files.key(FILE)
+    tokens = table.column("tokens").to_pylist()
+    tok_out, row_out = [], []
+    total = 0
+    for i, (token, raw) in enumerate(zip(tokens, table.column("posting_list").to_pylist())):
+        if token is None or raw is None:
+            raise FormatError(f"NGRAM row {i}: null token or posting list", path=path)
+        if len(raw) > MAX_POSTING_BYTES:
+            raise FormatError(f"NGRAM token {token}: posting list of {len(raw)} bytes exceeds "
+                              f"{MAX_POSTING_BYTES}", path=path)
+        try:
+            rows = BitMap64.deserialize(raw)
+        except Exception as exc:  # noqa: BLE001 - pyroaring raises ValueError on bad bytes
+            raise FormatError(f"NGRAM token {token}: posting list is not a 64-bit Roaring "
+                              f"bitmap: {exc}", path=path) from None
+        total += len(rows)
+        if total > MAX_ROWS:
+            raise FormatError(f"NGRAM postings hold more than {MAX_ROWS} rows", path=path)
+        ids = np.fromiter(rows, dtype=np.uint64, count=len(rows))
+        row_out.append(ids)
+        tok_out.append(np.full(len(ids), token, dtype=np.uint32))
+    if len(set(tokens)) != len(tokens):
+        raise FormatError("NGRAM tokens repeat", path=path)
+    tok = np.concatenate(tok_out) if tok_out else np.zeros(0, dtype=np.uint32)
+    rows = np.concatenate(row_out) if row_out else np.zeros(0, dtype=np.uint64)
+    names = {t: trigram_of(t) for t in tokens}
+    entries = pa.table({"token": pa.array(tok, pa.uint32()),
+                        "ngram": pa.array([names[t] for t in tok.tolist()], pa.string()),
+                        "row_id": pa.array(rows, pa.uint64())})
+    bad = [t for t in tokens if t != NULL_TOKEN and names[t] is None]
+    summary = {"ngrams": len(tokens), "postings": int(len(rows)),
+               "rows": int(len(np.unique(rows)))}
+    return IndexContent(kind=KIND, version=VERSION, entries=entries, summary=summary,
+                        extra={"invalid_tokens": bad})
+
+
+# ---- tokenisation ----
+
+_ASCII_ALNUM = re.compile(r"[0-9a-z]")
+
+
+def fold(text: str) -> tuple[str, bool]:
+    """``(folded, exact)``: ``text`` lower-cased and ASCII-folded, and whether the folding is
+    known exact. ASCII text folds exactly (lower-casing only); for other text the Unicode
+    decomposition without its combining marks stands in for the writer's folding table,
+    which differs for some characters (``exact`` False: then only trigrams of original ASCII
+    characters are certain, see :func:`trigrams`)."""
+    lower = text.lower()
+    if lower.isascii():
+        return lower, True
+    decomposed = unicodedata.normalize("NFKD", lower)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)), False
+
+
+def trigrams(text: str) -> tuple[set[str], bool]:
+    """``(trigrams, exact)``: the trigrams a writer lists ``text`` under. When ``exact`` is
+    False (non-ASCII text) the set holds only the trigrams certain under any folding: the
+    windows of three ASCII letters or digits that were adjacent in the original text."""
+    folded, exact = fold(text)
+    if exact:
+        return _windows(folded), True
+    return _windows_ascii_runs(text.lower()), False
+
+
+def _windows(s: str) -> set[str]:
+    return {s[i:i + 3] for i in range(len(s) - 2)
+            if all(c in _ALPHABET for c in s[i:i + 3])}
+
+
+def _windows_ascii_runs(s: str) -> set[str]:
+    # a non-ASCII character may fold to ASCII letters, so only windows of three original
+    # ASCII characters are certain; they stay adjacent after folding
+    return _windows(s)
