@@ -167,3 +167,126 @@ def read(files, index):
     raise UnsupportedIndex(f"INVERTED index {index.name!r} has files {sorted(names)}: no "
                            "known layout (metadata.lance + part_N_*, or tokens/invert/docs)",
                            kind=KIND)
+
+
+# ---- holding the documents against the data ----
+
+#: The English stop words the writers remove when ``remove_stop_words`` is set (tantivy's
+#: list for English, the same as Lucene's English analyzer).
+ENGLISH_STOP_WORDS = frozenset((
+    "a an and are as at be but by for if in into is it no not of on or such that the their "
+    "then there these they this to was will with").split())
+_TOKEN_CHARS = ("Lu", "Ll", "Lt", "Lm", "Lo", "Nd")
+
+
+def split_simple(text: str) -> list[str] | None:
+    """Tokens of the ``simple`` base tokenizer (maximal runs of alphanumeric characters), or
+    None when ``text`` holds a character whose class may differ between Python's and the
+    writer's notion of alphanumeric (then the text is not judged)."""
+    import unicodedata
+
+    for c in text:
+        if not c.isascii() and not c.isspace() and unicodedata.category(c) not in _TOKEN_CHARS:
+            if c.isalnum() or unicodedata.category(c).startswith(("M", "N")):
+                return None
+    return re.findall(r"[^\W_]+", text)
+
+
+def split_whitespace(text: str) -> list[str]:
+    """Tokens of the ``whitespace`` base tokenizer (split on ASCII whitespace)."""
+    return [t for t in re.split(r"[ \t\n\x0c\r]+", text) if t]
+
+
+def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
+    """``(least, most)`` tokens the writer can count for ``text`` under ``params`` (the
+    settings recorded in the index metadata), or None when they cannot be bounded here.
+    Without stemming the count is exact; with it, a token whose stem might be a stop word
+    (one starting like a stop word) is counted in ``most`` only."""
+    if params is None:
+        return None
+    base = params.get("base_tokenizer") or "simple"
+    if params.get("lance_tokenizer") not in (None, "text") or base not in ("simple", "whitespace"):
+        return None
+    if params.get("custom_stop_words") or params.get("split_identifiers") or \
+            params.get("split_on_numerics") or params.get("preserve_original"):
+        return None
+    tokens = split_simple(text) if base == "simple" else split_whitespace(text)
+    if tokens is None:
+        return None
+    limit = params.get("max_token_length")
+    if limit:
+        tokens = [t for t in tokens if len(t.encode("utf-8")) < int(limit)]
+    if params.get("lower_case", True):
+        tokens = [t.lower() for t in tokens]
+    if not params.get("remove_stop_words", False):
+        return len(tokens), len(tokens)
+    if (params.get("language") or "English").strip('"') != "English" or \
+            not params.get("lower_case", True):
+        return None
+    kept = [t for t in tokens if t not in ENGLISH_STOP_WORDS]
+    if not params.get("stem", False):
+        return len(kept), len(kept)
+    prefixes = {w[:-1] for w in ENGLISH_STOP_WORDS if len(w) > 1}
+    unsure = [t for t in kept if any(t.startswith(p) for p in prefixes) and len(t) <= 8]
+    return len(kept) - len(unsure), len(kept)
+
+
+def check(content, rows):
+    """Yield ``(what, message, row_id, value)`` for each way the documents disagree with the
+    rows they cover: ``"undocumented"`` (a row with tokens that is not a document: a search
+    through the index never finds it), ``"miscounted"`` (a document whose token count is
+    outside what its text gives under the recorded settings), ``"null"`` (a null row listed),
+    ``"outside"`` (a document of a fragment the index does not cover that the version still
+    has), ``"postings"`` (postings that disagree with the documents)."""
+    docs = content.entries
+    params = content.extra.get("params")
+    doc_ids = docs.column("row_id").to_numpy().astype(np.uint64)
+    counts = docs.column("num_tokens").to_numpy().astype(np.int64)
+    order = np.argsort(doc_ids, kind="stable")
+    sorted_docs = doc_ids[order]
+    p = np.clip(np.searchsorted(sorted_docs, rows.row_ids), 0, max(len(sorted_docs) - 1, 0))
+    found = (sorted_docs[p] == rows.row_ids) if len(sorted_docs) else \
+        np.zeros(len(rows.row_ids), bool)
+    texts = rows.values.to_pylist()
+    for i, text in enumerate(texts):
+        rid = int(rows.row_ids[i])
+        if text is None:
+            if found[i] and counts[order[p[i]]] > 0:
+                yield ("null", f"row {rid} is null but is a document with "
+                       f"{int(counts[order[p[i]]])} tokens", rid, None)
+            continue
+        bounds = count_bounds(text, params) if params is not None else None
+        if not found[i]:
+            if bounds is not None and bounds[0] > 0:
+                yield ("undocumented", f"row {rid} holds {text!r} ({bounds[0]} tokens or more) "
+                       "but is not a document of the index", rid, text)
+            continue
+        n = int(counts[order[p[i]]])
+        if bounds is not None and not bounds[0] <= n <= bounds[1]:
+            want = bounds[0] if bounds[0] == bounds[1] else f"{bounds[0]}..{bounds[1]}"
+            yield ("miscounted", f"row {rid} holds {text!r} ({want} tokens) but its document "
+                   f"counts {n}", rid, text)
+    covered = np.isin(doc_ids, rows.row_ids)
+    frag = rows.fragment_of_row_id(doc_ids[~covered])
+    for r in np.unique(doc_ids[~covered][frag >= 0])[:1000]:
+        yield ("outside", f"document {int(r)} lies in a fragment the index does not cover "
+               f"(fragment_bitmap {rows.covered_fragments.tolist()})", int(r), None)
+    if len(np.unique(doc_ids)) != len(doc_ids):
+        yield ("postings", f"{len(doc_ids) - len(np.unique(doc_ids))} row ids are documents "
+               "more than once", None, None)
+    postings = content.extra.get("postings")
+    if postings is not None and postings.num_rows:
+        prow = postings.column("row_id").to_numpy().astype(np.uint64)
+        freq = postings.column("frequency").to_numpy().astype(np.float64)
+        stray = ~np.isin(prow, doc_ids)
+        if stray.any():
+            yield ("postings", f"{int(stray.sum())} postings name rows that are not documents "
+                   f"(first: row {int(prow[stray][0])})", int(prow[stray][0]), None)
+        uniq, inv = np.unique(prow, return_inverse=True)
+        sums = np.bincount(inv, weights=freq)
+        by_doc = dict(zip(doc_ids.tolist(), counts.tolist()))
+        for r, s in zip(uniq.tolist(), sums.tolist()):
+            if r in by_doc and int(round(s)) != by_doc[r]:
+                yield ("postings", f"row {r}: its postings' frequencies sum to {int(round(s))}, "
+                       f"its document counts {by_doc[r]} tokens", r, None)
+                break

@@ -151,3 +151,68 @@ def _windows_ascii_runs(s: str) -> set[str]:
     # a non-ASCII character may fold to ASCII letters, so only windows of three original
     # ASCII characters are certain; they stay adjacent after folding
     return _windows(s)
+
+
+# ---- holding the postings against the data ----
+
+def expected_postings(rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(position, token, exact_row)``: for each covered row (by position in ``rows``), the
+    tokens it must be listed under (null rows: the null token), and per row whether that
+    set is exact (ASCII or null text) or only certain (non-ASCII text)."""
+    pos_out, tok_out = [], []
+    exact = np.ones(len(rows.values), dtype=bool)
+    for i, text in enumerate(rows.values.to_pylist()):
+        if text is None:
+            pos_out.append(i)
+            tok_out.append(NULL_TOKEN)
+            continue
+        grams, ok = trigrams(text)
+        exact[i] = ok
+        for g in grams:
+            pos_out.append(i)
+            tok_out.append(token_of(g))
+    return (np.asarray(pos_out, dtype=np.uint64), np.asarray(tok_out, dtype=np.uint64), exact)
+
+
+def check(content, rows):
+    """Yield ``(what, message, row_id, value)`` for each way the postings disagree with the
+    rows they cover: ``"missing"`` (a row not listed under a trigram its text holds: a
+    ``contains`` query through the index loses it), ``"extra"`` (a row of ASCII text listed
+    under a trigram it lacks, or a null row not under the null token: answers stay right
+    after the recheck), ``"outside"`` (a row of a fragment the index does not cover that the
+    version still has)."""
+    entries = content.entries
+    order = np.argsort(rows.row_ids, kind="stable")
+    sorted_ids = rows.row_ids[order]
+    idx_rows = entries.column("row_id").to_numpy().astype(np.uint64)
+    idx_tok = entries.column("token").to_numpy().astype(np.uint64)
+    p = np.clip(np.searchsorted(sorted_ids, idx_rows), 0, max(len(sorted_ids) - 1, 0))
+    covered = (sorted_ids[p] == idx_rows) if len(sorted_ids) else np.zeros(len(idx_rows), bool)
+    idx_pos = order[p].astype(np.uint64)
+    have = np.unique((idx_pos[covered] << np.uint64(16)) | idx_tok[covered])
+    pos, tok, exact = expected_postings(rows)
+    want = (pos << np.uint64(16)) | tok
+    missing = ~np.isin(want, have)
+    values = rows.values
+    for k in np.flatnonzero(missing & (tok != NULL_TOKEN)):
+        i = int(pos[k])
+        yield ("missing", f"row {int(rows.row_ids[i])} holds {values[i].as_py()!r} but is not "
+               f"listed under its trigram {trigram_of(int(tok[k]))!r}",
+               int(rows.row_ids[i]), values[i].as_py())
+    for k in np.flatnonzero(missing & (tok == NULL_TOKEN)):
+        i = int(pos[k])
+        yield ("extra", f"null row {int(rows.row_ids[i])} is not listed under the null token",
+               int(rows.row_ids[i]), None)
+    extra = ~np.isin(have, want)
+    for key in have[extra]:
+        i, t = int(key >> np.uint64(16)), int(key & np.uint64(0xFFFF))
+        if not exact[i]:
+            continue  # non-ASCII text: the writer's folding may make the trigram
+        what = "the null token" if t == NULL_TOKEN else f"trigram {trigram_of(t) or t!r}"
+        yield ("extra", f"row {int(rows.row_ids[i])} holds {values[i].as_py()!r} but is listed "
+               f"under {what}", int(rows.row_ids[i]), values[i].as_py())
+    frag = rows.fragment_of_row_id(idx_rows[~covered])
+    live_outside = np.unique(idx_rows[~covered][(frag >= 0)])
+    for r in live_outside[:1000]:
+        yield ("outside", f"row {int(r)} is listed but lies in a fragment the index does not "
+               f"cover (fragment_bitmap {rows.covered_fragments.tolist()})", int(r), None)

@@ -22,6 +22,7 @@ a zone must bound every row of its address range (the rows it answers for).
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 
 from reference_impl.errors import FormatError, UnsupportedIndex
@@ -66,3 +67,79 @@ def read(files, index):
     return IndexContent(kind=KIND, version=VERSION, entries=table, summary=summary,
                         extra={"rows_per_zone": rows_per_zone, "value_type": str(
                             table.schema.field("min").type)})
+
+
+# ---- holding the zones against the data ----
+
+def zone_of(entries: pa.Table, addresses: np.ndarray) -> np.ndarray:
+    """For each row address, the position in ``entries`` of the zone whose range holds it
+    (-1: none)."""
+    frag = entries.column("fragment_id").to_numpy().astype(np.uint64)
+    start = entries.column("zone_start").to_numpy().astype(np.uint64)
+    length = entries.column("zone_length").to_numpy().astype(np.uint64)
+    key = (frag << np.uint64(32)) + start
+    order = np.argsort(key, kind="stable")
+    pos = np.searchsorted(key[order], addresses, side="right") - 1
+    zone = np.where(pos >= 0, order[np.clip(pos, 0, None)], -1) if len(key) else \
+        np.full(len(addresses), -1)
+    ok = zone >= 0
+    z = np.clip(zone, 0, None)
+    if len(key):
+        ok &= (frag[z] == addresses >> np.uint64(32))
+        ok &= (addresses & np.uint64(0xFFFFFFFF)) < start[z] + length[z]
+    return np.where(ok, zone, -1)
+
+
+def check(content, rows):
+    """Yield ``(what, message, row_id, value)`` for each way the zones disagree with the
+    rows they cover: ``"unzoned"`` (a live row in no zone), ``"unbounded"`` (a row whose
+    value its zone's statistics exclude), ``"outside"`` (a zone on a fragment the index does
+    not cover that the version still has)."""
+    import pyarrow.compute as pc
+
+    entries = content.entries
+    zone = zone_of(entries, rows.addresses)
+    for i in np.flatnonzero(zone < 0):
+        yield ("unzoned", f"row address {int(rows.addresses[i])} is in no zone",
+               int(rows.row_ids[i]), rows.values[int(i)].as_py())
+    has = zone >= 0
+    idx = pa.array(np.clip(zone, 0, None))
+    values = rows.values
+    lo, hi = entries.column("min").take(idx), entries.column("max").take(idx)
+    nulls = entries.column("null_count").take(idx).to_numpy(zero_copy_only=False)
+    nans = entries.column("nan_count").take(idx).to_numpy(zero_copy_only=False)
+    is_null = values.is_null().to_numpy(zero_copy_only=False)
+    is_nan = (pc.is_nan(values).fill_null(False).to_numpy(zero_copy_only=False)
+              if pa.types.is_floating(values.type) else np.zeros(len(values), bool))
+    try:
+        below = pc.less(values, lo.cast(values.type)).fill_null(False).to_numpy(zero_copy_only=False)
+        above = pc.greater(values, hi.cast(values.type)).fill_null(False).to_numpy(zero_copy_only=False)
+        no_stats = (lo.is_null().to_numpy(zero_copy_only=False)
+                    | hi.is_null().to_numpy(zero_copy_only=False))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return  # a value type without an order here: the zones cannot be compared
+    bad = has & np.where(is_null, nulls == 0,
+                         np.where(is_nan, (nans == 0) & ~pc.is_nan(hi.cast(pa.float64()))
+                                  .fill_null(False).to_numpy(zero_copy_only=False)
+                                  if pa.types.is_floating(values.type) else True,
+                                  below | above | no_stats))
+    for i in np.flatnonzero(bad):
+        z = int(zone[i])
+        yield ("unbounded", f"row {int(rows.row_ids[i])} (address {int(rows.addresses[i])}) "
+               f"holds {values[int(i)].as_py()!r}, outside zone {z} (fragment "
+               f"{entries.column('fragment_id')[z].as_py()}, rows "
+               f"{entries.column('zone_start')[z].as_py()}+"
+               f"{entries.column('zone_length')[z].as_py()}: min {lo[int(i)].as_py()!r}, max "
+               f"{hi[int(i)].as_py()!r}, nulls {int(nulls[i])})", int(rows.row_ids[i]),
+               values[int(i)].as_py())
+    yield from outside_zones(entries, rows)
+
+
+def outside_zones(entries: pa.Table, rows):
+    """Zones on a fragment the index does not cover but the version has."""
+    live = set((rows.all_addresses >> np.uint64(32)).tolist())
+    covered = set(rows.covered_fragments.tolist())
+    for z, f in enumerate(entries.column("fragment_id").to_pylist()):
+        if f not in covered and f in live:
+            yield ("outside", f"zone {z} lies in fragment {f}, which the index does not cover "
+                   f"(fragment_bitmap {sorted(covered)})", None, None)
