@@ -217,6 +217,7 @@ AREA_MODULES: list[str] = [
     "file", "encoding", "blob",
     "namespace",
     "datafile_fields",
+    "index_text",
 ]
 
 _loaded = False

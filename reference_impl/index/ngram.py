@@ -211,6 +211,8 @@ def check(content, rows):
         what = "the null token" if t == NULL_TOKEN else f"trigram {trigram_of(t) or t!r}"
         yield ("extra", f"row {int(rows.row_ids[i])} holds {values[i].as_py()!r} but is listed "
                f"under {what}", int(rows.row_ids[i]), values[i].as_py())
+    if rows.stable_row_ids:
+        return  # an updated row keeps its id in a new fragment: the old entry is a deleted row
     frag = rows.fragment_of_row_id(idx_rows[~covered])
     live_outside = np.unique(idx_rows[~covered][(frag >= 0)])
     for r in live_outside[:1000]:
