@@ -215,10 +215,10 @@ AREA_MODULES: list[str] = [
     "stats", "file_v2_0",
     "index", "mem_wal",
     "index_content",
+    "index_text",
     "file", "encoding", "blob",
     "namespace",
     "datafile_fields",
-    "index_text",
 ]
 
 _loaded = False

@@ -133,43 +133,45 @@ def value_hashes(array: pa.Array):
 
 # ---- holding the filters against the data ----
 
-def check(content, rows):
-    """Yield ``(what, message, row_id, value)`` for each way the filters disagree with the
-    rows they cover: ``"unzoned"`` (a live row in no zone), ``"false_negative"`` (a value its
-    zone's filter does not hold, or a null in a zone without ``has_null``), ``"outside"`` (a
-    zone on a fragment the index does not cover that the version still has). Yields
-    ``("unchecked", ...)`` once when the column's type has no known hashing."""
-    from reference_impl.index.zonemap import outside_zones, zone_of
+RULE_FILTER = "INDEX-121"
+
+
+def check(content, index, data):
+    """Yield a :class:`Disagreement` for each way the filters disagree with the rows they
+    cover: a live row in no zone, a value its zone's filter does not hold, a null in a zone
+    without ``has_null`` (INDEX-121: a filter through the index loses the row), and a zone
+    on a fragment the index does not cover (INDEX-124)."""
+    from reference_impl.index import Disagreement
+    from reference_impl.index.zonemap import addresses_of, outside_zones, zone_of
 
     entries = content.entries
-    zone = zone_of(entries, rows.addresses)
-    for i in np.flatnonzero(zone < 0):
-        yield ("unzoned", f"row address {int(rows.addresses[i])} is in no zone",
-               int(rows.row_ids[i]), rows.values[int(i)].as_py())
-    hashed = value_hashes(rows.values)
+    addresses = addresses_of(data, "BLOOMFILTER")
+    hashed = value_hashes(data.values)
     if hashed is None:
-        yield ("unchecked", f"values of type {rows.values.type} are not hashed here: the "
-               "filters were not checked", None, None)
-        hashes, valid = None, rows.values.is_valid().to_numpy(zero_copy_only=False)
-    else:
-        hashes, valid = hashed
+        raise UnsupportedIndex(f"BLOOMFILTER values of type {data.values.type} are not hashed "
+                               "here: the filters are not held against the data", kind=KIND)
+    hashes, valid = hashed
+    zone = zone_of(entries, addresses)
+    for i in np.flatnonzero(zone < 0):
+        yield Disagreement(RULE_FILTER, f"BLOOMFILTER index {index.name!r}: row "
+                           f"{int(addresses[i])} (value {data.values[int(i)].as_py()!r}) is in "
+                           "no zone", int(addresses[i]), None)
     has_null = entries.column("has_null").to_numpy(zero_copy_only=False)
     filters = entries.column("bloom_filter_data").to_pylist()
     for z in np.unique(zone[zone >= 0]):
         here = zone == z
         miss = np.zeros(len(zone), bool)
-        if hashes is not None:
-            sel = here & valid
-            ok = may_contain(filters[z], hashes[sel])
-            miss[np.flatnonzero(sel)[~ok]] = True
+        sel = here & valid
+        miss[np.flatnonzero(sel)[~may_contain(filters[z], hashes[sel])]] = True
         if not has_null[z]:
             miss |= here & ~valid
         for i in np.flatnonzero(miss):
-            v = rows.values[int(i)].as_py()
-            yield ("false_negative", f"row {int(rows.row_ids[i])} (address "
-                   f"{int(rows.addresses[i])}) holds {v!r}, which the filter of zone {int(z)} "
-                   f"(fragment {entries.column('fragment_id')[int(z)].as_py()}, rows "
-                   f"{entries.column('zone_start')[int(z)].as_py()}+"
-                   f"{entries.column('zone_length')[int(z)].as_py()}) does not hold",
-                   int(rows.row_ids[i]), v)
-    yield from outside_zones(entries, rows)
+            v = data.values[int(i)].as_py()
+            yield Disagreement(
+                RULE_FILTER, f"BLOOMFILTER index {index.name!r}: row {int(addresses[i])} "
+                f"holds {v!r}, which the filter of zone {int(z)} (fragment "
+                f"{entries.column('fragment_id')[int(z)].as_py()}, rows "
+                f"{entries.column('zone_start')[int(z)].as_py()}+"
+                f"{entries.column('zone_length')[int(z)].as_py()}) does not hold",
+                int(addresses[i]), v, {"zone": int(z)})
+    yield from outside_zones(entries, index, data, "BLOOMFILTER")

@@ -231,64 +231,72 @@ def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
     return len(kept) - len(unsure), len(kept)
 
 
-def check(content, rows):
-    """Yield ``(what, message, row_id, value)`` for each way the documents disagree with the
-    rows they cover: ``"undocumented"`` (a row with tokens that is not a document: a search
-    through the index never finds it), ``"miscounted"`` (a document whose token count is
-    outside what its text gives under the recorded settings), ``"null"`` (a null row listed),
-    ``"outside"`` (a document of a fragment the index does not cover that the version still
-    has), ``"postings"`` (postings that disagree with the documents)."""
+RULE_DOCUMENTS = "INDEX-125"
+RULE_CONSISTENT = "INDEX-127"
+RULE_OUTSIDE = "INDEX-103"
+
+
+def check(content, index, data):
+    """Yield a :class:`Disagreement` for each way the documents disagree with the rows they
+    cover (INDEX-125): a row with tokens that is not a document (a search through the index
+    never finds it), a document whose token count is outside what its text gives under the
+    recorded settings, a null row listed with tokens; a document outside the covered
+    fragments (INDEX-103); postings that disagree with the documents (INDEX-127)."""
+    from reference_impl.index import Disagreement
+
+    name = index.name
     docs = content.entries
     params = content.extra.get("params")
     doc_ids = docs.column("row_id").to_numpy().astype(np.uint64)
     counts = docs.column("num_tokens").to_numpy().astype(np.int64)
-    order = np.argsort(doc_ids, kind="stable")
-    sorted_docs = doc_ids[order]
-    p = np.clip(np.searchsorted(sorted_docs, rows.row_ids), 0, max(len(sorted_docs) - 1, 0))
-    found = (sorted_docs[p] == rows.row_ids) if len(sorted_docs) else \
-        np.zeros(len(rows.row_ids), bool)
-    texts = rows.values.to_pylist()
-    for i, text in enumerate(texts):
-        rid = int(rows.row_ids[i])
+    state = data.classify(doc_ids)
+    live = state == data.LIVE
+    count_at = np.full(len(data.row_ids), -1, np.int64)
+    count_at[data.positions(doc_ids[live])] = counts[live]
+    for i, text in enumerate(data.values.to_pylist()):
+        rid, n = int(data.row_ids[i]), int(count_at[i])
         if text is None:
-            if found[i] and counts[order[p[i]]] > 0:
-                yield ("null", f"row {rid} is null but is a document with "
-                       f"{int(counts[order[p[i]]])} tokens", rid, None)
+            if n > 0:
+                yield Disagreement(RULE_DOCUMENTS, f"INVERTED index {name!r}: row {rid} is "
+                                   f"null but is a document of {n} tokens", rid, None)
             continue
-        bounds = count_bounds(text, params) if params is not None else None
-        if not found[i]:
-            if bounds is not None and bounds[0] > 0:
-                yield ("undocumented", f"row {rid} holds {text!r} ({bounds[0]} tokens or more) "
-                       "but is not a document of the index", rid, text)
+        bounds = count_bounds(text, params)
+        if bounds is None:
             continue
-        n = int(counts[order[p[i]]])
-        if bounds is not None and not bounds[0] <= n <= bounds[1]:
+        if n < 0:
+            if bounds[0] > 0:
+                yield Disagreement(RULE_DOCUMENTS, f"INVERTED index {name!r}: row {rid} holds "
+                                   f"{text!r} ({bounds[0]} tokens or more) but is not a "
+                                   "document of the index", rid, text)
+        elif not bounds[0] <= n <= bounds[1]:
             want = bounds[0] if bounds[0] == bounds[1] else f"{bounds[0]}..{bounds[1]}"
-            yield ("miscounted", f"row {rid} holds {text!r} ({want} tokens) but its document "
-                   f"counts {n}", rid, text)
-    covered = np.isin(doc_ids, rows.row_ids)
-    if rows.stable_row_ids:
-        return  # an updated row keeps its id in a new fragment: the old entry is a deleted row
-    frag = rows.fragment_of_row_id(doc_ids[~covered])
-    for r in np.unique(doc_ids[~covered][frag >= 0])[:1000]:
-        yield ("outside", f"document {int(r)} lies in a fragment the index does not cover "
-               f"(fragment_bitmap {rows.covered_fragments.tolist()})", int(r), None)
-    if len(np.unique(doc_ids)) != len(doc_ids):
-        yield ("postings", f"{len(doc_ids) - len(np.unique(doc_ids))} row ids are documents "
-               "more than once", None, None)
+            yield Disagreement(RULE_DOCUMENTS, f"INVERTED index {name!r}: row {rid} holds "
+                               f"{text!r} ({want} tokens) but its document counts {n}", rid,
+                               text, {"num_tokens": n})
+    # under stable row ids an updated row keeps its id in a new fragment: the entry of its
+    # old value is a deleted row's (pylance drops it), not a row outside the index
+    outside = (state == data.OUTSIDE) & (not data.stable_row_ids)
+    for r in np.unique(doc_ids[outside]):
+        yield Disagreement(RULE_OUTSIDE, f"INVERTED index {name!r}: document {int(r)} is no "
+                           "row of the fragments the index covers", int(r), None)
+    uniq = np.unique(doc_ids)
+    if len(uniq) != len(doc_ids):
+        yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: "
+                           f"{len(doc_ids) - len(uniq)} rows are documents more than once")
     postings = content.extra.get("postings")
-    if postings is not None and postings.num_rows:
-        prow = postings.column("row_id").to_numpy().astype(np.uint64)
-        freq = postings.column("frequency").to_numpy().astype(np.float64)
-        stray = ~np.isin(prow, doc_ids)
-        if stray.any():
-            yield ("postings", f"{int(stray.sum())} postings name rows that are not documents "
-                   f"(first: row {int(prow[stray][0])})", int(prow[stray][0]), None)
-        uniq, inv = np.unique(prow, return_inverse=True)
-        sums = np.bincount(inv, weights=freq)
-        by_doc = dict(zip(doc_ids.tolist(), counts.tolist()))
-        for r, s in zip(uniq.tolist(), sums.tolist()):
-            if r in by_doc and int(round(s)) != by_doc[r]:
-                yield ("postings", f"row {r}: its postings' frequencies sum to {int(round(s))}, "
-                       f"its document counts {by_doc[r]} tokens", r, None)
-                break
+    if postings is None or not postings.num_rows:
+        return
+    prow = postings.column("row_id").to_numpy().astype(np.uint64)
+    freq = postings.column("frequency").to_numpy().astype(np.float64)
+    stray = ~np.isin(prow, doc_ids)
+    if stray.any():
+        yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: {int(stray.sum())} "
+                           "postings name rows that are not documents", int(prow[stray][0]))
+    rows, inv = np.unique(prow, return_inverse=True)
+    sums = np.rint(np.bincount(inv, weights=freq)).astype(np.int64)
+    by_doc = dict(zip(doc_ids.tolist(), counts.tolist()))
+    for r, s in zip(rows.tolist(), sums.tolist()):
+        if r in by_doc and s != by_doc[r]:
+            yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: row {r}: its "
+                               f"postings' frequencies sum to {s}, its document counts "
+                               f"{by_doc[r]} tokens", r)

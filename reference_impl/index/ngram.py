@@ -155,13 +155,18 @@ def _windows_ascii_runs(s: str) -> set[str]:
 
 # ---- holding the postings against the data ----
 
-def expected_postings(rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(position, token, exact_row)``: for each covered row (by position in ``rows``), the
-    tokens it must be listed under (null rows: the null token), and per row whether that
-    set is exact (ASCII or null text) or only certain (non-ASCII text)."""
+RULE_COMPLETE = "INDEX-122"
+RULE_EXACT = "INDEX-123"
+RULE_OUTSIDE = "INDEX-103"
+
+
+def expected_postings(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(position, token, exact)``: for each row (by position in ``values``) the tokens it
+    must be listed under (null rows: the null token), and per row whether that set is exact
+    (ASCII or null text) or only certain (non-ASCII text)."""
     pos_out, tok_out = [], []
-    exact = np.ones(len(rows.values), dtype=bool)
-    for i, text in enumerate(rows.values.to_pylist()):
+    exact = np.ones(len(values), dtype=bool)
+    for i, text in enumerate(values.to_pylist()):
         if text is None:
             pos_out.append(i)
             tok_out.append(NULL_TOKEN)
@@ -174,47 +179,48 @@ def expected_postings(rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return (np.asarray(pos_out, dtype=np.uint64), np.asarray(tok_out, dtype=np.uint64), exact)
 
 
-def check(content, rows):
-    """Yield ``(what, message, row_id, value)`` for each way the postings disagree with the
-    rows they cover: ``"missing"`` (a row not listed under a trigram its text holds: a
-    ``contains`` query through the index loses it), ``"extra"`` (a row of ASCII text listed
-    under a trigram it lacks, or a null row not under the null token: answers stay right
-    after the recheck), ``"outside"`` (a row of a fragment the index does not cover that the
-    version still has)."""
+def check(content, index, data):
+    """Yield a :class:`Disagreement` for each way the postings disagree with the rows they
+    cover: a row not listed under a trigram its text holds (INDEX-122: ``contains`` through
+    the index loses it), a row of ASCII text listed under a trigram it lacks or a null row
+    not under the null token (INDEX-123: answers stay right after the recheck), a row of a
+    fragment the index does not cover (INDEX-103)."""
+    from reference_impl.index import Disagreement
+
     entries = content.entries
-    order = np.argsort(rows.row_ids, kind="stable")
-    sorted_ids = rows.row_ids[order]
+    name = index.name
     idx_rows = entries.column("row_id").to_numpy().astype(np.uint64)
     idx_tok = entries.column("token").to_numpy().astype(np.uint64)
-    p = np.clip(np.searchsorted(sorted_ids, idx_rows), 0, max(len(sorted_ids) - 1, 0))
-    covered = (sorted_ids[p] == idx_rows) if len(sorted_ids) else np.zeros(len(idx_rows), bool)
-    idx_pos = order[p].astype(np.uint64)
-    have = np.unique((idx_pos[covered] << np.uint64(16)) | idx_tok[covered])
-    pos, tok, exact = expected_postings(rows)
+    state = data.classify(idx_rows)
+    live = state == data.LIVE
+    have = np.unique((data.positions(idx_rows[live]).astype(np.uint64) << np.uint64(16))
+                     | idx_tok[live])
+    pos, tok, exact = expected_postings(data.values)
     want = (pos << np.uint64(16)) | tok
     missing = ~np.isin(want, have)
-    values = rows.values
-    for k in np.flatnonzero(missing & (tok != NULL_TOKEN)):
+    values, rows = data.values, data.row_ids
+    for k in np.flatnonzero(missing):
         i = int(pos[k])
-        yield ("missing", f"row {int(rows.row_ids[i])} holds {values[i].as_py()!r} but is not "
-               f"listed under its trigram {trigram_of(int(tok[k]))!r}",
-               int(rows.row_ids[i]), values[i].as_py())
-    for k in np.flatnonzero(missing & (tok == NULL_TOKEN)):
-        i = int(pos[k])
-        yield ("extra", f"null row {int(rows.row_ids[i])} is not listed under the null token",
-               int(rows.row_ids[i]), None)
-    extra = ~np.isin(have, want)
-    for key in have[extra]:
+        if tok[k] == NULL_TOKEN:
+            yield Disagreement(RULE_EXACT, f"NGRAM index {name!r}: null row {int(rows[i])} is "
+                               "not listed under the null token", int(rows[i]), None)
+        else:
+            gram = trigram_of(int(tok[k]))
+            yield Disagreement(RULE_COMPLETE, f"NGRAM index {name!r}: row {int(rows[i])} "
+                               f"holds {values[i].as_py()!r} but is not listed under its "
+                               f"trigram {gram!r}", int(rows[i]), values[i].as_py(),
+                               {"ngram": gram})
+    for key in have[~np.isin(have, want)]:
         i, t = int(key >> np.uint64(16)), int(key & np.uint64(0xFFFF))
         if not exact[i]:
             continue  # non-ASCII text: the writer's folding may make the trigram
         what = "the null token" if t == NULL_TOKEN else f"trigram {trigram_of(t) or t!r}"
-        yield ("extra", f"row {int(rows.row_ids[i])} holds {values[i].as_py()!r} but is listed "
-               f"under {what}", int(rows.row_ids[i]), values[i].as_py())
-    if rows.stable_row_ids:
-        return  # an updated row keeps its id in a new fragment: the old entry is a deleted row
-    frag = rows.fragment_of_row_id(idx_rows[~covered])
-    live_outside = np.unique(idx_rows[~covered][(frag >= 0)])
-    for r in live_outside[:1000]:
-        yield ("outside", f"row {int(r)} is listed but lies in a fragment the index does not "
-               f"cover (fragment_bitmap {rows.covered_fragments.tolist()})", int(r), None)
+        yield Disagreement(RULE_EXACT, f"NGRAM index {name!r}: row {int(rows[i])} holds "
+                           f"{values[i].as_py()!r} but is listed under {what}", int(rows[i]),
+                           values[i].as_py(), {"ngram": trigram_of(t)})
+    # under stable row ids an updated row keeps its id in a new fragment: the entry of its
+    # old value is a deleted row's (pylance drops it), not a row outside the index
+    outside = (state == data.OUTSIDE) & (not data.stable_row_ids)
+    for r in np.unique(idx_rows[outside]):
+        yield Disagreement(RULE_OUTSIDE, f"NGRAM index {name!r}: row {int(r)} is listed but "
+                           "is no row of the fragments the index covers", int(r), None)

@@ -90,56 +90,77 @@ def zone_of(entries: pa.Table, addresses: np.ndarray) -> np.ndarray:
     return np.where(ok, zone, -1)
 
 
-def check(content, rows):
-    """Yield ``(what, message, row_id, value)`` for each way the zones disagree with the
-    rows they cover: ``"unzoned"`` (a live row in no zone), ``"unbounded"`` (a row whose
-    value its zone's statistics exclude), ``"outside"`` (a zone on a fragment the index does
-    not cover that the version still has)."""
+RULE_BOUNDS = "INDEX-120"
+RULE_OUTSIDE = "INDEX-124"
+
+
+def addresses_of(data, kind: str) -> np.ndarray:
+    """The row addresses of ``data``'s rows (zone indexes answer with addresses); refused
+    under stable row ids, where ``IndexedData`` carries the stable ids only."""
+    if data.stable_row_ids:
+        raise UnsupportedIndex(f"{kind} zones are row-address ranges; under stable row ids "
+                               "the rows' addresses are not at hand here, so the zones are "
+                               "not held against the data", kind=kind.lower())
+    return np.asarray(data.row_ids, np.uint64)
+
+
+def check(content, index, data):
+    """Yield a :class:`Disagreement` for each way the zones disagree with the rows they
+    cover: a live row in no zone, or whose value its zone's statistics exclude (INDEX-120:
+    a filter through the index loses it), and a zone on a fragment the index does not cover
+    (INDEX-124)."""
     import pyarrow.compute as pc
 
+    from reference_impl.index import Disagreement
+
     entries = content.entries
-    zone = zone_of(entries, rows.addresses)
+    addresses = addresses_of(data, "ZONEMAP")
+    zone = zone_of(entries, addresses)
+    values = data.values
     for i in np.flatnonzero(zone < 0):
-        yield ("unzoned", f"row address {int(rows.addresses[i])} is in no zone",
-               int(rows.row_ids[i]), rows.values[int(i)].as_py())
-    has = zone >= 0
+        yield Disagreement(RULE_BOUNDS, f"ZONEMAP index {index.name!r}: row "
+                           f"{int(addresses[i])} (value {values[int(i)].as_py()!r}) is in no "
+                           "zone", int(addresses[i]), None)
     idx = pa.array(np.clip(zone, 0, None))
-    values = rows.values
     lo, hi = entries.column("min").take(idx), entries.column("max").take(idx)
     nulls = entries.column("null_count").take(idx).to_numpy(zero_copy_only=False)
     nans = entries.column("nan_count").take(idx).to_numpy(zero_copy_only=False)
     is_null = values.is_null().to_numpy(zero_copy_only=False)
-    is_nan = (pc.is_nan(values).fill_null(False).to_numpy(zero_copy_only=False)
-              if pa.types.is_floating(values.type) else np.zeros(len(values), bool))
+    floating = pa.types.is_floating(values.type)
+    is_nan = (pc.is_nan(values).fill_null(False).to_numpy(zero_copy_only=False) if floating
+              else np.zeros(len(values), bool))
     try:
         below = pc.less(values, lo.cast(values.type)).fill_null(False).to_numpy(zero_copy_only=False)
         above = pc.greater(values, hi.cast(values.type)).fill_null(False).to_numpy(zero_copy_only=False)
-        no_stats = (lo.is_null().to_numpy(zero_copy_only=False)
-                    | hi.is_null().to_numpy(zero_copy_only=False))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return  # a value type without an order here: the zones cannot be compared
-    bad = has & np.where(is_null, nulls == 0,
-                         np.where(is_nan, (nans == 0) & ~pc.is_nan(hi.cast(pa.float64()))
-                                  .fill_null(False).to_numpy(zero_copy_only=False)
-                                  if pa.types.is_floating(values.type) else True,
-                                  below | above | no_stats))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise UnsupportedIndex(f"ZONEMAP values of type {values.type} are not compared here: "
+                               f"{exc}", kind=KIND) from None
+    no_stats = lo.is_null().to_numpy(zero_copy_only=False) | hi.is_null().to_numpy(zero_copy_only=False)
+    hi_nan = (pc.is_nan(hi.cast(pa.float64())).fill_null(False).to_numpy(zero_copy_only=False)
+              if floating else np.zeros(len(values), bool))
+    bad = (zone >= 0) & np.where(is_null, nulls == 0,
+                                 np.where(is_nan, (nans == 0) & ~hi_nan,
+                                          below | above | no_stats))
     for i in np.flatnonzero(bad):
         z = int(zone[i])
-        yield ("unbounded", f"row {int(rows.row_ids[i])} (address {int(rows.addresses[i])}) "
-               f"holds {values[int(i)].as_py()!r}, outside zone {z} (fragment "
-               f"{entries.column('fragment_id')[z].as_py()}, rows "
-               f"{entries.column('zone_start')[z].as_py()}+"
-               f"{entries.column('zone_length')[z].as_py()}: min {lo[int(i)].as_py()!r}, max "
-               f"{hi[int(i)].as_py()!r}, nulls {int(nulls[i])})", int(rows.row_ids[i]),
-               values[int(i)].as_py())
-    yield from outside_zones(entries, rows)
+        yield Disagreement(
+            RULE_BOUNDS, f"ZONEMAP index {index.name!r}: row {int(addresses[i])} holds "
+            f"{values[int(i)].as_py()!r}, outside zone {z} (fragment "
+            f"{entries.column('fragment_id')[z].as_py()}, rows "
+            f"{entries.column('zone_start')[z].as_py()}+{entries.column('zone_length')[z].as_py()}"
+            f": min {lo[int(i)].as_py()!r}, max {hi[int(i)].as_py()!r}, nulls {int(nulls[i])})",
+            int(addresses[i]), values[int(i)].as_py(), {"zone": z})
+    yield from outside_zones(entries, index, data, "ZONEMAP")
 
 
-def outside_zones(entries: pa.Table, rows):
-    """Zones on a fragment the index does not cover but the version has."""
-    live = set((rows.all_addresses >> np.uint64(32)).tolist())
-    covered = set(rows.covered_fragments.tolist())
+def outside_zones(entries: pa.Table, index, data, kind: str):
+    """A zone on a fragment outside the index's fragment bitmap (INDEX-124)."""
+    from reference_impl.index import Disagreement
+
+    named = set(np.asarray(data.fragment_ids).tolist()) | \
+        set(np.asarray(data.gone_fragment_ids).tolist())
     for z, f in enumerate(entries.column("fragment_id").to_pylist()):
-        if f not in covered and f in live:
-            yield ("outside", f"zone {z} lies in fragment {f}, which the index does not cover "
-                   f"(fragment_bitmap {sorted(covered)})", None, None)
+        if f not in named:
+            yield Disagreement(RULE_OUTSIDE, f"{kind} index {index.name!r}: zone {z} lies in "
+                               f"fragment {f}, which its fragment bitmap does not name",
+                               None, None, {"zone": z, "fragment": f})
