@@ -267,3 +267,99 @@ def test_zonemap_edited_with_the_reference_writer_is_an_error(tmp_path):
     assert scan == [5] and through == [], "the edited zone map still answers right"
     errs = _flagged(uri, "INDEX-120", "zm")
     assert any(f.location.get("row") == 5 for f in errs)
+
+
+def _rewrite_index_file(uri, uuid, name, edit):
+    """Read an index file, ``edit(table) -> table``, write it back with the reference writer
+    (dropping pylance's "null_bitmap" global buffer key) and tell the manifest its size."""
+    from reference_impl.file.reader import LanceFileReader
+    from reference_impl.file.writer import write_lance_file
+    from reference_impl.io.local import LocalStore
+
+    folder = os.path.join(uri, "_indices", uuid)
+    store = LocalStore(folder)
+    reader = LanceFileReader(store, name, size=store.size(name))
+    table = edit(reader.read_all())
+    meta = {k: v for k, v in (reader.schema.metadata or {}).items() if k != b"null_bitmap"}
+    write_lance_file(store, name, table.replace_schema_metadata(meta), version=reader.version)
+    _set_index_file_size(uri, name, os.path.getsize(os.path.join(folder, name)))
+
+
+@pytest.mark.interop
+def test_ngram_row_under_a_trigram_it_lacks_is_a_warning_and_changes_no_answer(tmp_path):
+    import lance
+    from pyroaring import BitMap64
+
+    uri = str(tmp_path / "t")
+    ds = lance.write_dataset(_rows(), uri)
+    ds.create_scalar_index("text", "NGRAM", name="ng")
+    uuid = lance.dataset(uri).list_indices()[0]["uuid"]
+    zeb = ngram.token_of("zeb")
+    row = next(i for i, t in enumerate(_rows()["text"].to_pylist())
+               if t and "zebra" not in t.lower() and t.isascii())
+
+    def edit(table):
+        lists = table.column("posting_list").to_pylist()
+        at = table.column("tokens").to_pylist().index(zeb)
+        bm = BitMap64.deserialize(lists[at])
+        bm.add(row)
+        lists[at] = bm.serialize()
+        return table.set_column(1, table.schema.field(1), pa.array(lists, pa.binary()))
+
+    _rewrite_index_file(uri, uuid, "ngram_postings.lance", edit)
+    through, scan = _answers(uri, "contains(text, 'zebra')")
+    assert through == scan  # the reader rechecks the rows the index gives
+    found = _text_findings(uri)
+    assert _errors(found) == []
+    warned = [f for f in found if f.rule == "INDEX-123"]
+    assert [f.location.get("row") for f in warned] == [row]
+    assert warned[0].location["index"] == "ng"
+
+
+@pytest.mark.interop
+def test_zone_on_a_fragment_outside_the_bitmap_is_an_error(tmp_path):
+    import lance
+
+    uri = str(tmp_path / "t")
+    ds = lance.write_dataset(_rows(), uri, max_rows_per_file=1000)
+    ds.create_scalar_index("id", "ZONEMAP", name="zm")
+    uuid = lance.dataset(uri).list_indices()[0]["uuid"]
+
+    def edit(table):
+        frags = table.column("fragment_id").to_pylist()
+        frags[-1] = 7  # fragment 1's zone now claims fragment 7, which the index does not cover
+        i = table.schema.get_field_index("fragment_id")
+        return table.set_column(i, table.schema.field(i), pa.array(frags, pa.uint64()))
+
+    _rewrite_index_file(uri, uuid, "zonemap.lance", edit)
+    through, scan = _answers(uri, "id = 1500")
+    assert scan == [1500] and through == [], "the edited zone map still answers right"
+    found = _errors(_text_findings(uri))
+    assert {f.rule for f in found} == {"INDEX-120", "INDEX-124"}
+    outside = [f for f in found if f.rule == "INDEX-124"]
+    assert outside[0].location["index"] == "zm" and outside[0].location["fragment"] == 7
+
+
+def test_inverted_postings_that_disagree_with_documents_are_index_127():
+    """The single-file-set layout's postings are decoded: a posting naming no document and a
+    document whose count is not its postings' sum break INDEX-127."""
+    from reference_impl.index import IndexContent, IndexedData
+
+    docs = pa.table({"row_id": pa.array([0, 1], pa.uint64()),
+                     "num_tokens": pa.array([2, 1], pa.uint32()),
+                     "partition": pa.array([0, 0], pa.int32())})
+    postings = pa.table({"token": ["a", "b", "a"], "row_id": pa.array([0, 1, 9], pa.uint64()),
+                         "frequency": pa.array([1.0, 1.0, 1.0], pa.float32())})
+    content = IndexContent(kind="inverted", version="inverted-legacy", entries=docs,
+                           extra={"postings": postings, "params": None})
+    data = IndexedData(field_id=0, field_name="text", stable_row_ids=False,
+                       fragment_ids=np.array([0], np.uint32),
+                       row_ids=np.array([0, 1], np.uint64), values=pa.array(["a a", "b"]))
+
+    class Index:
+        name = "fts"
+
+    found = list(inverted.check(content, Index, data))
+    assert {d.rule for d in found} == {"INDEX-127"}
+    messages = " | ".join(d.message for d in found if d.rule == "INDEX-127")
+    assert "not documents" in messages and "sum to 1" in messages
