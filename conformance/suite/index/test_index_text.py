@@ -22,7 +22,7 @@ from conformance.engine import validate
 from reference_impl.index import bloomfilter, inverted, ngram, xxhash64
 
 TEXT_RULES = {"INDEX-100", "INDEX-103", "INDEX-120", "INDEX-121", "INDEX-122", "INDEX-123",
-              "INDEX-124", "INDEX-125", "INDEX-127"}
+              "INDEX-124", "INDEX-125", "INDEX-126", "INDEX-127"}
 WORDS = ["Hello", "world", "the", "Quick", "brown", "fox", "jumps", "lance", "runs", "db-42",
          "zebra", "über", "café"]
 
@@ -363,3 +363,78 @@ def test_inverted_postings_that_disagree_with_documents_are_index_127():
     assert {d.rule for d in found} == {"INDEX-127"}
     messages = " | ".join(d.message for d in found if d.rule == "INDEX-127")
     assert "not documents" in messages and "sum to 1" in messages
+
+
+# ---- older releases (compat) ----
+
+_BUILD = r"""
+import os, shutil, sys
+import numpy as np, pyarrow as pa, lance
+out, kinds, reverse = sys.argv[1], sys.argv[2].split(","), sys.argv[3] == "1"
+rng = np.random.default_rng(0)
+words = %r
+n = 1200
+text = [" ".join(rng.choice(words, 4)) if i %% 17 else None for i in range(n)]
+rows = pa.table({"id": pa.array(np.arange(n), pa.int64()), "text": text,
+                 "s": pa.array([f"v{i // 7}" if i %% 13 else None for i in range(n)])})
+if reverse:
+    rows = rows.take(np.arange(n)[::-1])
+ds = lance.write_dataset(rows, out, max_rows_per_file=300)
+for kind in kinds:
+    col = {"NGRAM": "text", "INVERTED": "text", "ZONEMAP": "id", "BLOOMFILTER": "s"}[kind]
+    ds.create_scalar_index(col, kind, name=kind.lower())
+if not reverse:
+    ds.delete("id %% 9 = 4")
+os._exit(0)
+""" % (WORDS,)
+
+#: kinds each release writes (NGRAM from the 0.2x releases; ZONEMAP and BLOOMFILTER later;
+#: INVERTED in the tokens/invert/docs layout up to the 0.2x releases, partitioned after)
+_OLDER = {"pylance==0.26.1": ("NGRAM", "INVERTED"),
+          "pylance==0.38.3": ("NGRAM", "ZONEMAP", "BLOOMFILTER", "INVERTED"),
+          "pylance==9.0.1": ("NGRAM", "ZONEMAP", "BLOOMFILTER", "INVERTED")}
+
+
+def _build_with(release, out, kinds, reverse=False):
+    import subprocess
+    import sys
+
+    from conformance.releases.venvs import Release, ReleaseUnavailable, ensure_venv
+
+    try:
+        python = ensure_venv(Release.parse(release))
+    except ReleaseUnavailable as exc:
+        pytest.skip(f"{release} cannot be installed here: {exc}")
+    done = subprocess.run([str(python), "-c", _BUILD, str(out), ",".join(kinds),
+                           "1" if reverse else "0"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert sys.executable  # the kit judges in its own interpreter
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("release", sorted(_OLDER))
+def test_older_releases_indexes_draw_no_error(tmp_path, release):
+    _build_with(release, tmp_path / "t", _OLDER[release])
+    report = validate(str(tmp_path / "t"), deep=True)
+    found = [f for f in report.findings if f.rule in TEXT_RULES]
+    assert _errors(found) == [], [f.message for f in found][:5]
+    judged_not = " ".join(getattr(report, "not_judged", []) or [])
+    for kind in _OLDER[release]:
+        assert f"'{kind.lower()}'" not in judged_not, judged_not
+
+
+@pytest.mark.compat
+def test_legacy_inverted_layout_swapped_is_an_error(tmp_path):
+    """pylance 0.26.1's tokens/invert/docs layout, whose postings the kit decodes: the
+    reversed table's index copied over draws INDEX-126 (postings) and INDEX-125."""
+    _build_with("pylance==0.26.1", tmp_path / "a", ("INVERTED",))
+    _build_with("pylance==0.26.1", tmp_path / "b", ("INVERTED",), reverse=True)
+    (ua,) = os.listdir(tmp_path / "a" / "_indices")
+    (ub,) = os.listdir(tmp_path / "b" / "_indices")
+    for n in os.listdir(tmp_path / "b" / "_indices" / ub):
+        shutil.copyfile(tmp_path / "b" / "_indices" / ub / n, tmp_path / "a" / "_indices" / ua / n)
+    report = validate(str(tmp_path / "a"), deep=True)
+    rules = {f.rule for f in report.findings if f.severity == "error"}
+    assert {"INDEX-125", "INDEX-126"} <= rules, rules
+    assert all(f.location.get("index") == "inverted" for f in report.findings
+               if f.rule in ("INDEX-125", "INDEX-126"))
