@@ -262,15 +262,15 @@ def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
 RULE_DOCUMENTS = "INDEX-125"
 RULE_POSTINGS = "INDEX-126"
 RULE_CONSISTENT = "INDEX-127"
-RULE_OUTSIDE = "INDEX-103"
+RULE_OUTSIDE = "INDEX-124"
 
 
-def check(content, index, data):
+def check(content, index, data, remap=None):
     """Yield a :class:`Disagreement` for each way the documents disagree with the rows they
     cover (INDEX-125): a row with tokens that is not a document (a search through the index
     never finds it), a document whose token count is outside what its text gives under the
     recorded settings, a null row listed with tokens; a document outside the covered
-    fragments (INDEX-103); postings that disagree with the documents (INDEX-127)."""
+    fragments (INDEX-124); postings that disagree with the documents (INDEX-127)."""
     from reference_impl.index import Disagreement
 
     name = index.name
@@ -278,7 +278,9 @@ def check(content, index, data):
     params = content.extra.get("params")
     doc_ids = docs.column("row_id").to_numpy().astype(np.uint64)
     counts = docs.column("num_tokens").to_numpy().astype(np.int64)
-    state = data.classify(doc_ids)
+    state = classify(data, doc_ids, remap)
+    if remap is not None:
+        doc_ids = remap.forward(doc_ids)[0]
     live = state == data.LIVE
     count_at = np.full(len(data.row_ids), -1, np.int64)
     count_at[data.positions(doc_ids[live])] = counts[live]
@@ -316,6 +318,10 @@ def check(content, index, data):
     if postings is None or not postings.num_rows:
         return
     prow = postings.column("row_id").to_numpy().astype(np.uint64)
+    if remap is not None:
+        prow = remap.forward(prow)[0]
+        postings = postings.set_column(postings.schema.get_field_index("row_id"), "row_id",
+                                       pa.array(prow, pa.uint64()))
     freq = postings.column("frequency").to_numpy().astype(np.float64)
     stray = ~np.isin(prow, doc_ids)
     if stray.any():
@@ -361,3 +367,10 @@ def _postings_against_text(postings: pa.Table, name: str, data, params):
             yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "
                                f"{text!r} but is listed under the token {tok!r}", rid, text,
                                {"token": tok})
+
+
+def classify(data, rows: np.ndarray, remap=None) -> np.ndarray:
+    """As :func:`reference_impl.index.ngram.classify`."""
+    from reference_impl.index.ngram import classify as by_ngram
+
+    return by_ngram(data, rows, remap)

@@ -157,7 +157,7 @@ def _windows_ascii_runs(s: str) -> set[str]:
 
 RULE_COMPLETE = "INDEX-122"
 RULE_EXACT = "INDEX-123"
-RULE_OUTSIDE = "INDEX-103"
+RULE_OUTSIDE = "INDEX-124"
 
 
 def expected_postings(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -179,19 +179,22 @@ def expected_postings(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndar
     return (np.asarray(pos_out, dtype=np.uint64), np.asarray(tok_out, dtype=np.uint64), exact)
 
 
-def check(content, index, data):
+def check(content, index, data, remap=None):
     """Yield a :class:`Disagreement` for each way the postings disagree with the rows they
     cover: a row not listed under a trigram its text holds (INDEX-122: ``contains`` through
     the index loses it), a row of ASCII text listed under a trigram it lacks or a null row
     not under the null token (INDEX-123: answers stay right after the recheck), a row of a
-    fragment the index does not cover (INDEX-103)."""
+    fragment the index does not cover (INDEX-124). ``remap`` translates row addresses
+    through a deferred compaction."""
     from reference_impl.index import Disagreement
 
     entries = content.entries
     name = index.name
     idx_rows = entries.column("row_id").to_numpy().astype(np.uint64)
     idx_tok = entries.column("token").to_numpy().astype(np.uint64)
-    state = data.classify(idx_rows)
+    state = classify(data, idx_rows, remap)
+    if remap is not None:
+        idx_rows = remap.forward(idx_rows)[0]
     live = state == data.LIVE
     have = np.unique((data.positions(idx_rows[live]).astype(np.uint64) << np.uint64(16))
                      | idx_tok[live])
@@ -224,3 +227,14 @@ def check(content, index, data):
     for r in np.unique(idx_rows[outside]):
         yield Disagreement(RULE_OUTSIDE, f"NGRAM index {name!r}: row {int(r)} is listed but "
                            "is no row of the fragments the index covers", int(r), None)
+
+
+def classify(data, rows: np.ndarray, remap=None) -> np.ndarray:
+    """``data.classify`` of the rows an index names; with ``remap``, rows a deferred
+    compaction moved are classified where they went, and rows it dropped are deleted."""
+    if remap is None:
+        return data.classify(rows)
+    moved, dropped = remap.forward(rows)
+    state = data.classify(moved)
+    state[dropped] = data.DELETED
+    return state
