@@ -108,14 +108,14 @@ def _legacy(files, index):
         raise FormatError(f"INVERTED offsets list {len(offsets)} entries for {len(ids)} tokens",
                           path=path)
     ends = offsets[1:] + [n]
-    if any(not 0 <= a <= b <= n for a, b in zip(offsets, ends)):
+    if any(not 0 <= a <= b <= n for a, b in zip(offsets, ends, strict=True)):
         raise FormatError("INVERTED offsets are not ascending within invert.lance", path=path)
-    by_id = dict(zip(ids.tolist(), tokens.column("_token").to_pylist()))
+    by_id = dict(zip(ids.tolist(), tokens.column("_token").to_pylist(), strict=True))
     if len(by_id) != len(ids) or set(by_id) != set(range(len(ids))):
         raise FormatError("INVERTED token ids are not 0..n-1, each once",
                           path=files.key("tokens.lance"))
     token_of_row = np.empty(n, dtype=object)
-    for tid, (a, b) in enumerate(zip(offsets, ends)):
+    for tid, (a, b) in enumerate(zip(offsets, ends, strict=True)):
         token_of_row[a:b] = by_id[tid]
     postings = pa.table({"token": pa.array(token_of_row.tolist(), pa.string()),
                          "row_id": invert.column("_rowid").cast(pa.uint64()),
@@ -330,8 +330,8 @@ def check(content, index, data, remap=None):
     yield from _postings_against_text(postings, name, data, params)
     rows, inv = np.unique(prow, return_inverse=True)
     sums = np.rint(np.bincount(inv, weights=freq)).astype(np.int64)
-    by_doc = dict(zip(doc_ids.tolist(), counts.tolist()))
-    for r, s in zip(rows.tolist(), sums.tolist()):
+    by_doc = dict(zip(doc_ids.tolist(), counts.tolist(), strict=True))
+    for r, s in zip(rows.tolist(), sums.tolist(), strict=True):
         if r in by_doc and s != by_doc[r]:
             yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: row {r}: its "
                                f"postings' frequencies sum to {s}, its document counts "
@@ -349,7 +349,7 @@ def _postings_against_text(postings: pa.Table, name: str, data, params):
     at = data.positions(prow[live])
     listed: dict[int, set[str]] = {}
     for i, tok in zip(at.tolist(), np.asarray(postings.column("token").to_pylist(),
-                                              dtype=object)[live].tolist()):
+                                              dtype=object)[live].tolist(), strict=True):
         listed.setdefault(i, set()).add(tok)
     for i, text in enumerate(data.values.to_pylist()):
         if text is None:

@@ -82,7 +82,8 @@ def read(files, index):
     tokens = table.column("tokens").to_pylist()
     tok_out, row_out = [], []
     total = 0
-    for i, (token, raw) in enumerate(zip(tokens, table.column("posting_list").to_pylist())):
+    for i, (token, raw) in enumerate(zip(tokens, table.column("posting_list").to_pylist(),
+                                               strict=True)):
         if token is None or raw is None:
             raise FormatError(f"NGRAM row {i}: null token or posting list", path=path)
         if len(raw) > MAX_POSTING_BYTES:

@@ -43,7 +43,7 @@ def test_split_block_filter_holds_what_was_set_and_not_much_else():
     blocks = (((hashes >> np.uint64(32)) * np.uint64(4)) >> np.uint64(32)).astype(int)
     low = (hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     bits = (low[:, None] * bloomfilter.SALT[None, :]) >> np.uint32(27)
-    for b, row in zip(blocks, bits):
+    for b, row in zip(blocks, bits, strict=True):
         words[b] |= (np.uint32(1) << row.astype(np.uint32))
     data = words.tobytes()
     assert bloomfilter.may_contain(data, hashes).all()
@@ -383,11 +383,11 @@ import os, shutil, sys
 import numpy as np, pyarrow as pa, lance
 out, kinds, reverse = sys.argv[1], sys.argv[2].split(","), sys.argv[3] == "1"
 rng = np.random.default_rng(0)
-words = %r
+words = WORDS_HERE
 n = 1200
-text = [" ".join(rng.choice(words, 4)) if i %% 17 else None for i in range(n)]
+text = [" ".join(rng.choice(words, 4)) if i % 17 else None for i in range(n)]
 rows = pa.table({"id": pa.array(np.arange(n), pa.int64()), "text": text,
-                 "s": pa.array([f"v{i // 7}" if i %% 13 else None for i in range(n)])})
+                 "s": pa.array([f"v{i // 7}" if i % 13 else None for i in range(n)])})
 if reverse:
     rows = rows.take(np.arange(n)[::-1])
 ds = lance.write_dataset(rows, out, max_rows_per_file=300)
@@ -395,9 +395,9 @@ for kind in kinds:
     col = {"NGRAM": "text", "INVERTED": "text", "ZONEMAP": "id", "BLOOMFILTER": "s"}[kind]
     ds.create_scalar_index(col, kind, name=kind.lower())
 if not reverse:
-    ds.delete("id %% 9 = 4")
+    ds.delete("id % 9 = 4")
 os._exit(0)
-""" % (WORDS,)
+""".replace("WORDS_HERE", repr(WORDS))
 
 #: kinds each release writes (NGRAM from the 0.2x releases; ZONEMAP and BLOOMFILTER later;
 #: INVERTED in the tokens/invert/docs layout up to the 0.2x releases, partitioned after)
