@@ -1,0 +1,165 @@
+"""INDEX-120..127: text and zone indexes held against the data they index (deep).
+
+For every NGRAM, ZONEMAP, BLOOMFILTER and INVERTED index of a version, the index files are
+decoded (``reference_impl.index``) and compared with the live rows of the fragments its
+``fragment_bitmap`` names (spec 004, ``IndexMetadata``: "A bitmap of the included fragment
+ids"), by the kind module's ``check``; the machinery (one decode per index, one scan per
+column, findings naming the index and the row) is :mod:`conformance.rules.index_content`'s.
+An index that would answer a query with rows other than the data's is an error. Inexact
+indexes (zones, filters, n-grams) are rechecked by readers, so only a row the index *loses*
+makes an answer wrong; a row listed where it does not belong is a warning. Entries outside
+the covered fragments are INDEX-124, undecodable files INDEX-100, and an index the kit cannot
+read is named on the report ("not judged"), as for every kind. When the version has a
+fragment reuse index (a compaction whose index remap was deferred), the checks translate
+the index's row addresses through it, as a reader does.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from reference_impl.errors import LanceError, UnsupportedIndex
+
+from .index import _loc, indices
+from .index_content import indexed_data, judged
+from .registry import Finding, rule
+
+_SEC = "IndexMetadata"
+_BITMAP = "A bitmap of the included fragment ids."
+KINDS = ("ngram", "zonemap", "bloomfilter", "inverted")
+_REMAP = "index_text.remap"
+_HELD = "index_text.held"
+
+
+def _remap(ctx):
+    """The version's fragment reuse index as a :class:`Remap` (None without one, or when
+    it does not decode: INDEX-020 reports that)."""
+    if _REMAP not in ctx.cache:
+        from reference_impl.errors import FormatError
+        from reference_impl.index.remapped import Remap
+
+        found = None
+        for i in indices(ctx):
+            if i.kind == "fragment_reuse" and i.details is not None and i.details.message:
+                try:
+                    found = Remap.of(i.details.message, store=ctx.store, path=ctx.manifest_key)
+                except (FormatError, LanceError):
+                    found = None
+        ctx.cache[_REMAP] = found
+    return ctx.cache[_REMAP]
+
+
+def _held(ctx, i, o) -> list:
+    """The disagreements of index ``i`` (outcome ``o`` of the shared machinery); when the
+    version has a fragment reuse index, the kind's check runs again with its translation, as
+    a reader answers through it."""
+    remap = _remap(ctx)
+    if remap is None or not o.disagreements or o.content is None or i.kind not in KINDS:
+        return o.disagreements
+    key = (_HELD, i.uuid, ctx.version)
+    if key not in ctx.cache:
+        module = importlib.import_module(f"reference_impl.index.{i.kind}")
+        try:
+            ctx.cache[key] = list(module.check(o.content, i, indexed_data(ctx, i), remap=remap))
+        except (UnsupportedIndex, LanceError):
+            ctx.cache[key] = o.disagreements
+    return ctx.cache[key]
+
+
+def findings(ctx, rule_id: str):
+    """The findings of rule ``rule_id``: one per disagreement, naming index, row, value."""
+    for i, o in judged(ctx):
+        for d in _held(ctx, i, o):
+            if d.rule != rule_id:
+                continue
+            extra = dict(d.where)
+            if d.row_id is not None:
+                extra["row"] = int(d.row_id)
+            yield Finding(d.message, _loc(ctx, i, **extra))
+
+
+@rule("INDEX-120", title="ZONEMAP zones bound every row they cover", severity="error",
+      spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="every release that writes ZONEMAP (0.3x to 14.0.2) writes zonemap.lance with "
+               "min, max, null_count, nan_count, fragment_id, zone_start, zone_length; a "
+               "reader keeps the row addresses of each zone whose statistics admit the value")
+def zonemap_bounds(ctx):
+    """Every live row of a covered fragment lies in a zone whose min..max holds its value
+    (a null: null_count > 0; NaN: nan_count > 0), else a filter through the index loses it."""
+    yield from findings(ctx, "INDEX-120")
+
+
+@rule("INDEX-121", title="BLOOMFILTER filters hold every value of their zone",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="every release that writes BLOOMFILTER writes bloomfilter.lance (split-block "
+               "filters of XXH64 hashes, seed 0); a reader keeps each zone whose filter may "
+               "hold the value")
+def bloomfilter_no_false_negative(ctx):
+    yield from findings(ctx, "INDEX-121")
+
+
+@rule("INDEX-122", title="NGRAM postings list every row under every trigram its text holds",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="every release that writes NGRAM: lower-case and ASCII-fold the text, keep the "
+               "windows of three ASCII letters/digits; the kit checks the trigrams of ASCII "
+               "text exactly and, for other text, those of three original ASCII characters")
+def ngram_complete(ctx):
+    yield from findings(ctx, "INDEX-122")
+
+
+@rule("INDEX-123", title="NGRAM postings list a row only under trigrams its text holds",
+      severity="warning", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="contains() rechecks the rows the index gives, so an extra row changes no "
+               "answer; text with non-ASCII characters is not judged (the writer's folding "
+               "table is not reproduced)")
+def ngram_exact(ctx):
+    yield from findings(ctx, "INDEX-123")
+
+
+@rule("INDEX-124", title="text and zone indexes name no row or zone outside the fragments "
+      "they cover", severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      pylance="pylance answers from the index for the fragments of its bitmap and scans the "
+              "others: an entry on another fragment answers for rows it was not built from, "
+              "or twice",
+      releases="entries of fragments the version no longer has may remain (deleted rows); "
+               "after compact_files(defer_index_remap=True) entries name the old fragments "
+               "and readers translate them through the fragment reuse index, as the kit does; "
+               "under stable row ids an updated row keeps its id in a new fragment and the "
+               "entry of its old value is a deleted row's")
+def outside_bitmap(ctx):
+    yield from findings(ctx, "INDEX-124")
+
+
+@rule("INDEX-125", title="INVERTED documents are the covered rows with their token counts",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="pylance up to the 0.1x releases write tokens/invert/docs.lance; later ones "
+               "metadata.lance and part_N_{tokens,invert,docs}.lance (the token set an FST, "
+               "postings compressed: not decoded by the kit, so only the documents are held "
+               "against the data). 14.0.2 leaves rows without tokens out of the documents, "
+               "0.38.3 lists them with 0. Counts are checked under the settings metadata.lance "
+               "records (simple/whitespace, max_token_length, lower_case, English stop words); "
+               "with stemming a token that may stem to a stop word is allowed either way")
+def inverted_documents(ctx):
+    yield from findings(ctx, "INDEX-125")
+
+
+@rule("INDEX-126", title="INVERTED postings list each row under the tokens of its text",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      pylance="a full-text search answers from the postings alone: a row missing from a "
+              "token's postings is never found, a row listed under a token it lacks is found "
+              "for it",
+      releases="checked where the postings are decoded (tokens/invert/docs.lance, written up "
+               "to the 0.2x releases) and the tokens reproduced exactly: settings recorded "
+               "(tokens.lance metadata 'tokenizer', from the 0.2x releases; 0.18.2 records "
+               "none and writes no details), no stemming, ASCII folding only of ASCII text")
+def inverted_postings(ctx):
+    yield from findings(ctx, "INDEX-126")
+
+
+@rule("INDEX-127", title="text and zone index files decode into self-consistent content",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="self-consistency is checked where postings are decoded (the tokens/invert/docs "
+               "layout of the 0.1x releases): every posting names a document, and a "
+               "document's token count is the sum of its postings' frequencies")
+def undecodable(ctx):
+    yield from findings(ctx, "INDEX-127")
