@@ -12,7 +12,9 @@ from pylance 0.8.14's legacy layout to 14.0.2's Lance-file layout; see the modul
   inner product (pylance 14.0.2 trains unit-length centroids for dot);
 * FLAT: the stored vector is the prepared vector;
 * PQ: the code is the nearest codewords of the prepared vector minus its partition's centroid
-  (``l2``, ``cosine``: the residual) or of the prepared vector itself (``dot``);
+  (``l2``, ``cosine``: the residual) or of the prepared vector itself (``dot``, pylance 0.20.0
+  to 14.0.2; 0.10.18's legacy IVF_PQ encodes the residual for dot too, so a dot index is
+  judged by whichever of the two readings its codes agree with more);
 * SQ: the code is the quantisation of the prepared vector with the index's bounds;
 * HNSW: each partition's graph is consistent over the partition's rows.
 
@@ -165,8 +167,15 @@ def check(content, index, data) -> Iterator:
                      .to_numpy(zero_copy_only=False).reshape(len(rows), -1)[at])
         if "pq" in ex and len(at):
             q = ex["pq"]
-            target = x - centroids[np.clip(p, 0, len(centroids) - 1)] if residual else x
+            resid = x - centroids[np.clip(p, 0, len(centroids) - 1)]
+            target = resid if residual else x
             bad = q.wrong_codes(target, codes)
+            if metric == "dot" and len(bad):
+                # dot-product indexes: pylance 0.10.18 encodes the residual, 0.20.0 and later
+                # the vector itself; the index is judged by the reading its codes agree with
+                other = q.wrong_codes(resid, codes)
+                if len(other) < len(bad):
+                    target, bad, residual = resid, other, True
             for i in bad[:MAX_PER_RULE + 1]:
                 r = int(rows[at[i]])
                 want = q.encode(target[i:i + 1])[0].tolist()

@@ -159,13 +159,22 @@ def distances_readable(x: np.ndarray, centers: np.ndarray, metric: str) -> np.nd
 def misassigned(x: np.ndarray, partition: np.ndarray, centers: np.ndarray, metric: str,
                 *, rtol: float = 1e-4, atol: float = 1e-5, chunk: int = 65536) -> np.ndarray:
     """Positions of rows whose partition's centre is *strictly* farther than another centre
-    by more than the float tolerance (``atol + rtol * |best|``): a tie is never a finding."""
+    by more than the float tolerance: a tie is never a finding. The tolerance is
+    ``atol + rtol * max(|best|, |mine|)`` plus ``rtol/10`` of the magnitudes a float32 writer
+    cancels (``|x|^2 + max |c|^2`` for l2, ``|x| * max |c|`` for dot), so that a writer that
+    computed in float32 with another formula is not judged on its rounding."""
     bad = []
+    c_norm = float(np.sqrt((np.asarray(centers, np.float64) ** 2).sum(1).max())) if len(centers) else 0.0
     for start in range(0, len(x), chunk):
-        d = distances(x[start:start + chunk], centers, metric)
+        xs = np.asarray(x[start:start + chunk], dtype=np.float64)
+        d = distances(xs, centers, metric)
         p = partition[start:start + chunk].astype(np.int64)
         mine = d[np.arange(len(p)), p]
         best = d.min(1)
-        tol = atol + rtol * np.maximum(np.abs(best), np.abs(mine))
+        x_norm = np.sqrt((xs * xs).sum(1))
+        scale = x_norm ** 2 + c_norm ** 2 if metric == "l2" else x_norm * c_norm
+        if metric == "cosine":
+            scale = np.ones_like(x_norm)
+        tol = atol + rtol * np.maximum(np.abs(best), np.abs(mine)) + rtol / 10 * scale
         bad.append(np.nonzero(mine - best > tol)[0] + start)
     return np.concatenate(bad) if bad else np.zeros(0, dtype=np.int64)

@@ -66,6 +66,13 @@ def read(files) -> dict:
     index = files.lance_file("index.idx")
     aux = files.lance_file("auxiliary.idx")
     ipath, apath = files.key("index.idx"), files.key("auxiliary.idx")
+    if index.legacy is not None or aux.legacy is not None:
+        # pylance 0.10.x wrote its IVF_HNSW_* files as Lance 0.1 files: the IVF message at a
+        # byte position ("lance:ivf" = {"pb_position": N}), the graphs' parameters under
+        # "lance:ivf:partition" and the SQ bounds under "lance:sq" of the embedded manifest
+        raise UnsupportedIndex("a vector index in Lance 0.1 files (index.idx + auxiliary.idx "
+                               "with lance:ivf pb_position, pylance 0.10.x IVF_HNSW_*) is not "
+                               "read", kind="vector", version="lance-file-0.1", path=ipath)
     imeta, ameta = _meta(index), _meta(aux)
     if "lance:index" not in imeta:
         raise UnsupportedIndex("index.idx has no lance:index metadata: a Lance-file vector "

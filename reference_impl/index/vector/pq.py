@@ -69,13 +69,18 @@ class ProductQuantizer:
         k = self.codebook.shape[1]
         bad |= ((codes < 0) | (codes >= k)).any(1)
         safe = np.clip(codes, 0, k - 1)
+        s = self.sub_dim
+        cb_norm2 = (self.codebook.astype(np.float64) ** 2).sum(2).max(1)  # per sub-space
         for a in range(0, len(x), chunk):
             xs = x[a:a + chunk]
             for j in range(self.num_sub_vectors):
                 d = self._sub_distances(xs, j, chunk)
                 mine = d[np.arange(len(xs)), safe[a:a + chunk, j]]
                 best = d.min(1)
-                tol = atol + rtol * np.maximum(best, mine)
+                sub = np.asarray(xs[:, j * s:(j + 1) * s], dtype=np.float64)
+                # rtol/10 of what a float32 writer cancels (|v|^2 + |c|^2), as for the IVF
+                tol = (atol + rtol * np.maximum(best, mine)
+                       + rtol / 10 * ((sub * sub).sum(1) + cb_norm2[j]))
                 bad[a:a + chunk] |= mine - best > tol
         return np.nonzero(bad)[0]
 
