@@ -11,20 +11,26 @@ vector indexes under :mod:`reference_impl.index.vector`. Each kind module expose
 
     KIND: str                                   # the kind of reference_impl.table.index
     def read(files: IndexFiles, index: Index) -> IndexContent
+    def check(content, index, data: IndexedData) -> Iterator[Disagreement]
 
 and raises :class:`reference_impl.errors.UnsupportedIndex` for a kind, index version or file
 layout it does not know (never a guess), and :class:`reference_impl.errors.FormatError` for
 bytes that do not decode.
 
-:func:`read_index` dispatches on ``Index.kind``. Nothing here imports pylance.
+:func:`read_index` dispatches on ``Index.kind``, :func:`check_index` holds what was read
+against :class:`IndexedData` (the rows the index covers, as the data holds them) and yields a
+:class:`Disagreement` for each place the two differ. :mod:`reference_impl.index.against` has
+the comparisons the kinds share (rows covered, value at a row). Nothing here imports pylance.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from reference_impl.errors import NotFound, UnsupportedIndex
@@ -98,6 +104,86 @@ class IndexFiles:
         return self.lance_file(name).read_all()
 
 
+@dataclass
+class IndexedData:
+    """The rows an index covers, as the data holds them.
+
+    The covered fragments are the index's ``fragment_bitmap`` that are still in the version
+    (``fragment_ids``); ``gone_fragment_ids`` are bitmap ids no longer in the version (their
+    rows were removed by a delete or a compaction; an index may keep naming them).
+
+    Rows are named as the index names them: row addresses ``(fragment id << 32) | offset``,
+    or stable row ids when the table's flags say rows have stable ids (``stable_row_ids``).
+
+    * ``row_ids`` (uint64, ascending) are the live rows of the covered fragments and
+      ``values`` the value of the indexed column (``field_name``, id ``field_id``) at each;
+    * ``deleted_row_ids`` (uint64, ascending) are rows of the covered fragments that a deletion
+      file removes (an index may keep them: readers drop them through the deletion files);
+    * ``elsewhere_row_ids`` (uint64, ascending; stable row ids only) are live rows of the
+      version outside the covered fragments, which an index must not name. With row
+      addresses the fragment id in the address tells the same.
+    """
+
+    field_id: int
+    field_name: str
+    stable_row_ids: bool
+    fragment_ids: np.ndarray
+    row_ids: np.ndarray
+    values: pa.Array
+    deleted_row_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    gone_fragment_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    elsewhere_row_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+
+    #: what :meth:`classify` says of a row an index names
+    LIVE, DELETED, OUTSIDE = 0, 1, 2
+
+    def __len__(self) -> int:
+        return len(self.row_ids)
+
+    def classify(self, rows) -> np.ndarray:
+        """For each row id an index names: ``LIVE`` (a live row of the covered fragments),
+        ``DELETED`` (a deleted row of a covered fragment, a row of a fragment the version no
+        longer holds, or, with stable row ids, an id no fragment holds) or ``OUTSIDE`` (a
+        live row of a fragment the index does not cover, or a place no row was ever at)."""
+        rows = np.asarray(rows, np.uint64)
+        out = np.full(len(rows), self.OUTSIDE, np.int8)
+        out[_members(rows, self.deleted_row_ids)] = self.DELETED
+        if self.stable_row_ids:
+            unknown = ~_members(rows, self.elsewhere_row_ids)
+            out[unknown] = self.DELETED
+        else:
+            frags = (rows >> np.uint64(32)).astype(np.uint32)
+            out[_members(frags, self.gone_fragment_ids)] = self.DELETED
+        out[_members(rows, self.row_ids)] = self.LIVE
+        return out
+
+    def positions(self, rows) -> np.ndarray:
+        """The position in ``row_ids`` of each of ``rows`` (which must be live rows)."""
+        return np.searchsorted(self.row_ids, np.asarray(rows, np.uint64))
+
+
+def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """``values[i] in sorted_set`` for each i, by binary search (``sorted_set`` ascending)."""
+    if not len(sorted_set) or not len(values):
+        return np.zeros(len(values), bool)
+    at = np.searchsorted(sorted_set, values)
+    at[at == len(sorted_set)] = 0
+    return sorted_set[at] == values
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One place where an index says other than its data: the rule it breaks, a sentence
+    that names the row and the values, the row id (address or stable id, as the index names
+    it), the value the index gives, and where in the index (``page``, ``key``, ...)."""
+
+    rule: str
+    message: str
+    row_id: int | None = None
+    value: Any = None
+    where: dict = field(default_factory=dict)
+
+
 def reader_module(kind: str | None):
     """The module that reads indexes of ``kind``; ``UnsupportedIndex`` when there is none."""
     modname = KIND_MODULES.get(kind or "")
@@ -116,3 +202,15 @@ def reader_module(kind: str | None):
 def read_index(files: IndexFiles, index) -> IndexContent:
     """Decode the files of ``index`` (a :class:`reference_impl.table.index.Index`)."""
     return reader_module(index.kind).read(files, index)
+
+
+def check_index(content: IndexContent, index, data: IndexedData) -> Iterator[Disagreement]:
+    """Hold the decoded ``content`` of ``index`` against ``data`` (the rows it covers): the
+    kind module's ``check``. A kind read but not yet checked is ``UnsupportedIndex``."""
+    module = reader_module(index.kind)
+    check = getattr(module, "check", None)
+    if check is None:
+        raise UnsupportedIndex(f"index kind {index.kind!r} is read but not checked against its "
+                               "data by this implementation yet", kind=index.kind,
+                               version=content.version)
+    yield from check(content, index, data)
