@@ -199,15 +199,24 @@ def reader_module(kind: str | None):
                                kind=kind) from None
 
 
+def index_kind(index, files: IndexFiles | None = None) -> str | None:
+    """The kind of ``index``: its details' kind; for an index without details (releases up
+    to 0.2x wrote none), ``vector`` when its directory holds ``index.idx`` (the name every
+    release gives a vector index's file, and no scalar index's)."""
+    if index.kind is not None or files is None:
+        return index.kind
+    return "vector" if files.has("index.idx") else None
+
+
 def read_index(files: IndexFiles, index) -> IndexContent:
     """Decode the files of ``index`` (a :class:`reference_impl.table.index.Index`)."""
-    return reader_module(index.kind).read(files, index)
+    return reader_module(index_kind(index, files)).read(files, index)
 
 
 def check_index(content: IndexContent, index, data: IndexedData) -> Iterator[Disagreement]:
     """Hold the decoded ``content`` of ``index`` against ``data`` (the rows it covers): the
     kind module's ``check``. A kind read but not yet checked is ``UnsupportedIndex``."""
-    module = reader_module(index.kind)
+    module = reader_module(index.kind or content.kind)
     check = getattr(module, "check", None)
     if check is None:
         raise UnsupportedIndex(f"index kind {index.kind!r} is read but not checked against its "

@@ -68,17 +68,17 @@ def graphs(table, starts, counts, metas, *, path: str | None = None) -> list[Hns
     offs = np.asarray(nbrs.offsets.to_numpy(), dtype=np.int64)
     vals = np.asarray(nbrs.values.to_numpy(zero_copy_only=False), dtype=np.int64)
     out = []
-    for start, count, meta in zip(starts, counts, metas):
+    for start, count, meta in zip(starts, counts, metas, strict=False):
         start, count = int(start), int(count)
         if start + count > len(node):
             raise FormatError(f"HNSW partition rows {start}+{count} lie outside the {len(node)} "
                               "graph rows", rule=RULE_LAYOUT, path=path)
         lo = [int(x) for x in meta.get("level_offsets", [0])] + [count]
-        if any(b < a for a, b in zip(lo, lo[1:])) or lo[0] != 0:
+        if any(b < a for a, b in zip(lo, lo[1:], strict=False)) or lo[0] != 0:
             raise FormatError(f"HNSW level offsets {lo[:-1]} are not ascending within "
                               f"{count} rows", rule=RULE_LAYOUT, path=path)
         levels = []
-        for a, b in zip(lo, lo[1:]):
+        for a, b in zip(lo, lo[1:], strict=False):
             a, b = start + a, start + b
             levels.append((node[a:b], offs[a:b + 1] - offs[a], vals[offs[a]:offs[b]]))
         out.append(HnswGraph(entry_point=int(meta.get("entry_point", 0)),

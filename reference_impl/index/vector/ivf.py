@@ -33,7 +33,7 @@ import numpy as np
 from reference_impl.errors import FormatError
 from reference_impl.proto import index_pb2
 
-RULE_LAYOUT = "INDEX-140"
+RULE_LAYOUT = "INDEX-100"  # an index whose bytes do not decode as its layout
 
 #: Tensor.DataType -> numpy dtype (little-endian).
 TENSOR_DTYPES = {0: None, 1: np.dtype("<f2"), 2: np.dtype("<f4"), 3: np.dtype("<f8"),

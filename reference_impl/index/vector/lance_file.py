@@ -104,15 +104,16 @@ def read(files) -> dict:
     table = aux.read_all()
     lengths = store_ivf.lengths
     n = table.num_rows
-    if int(lengths.sum()) != n:
-        raise FormatError(f"the storage's partition lengths sum to {int(lengths.sum())}, "
-                          f"auxiliary.idx holds {n} rows", rule="INDEX-141", path=apath)
+    # partition lengths that do not sum to the rows are judged (INDEX-140), not refused: the
+    # rows past the last partition get the partition number P (no partition)
+    partitions = np.repeat(np.arange(len(lengths), dtype=np.uint32), lengths.astype(np.int64))
+    partitions = np.concatenate([partitions[:n], np.full(max(0, n - len(partitions)),
+                                                         len(lengths), np.uint32)])
     parts = {
         "metric": metric, "sub_index": sub_index, "ivf": centre_ivf, "storage_ivf": store_ivf,
         "dimension": int(centre_ivf.centroids.shape[1]),
         "row_ids": table.column("_rowid").to_numpy(zero_copy_only=False).astype(np.uint64),
-        "partitions": np.repeat(np.arange(len(lengths), dtype=np.uint32),
-                                lengths.astype(np.int64)),
+        "partitions": partitions,
         "storage_metadata": smeta,
     }
     kind = storage[0]

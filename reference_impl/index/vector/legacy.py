@@ -82,7 +82,7 @@ def read(store, key: str, size: int) -> dict:
                               int(pqm.dimension or dim), values, path=key)
     m = pq.num_sub_vectors
     rows, codes, parts = [], [], []
-    for p, (off, length) in enumerate(zip(ivf.offsets.tolist(), ivf.lengths.tolist())):
+    for p, (off, length) in enumerate(zip(ivf.offsets.tolist(), ivf.lengths.tolist(), strict=False)):
         need = length * (m + 8)
         if off + need > meta_pos:
             raise FormatError(f"partition {p} ({length} rows at byte {off}) overruns the "
