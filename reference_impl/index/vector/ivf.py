@@ -157,7 +157,7 @@ def distances_readable(x: np.ndarray, centers: np.ndarray, metric: str) -> np.nd
 
 
 def misassigned(x: np.ndarray, partition: np.ndarray, centers: np.ndarray, metric: str,
-                *, rtol: float = 1e-4, atol: float = 1e-5, chunk: int = 65536) -> np.ndarray:
+                *, rtol: float = 1e-4, atol: float = 1e-5, chunk: int = 16384) -> np.ndarray:
     """Positions of rows whose partition's centre is *strictly* farther than another centre
     by more than the float tolerance of :func:`misassigned_exact` (a tie is never a finding).
 
@@ -168,20 +168,20 @@ def misassigned(x: np.ndarray, partition: np.ndarray, centers: np.ndarray, metri
     if metric not in ("l2", "dot"):
         return misassigned_exact(x, partition, centers, metric, rtol=rtol, atol=atol)
     partition = np.asarray(partition).astype(np.int64)
-    c32 = np.asarray(centers, dtype=np.float32)
-    c_norm2 = (np.asarray(centers, np.float64) ** 2).sum(1)
-    c_n2_32 = c_norm2.astype(np.float32)
+    c64 = np.asarray(centers, np.float64)
+    c_norm2 = (c64 ** 2).sum(1)
     c_max = float(np.sqrt(c_norm2.max())) if len(c_norm2) else 0.0
+    # one product: [x, 1] @ W, W = [[-c^T], [0]] (dot: -<x, c>) or [[-2 c^T], [|c|^2]]
+    # (l2 without |x|^2: |c|^2 - 2<x, c>)
+    if metric == "dot":
+        weights = np.vstack([-c64.T, np.zeros((1, len(c64)))]).astype(np.float32)
+    else:
+        weights = np.vstack([-2.0 * c64.T, c_norm2[None, :]]).astype(np.float32)
     candidates = []
     for start in range(0, len(x), chunk):
         xs = np.asarray(x[start:start + chunk], dtype=np.float32)
         p = partition[start:start + chunk]
-        score = xs @ c32.T                      # <x, c>
-        if metric == "dot":
-            np.negative(score, out=score)       # -<x, c>
-        else:
-            score *= -2.0                       # |c|^2 - 2<x, c>: l2 without |x|^2
-            score += c_n2_32[None, :]
+        score = np.hstack([xs, np.ones((len(xs), 1), np.float32)]) @ weights
         mine = score[np.arange(len(p)), p].astype(np.float64)
         best = score.min(1).astype(np.float64)
         x_norm = np.sqrt((xs.astype(np.float64) ** 2).sum(1))

@@ -60,7 +60,7 @@ class ProductQuantizer:
         return out
 
     def wrong_codes(self, x: np.ndarray, codes: np.ndarray, *, rtol: float = 1e-4,
-                    atol: float = 1e-5, chunk: int = 65536) -> np.ndarray:
+                    atol: float = 1e-5, chunk: int = 8192) -> np.ndarray:
         """Positions of rows with a sub-space whose stored codeword is strictly farther from
         the sub-vector than the nearest one beyond the tolerance of :meth:`wrong_codes_exact`
         (ties are no finding), or whose code is out of the codebook's range.
@@ -73,19 +73,19 @@ class ProductQuantizer:
         out_of_range = ((codes < 0) | (codes >= k)).any(1)
         safe = np.clip(codes, 0, k - 1)
         s = self.sub_dim
-        cb32 = self.codebook.astype(np.float32)
         cb_n2 = (self.codebook.astype(np.float64) ** 2).sum(2)          # (m, k)
-        cb_n2_32 = cb_n2.astype(np.float32)
         cb_max2 = cb_n2.max(1)
+        # one product per sub-space: [v, 1] @ [[-2 c^T], [|c|^2]] = |c|^2 - 2<v, c>
+        weights = [np.vstack([-2.0 * self.codebook[j].T, cb_n2[j][None, :]]).astype(np.float32)
+                   for j in range(self.num_sub_vectors)]
         cand = np.zeros(len(x), dtype=bool)
         for a in range(0, len(x), chunk):
             xs = np.asarray(x[a:a + chunk], dtype=np.float32)
             rows = np.arange(len(xs))
+            ones = np.ones((len(xs), 1), dtype=np.float32)
             for j in range(self.num_sub_vectors):
                 sub = xs[:, j * s:(j + 1) * s]
-                score = sub @ cb32[j].T
-                score *= -2.0
-                score += cb_n2_32[j][None, :]
+                score = np.hstack([sub, ones]) @ weights[j]
                 mine = score[rows, safe[a:a + chunk, j]].astype(np.float64)
                 best = score.min(1).astype(np.float64)
                 v2 = (sub.astype(np.float64) ** 2).sum(1)
