@@ -227,6 +227,9 @@ def reader_module(kind: str | None):
 KIND_BY_FILES: tuple[tuple[frozenset, str], ...] = (
     (frozenset({"page_data.lance", "page_lookup.lance"}), "btree"),
     (frozenset({"bitmap_page_lookup.lance"}), "bitmap"),
+    # releases up to 0.2x write no details for a vector index either; ``index.idx`` is the
+    # name every release gives a vector index's file, and no scalar index's
+    (frozenset({"index.idx"}), "vector"),
 )
 
 
