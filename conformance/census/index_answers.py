@@ -1,0 +1,302 @@
+"""Answer the index census's queries from an index the kit decoded.
+
+The census (:mod:`conformance.census.index_census`) asks each release a fixed set of queries
+(``conformance/census/index_program.py``): equality, range, IN, IS NULL, ``array_has_any`` /
+``array_has_all``, ``contains``, a JSON path, a full-text term and k nearest vectors. This
+module answers the same queries from :func:`reference_impl.index.read_index`'s content of
+the table's index, as a reader that trusts the index would:
+
+* the rows of the fragments the index covers come from the index: every ``(value, row)``
+  pair of a value index whose value satisfies the filter; the rows holding every n-gram of a
+  ``contains`` string; the rows of a zone or bloom filter that may hold the value; a
+  full-text term's posting list; the k stored vectors nearest the query;
+* an inexact index (NGRAM, ZONEMAP, BLOOMFILTER) yields candidates, which a reader rechecks
+  against the data: here, intersected with the release's scan answer (so what it can lose is
+  rows, never gain them);
+* rows of fragments the index does not cover come from the data (the release's scan rows
+  that live there), as every reader scans unindexed fragments.
+
+Rows are named by the index as row addresses or stable row ids (:class:`RowMap` maps them to
+the table's ``id`` column; rows the data no longer holds are dropped, as readers drop
+deleted rows). A content whose layout this module does not know is :class:`CannotAnswer`,
+never a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+
+class CannotAnswer(Exception):
+    """The decoded content does not have a form these answers know (the message says why)."""
+
+
+@dataclass(frozen=True)
+class Query:
+    """A parsed census query: ``op`` on ``column`` with ``args``."""
+
+    text: str
+    op: str  # eq gt range in is_null has_any has_all contains json_eq json_gt fts nearest
+    column: str
+    args: tuple = ()
+
+    def holds(self, value) -> bool:
+        """Whether a value (a label, for the list operations) satisfies a value query."""
+        op, a = self.op, self.args
+        if op == "is_null":
+            return value is None
+        if value is None:
+            return False
+        if op in ("eq", "json_eq"):
+            return value == a[0]
+        if op in ("gt", "json_gt"):
+            return value > a[0]
+        if op == "range":
+            return a[0] <= value < a[1]
+        if op in ("in", "has_any"):
+            return value in a
+        raise CannotAnswer(f"{op} is not a value predicate")
+
+
+_LIT = r"(-?\d+|'[^']*')"
+
+
+def _lit(text: str):
+    return text[1:-1] if text.startswith("'") else int(text)
+
+
+def _lits(text: str) -> tuple:
+    return tuple(_lit(t) for t in re.findall(_LIT, text))
+
+
+def parse(text: str) -> Query:
+    """Parse one of the census's query texts."""
+    m = re.fullmatch(r"(\w+) = " + _LIT, text)
+    if m:
+        return Query(text, "eq", m.group(1), (_lit(m.group(2)),))
+    m = re.fullmatch(r"(\w+) > " + _LIT, text)
+    if m:
+        return Query(text, "gt", m.group(1), (_lit(m.group(2)),))
+    m = re.fullmatch(r"(\w+) >= " + _LIT + r" AND \1 < " + _LIT, text)
+    if m:
+        return Query(text, "range", m.group(1), (_lit(m.group(2)), _lit(m.group(3))))
+    m = re.fullmatch(r"(\w+) IN \((.*)\)", text)
+    if m:
+        return Query(text, "in", m.group(1), _lits(m.group(2)))
+    m = re.fullmatch(r"(\w+) IS NULL", text)
+    if m:
+        return Query(text, "is_null", m.group(1))
+    m = re.fullmatch(r"array_has_(any|all)\((\w+), \[(.*)\]\)", text)
+    if m:
+        return Query(text, f"has_{m.group(1)}", m.group(2), _lits(m.group(3)))
+    m = re.fullmatch(r"contains\((\w+), '([^']*)'\)", text)
+    if m:
+        return Query(text, "contains", m.group(1), (m.group(2),))
+    m = re.fullmatch(r"json_get_int\((\w+), '(\w+)'\) (=|>) (-?\d+)", text)
+    if m:
+        return Query(text, "json_eq" if m.group(3) == "=" else "json_gt", m.group(1),
+                     (int(m.group(4)), m.group(2)))
+    m = re.fullmatch(r"full_text_query '([^']*)'", text)
+    if m:
+        return Query(text, "fts", "text", (m.group(1),))
+    m = re.fullmatch(r"(\d+) nearest to the vector of id (\d+)", text)
+    if m:
+        return Query(text, "nearest", "vec", (int(m.group(1)), int(m.group(2))))
+    raise CannotAnswer(f"query {text!r} is not one the census asks")
+
+
+class RowMap:
+    """The live rows of a table: row address or stable row id -> the ``id`` column, the
+    fragment of each, and the vectors (for nearest-neighbour answers)."""
+
+    def __init__(self, table: pa.Table, stable: bool) -> None:
+        self.stable = stable
+        self.ids = np.asarray(table.column("id").to_numpy(zero_copy_only=False), np.int64)
+        addr = np.asarray(table.column("_rowaddr").to_numpy(zero_copy_only=False), np.uint64)
+        self.fragments = (addr >> np.uint64(32)).astype(np.int64)
+        keys = np.asarray(table.column("_rowid").to_numpy(zero_copy_only=False), np.uint64) \
+            if stable else addr
+        order = np.argsort(keys, kind="stable")
+        self._keys = keys[order]
+        self._ids = self.ids[order]
+        self.vectors = None
+        if "vec" in table.column_names:
+            flat = table.column("vec").combine_chunks()
+            self.vectors = np.asarray(flat.flatten().to_numpy(zero_copy_only=False),
+                                      np.float32).reshape(len(flat), -1)
+
+    def ids_of(self, rows) -> set[int]:
+        """The ``id`` of each live row among ``rows`` (others are dropped)."""
+        rows = np.asarray(rows, np.uint64)
+        if not len(rows) or not len(self._keys):
+            return set()
+        at = np.searchsorted(self._keys, rows)
+        at[at == len(self._keys)] = 0
+        hit = self._keys[at] == rows
+        return {int(i) for i in self._ids[at[hit]]}
+
+    def ids_outside(self, covered: set[int]) -> set[int]:
+        """The ``id`` of every live row of a fragment not in ``covered``."""
+        mask = ~np.isin(self.fragments, np.asarray(sorted(covered), np.int64))
+        return {int(i) for i in self.ids[mask]}
+
+
+def _col(entries: pa.Table, *names):
+    for n in names:
+        if n in entries.column_names:
+            return entries.column(n).combine_chunks()
+    return None
+
+
+def _need(entries: pa.Table, *names):
+    col = _col(entries, *names)
+    if col is None:
+        raise CannotAnswer(f"decoded entries have no column {' or '.join(names)} "
+                           f"(columns: {', '.join(entries.column_names)})")
+    return col
+
+
+def _rows_where(entries: pa.Table, q: Query, value_names=("value", "key", "label")) -> list:
+    values = _need(entries, *value_names).to_pylist()
+    rows = _need(entries, "row_id", "row_ids", "row_address").to_pylist()
+    out = []
+    for v, r in zip(values, rows, strict=True):
+        if q.holds(v):
+            out.extend(r if isinstance(r, list) else [r])
+    return out
+
+
+def candidates(content, q: Query, *, rowmap: RowMap, scan_ids: set[int]) -> tuple[set, bool]:
+    """The rows (as ``id`` values) the decoded ``content`` names for ``q`` and whether the
+    content answers exactly (otherwise they are candidates a reader rechecks)."""
+    kind = content.kind
+    e = content.entries
+    if kind in ("btree", "bitmap") and q.op in ("eq", "gt", "range", "in", "is_null"):
+        return rowmap.ids_of(_rows_where(e, q)), True
+    if kind == "label_list" and q.op in ("has_any", "has_all"):
+        if q.op == "has_any":
+            return rowmap.ids_of(_rows_where(e, q)), True
+        sets = [rowmap.ids_of(_rows_where(e, Query(q.text, "eq", q.column, (a,))))
+                for a in q.args]
+        return set.intersection(*sets) if sets else set(), True
+    if kind == "json" and q.op in ("json_eq", "json_gt"):
+        return rowmap.ids_of(_rows_where(e, q)), True
+    if kind == "ngram" and q.op == "contains":
+        grams = _need(e, "ngram", "token", "value").to_pylist()
+        rows = _need(e, "row_id", "row_ids").to_pylist()
+        posting: dict = {}
+        for g, r in zip(grams, rows, strict=True):
+            posting.setdefault(g, []).extend(r if isinstance(r, list) else [r])
+        want = _trigrams(q.args[0])
+        if not want:
+            raise CannotAnswer("the string is shorter than an n-gram")
+        found = None
+        for g in want:
+            hit = rowmap.ids_of(posting.get(g, []))
+            found = hit if found is None else found & hit
+        return found, False
+    if kind == "inverted" and q.op == "fts":
+        tokens = _need(e, "token", "term").to_pylist()
+        rows = _need(e, "row_id", "row_ids").to_pylist()
+        out = []
+        for t, r in zip(tokens, rows, strict=True):
+            if t == q.args[0]:
+                out.extend(r if isinstance(r, list) else [r])
+        return rowmap.ids_of(out), True
+    if kind in ("zonemap", "bloomfilter"):
+        return _zones(content, q, rowmap), False
+    raise CannotAnswer(f"the kit does not answer {q.op} from a decoded {kind} index "
+                       f"({content.version}) yet")
+
+
+def _trigrams(text: str) -> list[str]:
+    t = text.lower()
+    return sorted({t[i:i + 3] for i in range(len(t) - 2)})
+
+
+def _zones(content, q: Query, rowmap: RowMap) -> set:
+    """Rows of the zones whose statistics (ZONEMAP min/max/null count) or filter (BLOOMFILTER,
+    as decoded: ``may_contain``) admit the query's values."""
+    e = content.entries
+    frag = _need(e, "fragment_id").to_pylist()
+    start = _need(e, "zone_start", "local_row_offset", "start").to_pylist()
+    length = _need(e, "zone_length", "num_rows", "length").to_pylist()
+    keep = []
+    if content.kind == "zonemap":
+        lo = _need(e, "min").to_pylist()
+        hi = _need(e, "max").to_pylist()
+        nulls = _need(e, "null_count").to_pylist()
+        for i in range(len(frag)):
+            if q.op == "is_null":
+                keep.append(nulls[i] > 0)
+            elif lo[i] is None or hi[i] is None:
+                keep.append(False)
+            elif q.op == "eq":
+                keep.append(lo[i] <= q.args[0] <= hi[i])
+            elif q.op == "gt":
+                keep.append(hi[i] > q.args[0])
+            elif q.op == "range":
+                keep.append(hi[i] >= q.args[0] and lo[i] < q.args[1])
+            elif q.op == "in":
+                keep.append(any(lo[i] <= a <= hi[i] for a in q.args))
+            else:
+                raise CannotAnswer(f"{q.op} from a zone map")
+    else:
+        may = content.extra.get("may_contain")
+        if may is None:
+            raise CannotAnswer("the decoded bloom filter offers no may_contain(zone, value)")
+        values = q.args if q.op in ("eq", "in") else None
+        if values is None:
+            raise CannotAnswer(f"{q.op} from a bloom filter")
+        keep = [any(may(i, v) for v in values) for i in range(len(frag))]
+    rows = []
+    for i, k in enumerate(keep):
+        if k:
+            base = int(frag[i]) << 32
+            rows.extend(range(base + int(start[i]), base + int(start[i]) + int(length[i])))
+    return rowmap.ids_of(rows)
+
+
+def nearest(content, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int]:
+    """The k nearest rows by the decoded index's stored vectors (IVF_FLAT and the HNSW flat
+    storage: exact), or by the vectors its codes reconstruct (PQ, SQ: approximate), merged
+    with the data's vectors of the live rows outside the ``covered`` fragments."""
+    e = content.entries
+    rows = _need(e, "row_id").to_numpy(zero_copy_only=False)
+    vec = _col(e, "vector", "flat", "reconstructed")
+    if vec is None:
+        recon = content.extra.get("reconstruct")
+        if recon is None:
+            raise CannotAnswer(f"the decoded {content.kind} index ({content.version}) holds "
+                               "no vectors and no way to reconstruct them")
+        mat = np.asarray(recon(), np.float32)
+    else:
+        mat = np.asarray(vec.flatten().to_numpy(zero_copy_only=False),
+                         np.float32).reshape(len(vec), -1)
+    k, of = q.args
+    if rowmap.vectors is None:
+        raise CannotAnswer("the table has no vector column")
+    where = np.nonzero(rowmap.ids == of)[0]
+    if not len(where):
+        raise CannotAnswer(f"the row of id {of} is not live")
+    target = rowmap.vectors[where[0]]
+    scored = []
+    d = ((mat - target) ** 2).sum(axis=1)
+    for j in np.argsort(d, kind="stable")[: 4 * k + 64]:
+        got = rowmap.ids_of([rows[j]])
+        if got:
+            scored.append((float(d[j]), next(iter(got))))
+    outside = ~np.isin(rowmap.fragments, np.asarray(sorted(covered), np.int64))
+    for j in np.nonzero(outside)[0]:
+        scored.append((float(((rowmap.vectors[j] - target) ** 2).sum()), int(rowmap.ids[j])))
+    out: list[int] = []
+    for _d, i in sorted(scored):
+        if i not in out:
+            out.append(i)
+        if len(out) == k:
+            break
+    return out
