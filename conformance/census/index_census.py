@@ -10,8 +10,7 @@ census's queries through its index and without it (``case.json``). The kit then
    naming the rows where its answer differs from the release's answer without the index.
 
 The *truth* of a cell is whether the release's indexed answers agree with its scan (for an
-approximate kind: hold at least :data:`conformance.census.indexes.MIN_RECALL` of the exact
-k nearest rows). The verdict:
+approximate kind as :func:`conformance.census.indexes.nearest_agrees` says). The verdict:
 
 * ``agree``: the release answers right and the kit reports no error and its decoded answers
   equal the scan's (a pass);
@@ -148,7 +147,7 @@ def _decode_and_answer(case: Case) -> tuple[str, list[dict]]:
                 if not q.get("present", True):
                     continue
                 got = answers.nearest(_merged(contents), parsed, rowmap=rowmap, covered=covered)
-                if answers_differ_nearest(got, scan, case):
+                if answers_differ_nearest(got, scan, case, q):
                     differing.append(_difference(q["query"], got, scan))
                 continue
             found = set()
@@ -166,12 +165,15 @@ def _decode_and_answer(case: Case) -> tuple[str, list[dict]]:
     return "yes", differing
 
 
-def answers_differ_nearest(got: list, want: list, case: Case) -> bool:
-    from conformance.census.indexes import MIN_RECALL, recall
+def answers_differ_nearest(got: list, want: list, case: Case, query: dict) -> bool:
+    """The kit's nearest rows from the decoded index differ from the exact ones: for the
+    kinds that store vectors (flat storage, HNSW over flat vectors) any difference; for the
+    coded kinds (PQ, SQ) as :func:`conformance.census.indexes.nearest_agrees` says."""
+    from conformance.census.indexes import nearest_agrees
 
     if case.kind in ("IVF_FLAT", "IVF_HNSW_FLAT"):
-        return list(got) != list(want)
-    return recall(got, want) < MIN_RECALL
+        return sorted(got) != sorted(want)
+    return not nearest_agrees(case.kind, got, want, query)
 
 
 def _merged(contents):
