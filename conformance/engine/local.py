@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from conformance.engine.report import Report, Violation
 from conformance.rules import registry
 from conformance.rules.context import (
+    NOT_JUDGED,
     DataFileContext,
     DataFileManifest,
     TableContext,
@@ -117,6 +118,8 @@ class Plan:
     histories: list = field(default_factory=list)
     cache: object = None
     tails: access.Tails = field(default_factory=access.Tails)
+    # what the rules met and could not judge (key -> note; see Report.not_judged)
+    not_judged: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,7 @@ def open_table(uri: str, storage_options: dict | None = None, *, deep: bool = Fa
     # base paths naming this root (a branch's id 0) reuse its store and client
     table.cache["base-stores"] = {uri.rstrip("/"): store, str(store.uri).rstrip("/"): store}
     table.cache["datafile_info"] = {}
+    table.cache[NOT_JUDGED] = {}
     return table
 
 
@@ -186,6 +190,7 @@ def open_branch(main: TableContext, branch: str, label: str | None = None) -> Ta
     ctx.cache["base-stores"] = main.cache.setdefault("base-stores", {})
     # a data file's footer is read once per run, whichever ref lists it
     ctx.cache["datafile_info"] = main.cache.setdefault("datafile_info", {})
+    ctx.cache[NOT_JUDGED] = main.cache.setdefault(NOT_JUDGED, {})
     ctx.cache["deletion.files"] = main.cache.setdefault("deletion.files",
                                                         {"bytes": 0, "files": {}})
     try:
@@ -425,6 +430,7 @@ def plan(uri: str, *, versions="latest", deep: bool = False, rules=None, skip=No
     result.findings.extend(f for f in found if f.location.get("ref", root) in labels)
     result.versions_checked = list(result.refs_checked.get(root, []))
     result.stats.update(result.counts.as_stats())
+    result.not_judged = table.cache.get(NOT_JUDGED, {})
     return result
 
 
@@ -625,7 +631,7 @@ def merge(p: Plan, item_findings: Iterable[Iterable[Violation]], *, elapsed_s: f
     return Report(uri=p.uri, versions_checked=sorted(p.versions_checked),
                   rules_checked=sorted(p.rules_checked), findings=ordered, elapsed_s=elapsed,
                   refs_checked={k: sorted(v) for k, v in sorted(p.refs_checked.items())},
-                  stats=stats)
+                  stats=stats, not_judged=sorted(set(p.not_judged.values())))
 
 
 def keep(p: Plan, item_findings: list[list[Violation]]) -> None:

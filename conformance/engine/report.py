@@ -20,7 +20,9 @@ version apart) is one finding: ``location["version"]`` is the first of them and
 ``versions`` lists them all as inclusive ``[first, last]`` ranges (present only when the
 finding holds in more than one version); text shows ``v1-2000``. ``Violation.covers()``
 gives every version a finding names. ``stats`` counts what the run read and checked
-(``conformance/engine/history.py`` names the counters).
+(``conformance/engine/history.py`` names the counters). ``not_judged`` (present when not
+empty; text shows one ``not judged:`` line each) names what the run met and did not judge, such
+as an index whose kind or layout the kit does not read: no finding, but said.
 ``violations`` hold error-severity findings, ``warnings`` the rest; ``conforms`` is true
 exactly when there is no error-severity finding. Findings are sorted by rule id, then by ref
 (main first), version, path and message, so two runs over the same bytes print the same
@@ -96,6 +98,9 @@ class Report:
     provenance: dict = field(default_factory=dict)  # conformance.kit.provenance()
     # what the run read and checked (counters, see conformance/engine/history.py)
     stats: dict = field(default_factory=dict)
+    # what the run met and could not judge (an index kind or layout the kit does not read):
+    # no finding, but said, so that a verdict is not taken for more than it covers
+    not_judged: list[str] = field(default_factory=list)
 
     @property
     def violations(self) -> list[Violation]:
@@ -127,6 +132,7 @@ class Report:
             "elapsed_s": round(float(self.elapsed_s), 6),
             "provenance": self.provenance or _kit().provenance(),
             **({"stats": dict(self.stats)} if self.stats else {}),
+            **({"not_judged": sorted(self.not_judged)} if self.not_judged else {}),
         }
 
     # -- formats ---------------------------------------------------------------------------
@@ -182,6 +188,8 @@ def to_text(report: Report) -> str:
         f"warnings: {len(d['warnings'])}; {d['elapsed_s']:.3f} s",
         f"  judged against {_kit().summary(d['provenance'])}",
     ]
+    for note in d.get("not_judged", []):
+        lines.append(f"  not judged: {note}")
     other = {k: v for k, v in d["refs_checked"].items() if k != "main"}
     if other:
         lines.append("  refs checked: " + "; ".join(

@@ -214,6 +214,7 @@ AREA_MODULES: list[str] = [
     "deletion", "rowid",
     "stats", "file_v2_0",
     "index", "mem_wal",
+    "index_content",
     "file", "encoding", "blob",
     "namespace",
     "datafile_fields",

@@ -11,20 +11,26 @@ vector indexes under :mod:`reference_impl.index.vector`. Each kind module expose
 
     KIND: str                                   # the kind of reference_impl.table.index
     def read(files: IndexFiles, index: Index) -> IndexContent
+    def check(content, index, data: IndexedData) -> Iterator[Disagreement]
 
 and raises :class:`reference_impl.errors.UnsupportedIndex` for a kind, index version or file
 layout it does not know (never a guess), and :class:`reference_impl.errors.FormatError` for
 bytes that do not decode.
 
-:func:`read_index` dispatches on ``Index.kind``. Nothing here imports pylance.
+:func:`read_index` dispatches on ``Index.kind``, :func:`check_index` holds what was read
+against :class:`IndexedData` (the rows the index covers, as the data holds them) and yields a
+:class:`Disagreement` for each place the two differ. :mod:`reference_impl.index.against` has
+the comparisons the kinds share (rows covered, value at a row). Nothing here imports pylance.
 """
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from reference_impl.errors import NotFound, UnsupportedIndex
@@ -53,7 +59,9 @@ class IndexContent:
     an Arrow table whose columns depend on the kind (each kind module documents them; value
     indexes have a ``row_id`` column of uint64 row addresses or stable row ids). ``summary`` is
     a small JSON-able dict for ``inspect`` (rows covered, partitions, value range, ...).
-    ``extra`` holds kind-specific decoded parts (centroids, codebooks, zones, graphs)."""
+    ``extra`` holds kind-specific decoded parts (centroids, codebooks, zones, graphs);
+    ``extra["row_addresses"] = True`` says the index names rows by their addresses even in a
+    table with stable row ids (pylance 14.0.2's BTREE of index_version 1 does)."""
 
     kind: str
     version: str
@@ -98,6 +106,106 @@ class IndexFiles:
         return self.lance_file(name).read_all()
 
 
+@dataclass
+class IndexedData:
+    """The rows an index covers, as the data holds them.
+
+    The covered fragments are the index's ``fragment_bitmap`` that are still in the version
+    (``fragment_ids``); ``gone_fragment_ids`` are bitmap ids no longer in the version (their
+    rows were removed by a delete or a compaction; an index may keep naming them).
+
+    Rows are named as the index names them: row addresses ``(fragment id << 32) | offset``,
+    or stable row ids when the table's flags say rows have stable ids (``stable_row_ids``).
+
+    * ``row_ids`` (uint64, ascending) are the live rows of the covered fragments and
+      ``values`` the value of the indexed column (``field_name``, id ``field_id``) at each;
+    * ``deleted_row_ids`` (uint64, ascending) are rows of the covered fragments that a deletion
+      file removes (an index may keep them: readers drop them through the deletion files);
+    * ``elsewhere_row_ids`` (uint64, ascending; stable row ids only) are live rows of the
+      version outside the covered fragments, which an index must not name. With row
+      addresses the fragment id in the address tells the same;
+    * ``moves``: the row moves a compaction recorded without rewriting the index (the fragment
+      reuse index, ``defer_index_remap``), oldest first, each ``(old, new)`` uint64 arrays
+      sorted by ``old``, ``new`` = ``DROPPED`` for a row the compaction dropped. The rows an
+      index names are translated through them before they are judged, as readers do.
+    """
+
+    field_id: int
+    field_name: str
+    stable_row_ids: bool
+    fragment_ids: np.ndarray
+    row_ids: np.ndarray
+    values: pa.Array
+    deleted_row_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    gone_fragment_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    elsewhere_row_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    moves: list = field(default_factory=list)
+
+    #: ``moves`` target of a row a compaction dropped
+    DROPPED = np.uint64((1 << 64) - 1)
+    #: what :meth:`classify` says of a row an index names
+    LIVE, DELETED, OUTSIDE = 0, 1, 2
+
+    def __len__(self) -> int:
+        return len(self.row_ids)
+
+    def classify(self, rows) -> np.ndarray:
+        """For each row id an index names: ``LIVE`` (a live row of the covered fragments),
+        ``DELETED`` (a deleted row of a covered fragment, a row of a fragment the version no
+        longer holds, or, with stable row ids, an id no fragment holds) or ``OUTSIDE`` (a
+        live row of a fragment the index does not cover, or a place no row was ever at)."""
+        rows = np.asarray(rows, np.uint64)
+        out = np.full(len(rows), self.OUTSIDE, np.int8)
+        out[rows == self.DROPPED] = self.DELETED
+        out[_members(rows, self.deleted_row_ids)] = self.DELETED
+        if self.stable_row_ids:
+            unknown = ~_members(rows, self.elsewhere_row_ids)
+            out[unknown] = self.DELETED
+        else:
+            frags = (rows >> np.uint64(32)).astype(np.uint32)
+            out[_members(frags, self.gone_fragment_ids)] = self.DELETED
+        out[_members(rows, self.row_ids)] = self.LIVE
+        return out
+
+    def translate(self, rows) -> np.ndarray:
+        """``rows`` as they are after the recorded moves (``DROPPED`` for dropped rows); a
+        row no move names is unchanged. Moves apply in order, so a row moved twice follows
+        both."""
+        rows = np.array(rows, np.uint64)
+        for old, new in self.moves:
+            if not len(old):
+                continue
+            hit = _members(rows, old) & (rows != self.DROPPED)
+            rows[hit] = new[np.searchsorted(old, rows[hit])]
+        return rows
+
+    def positions(self, rows) -> np.ndarray:
+        """The position in ``row_ids`` of each of ``rows`` (which must be live rows)."""
+        return np.searchsorted(self.row_ids, np.asarray(rows, np.uint64))
+
+
+def _members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """``values[i] in sorted_set`` for each i, by binary search (``sorted_set`` ascending)."""
+    if not len(sorted_set) or not len(values):
+        return np.zeros(len(values), bool)
+    at = np.searchsorted(sorted_set, values)
+    at[at == len(sorted_set)] = 0
+    return sorted_set[at] == values
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """One place where an index says other than its data: the rule it breaks, a sentence
+    that names the row and the values, the row id (address or stable id, as the index names
+    it), the value the index gives, and where in the index (``page``, ``key``, ...)."""
+
+    rule: str
+    message: str
+    row_id: int | None = None
+    value: Any = None
+    where: dict = field(default_factory=dict)
+
+
 def reader_module(kind: str | None):
     """The module that reads indexes of ``kind``; ``UnsupportedIndex`` when there is none."""
     modname = KIND_MODULES.get(kind or "")
@@ -113,6 +221,38 @@ def reader_module(kind: str | None):
                                kind=kind) from None
 
 
+#: Releases up to 0.18 write no index details for scalar indexes; their kind is told by the
+#: files (as those releases' readers tell it): file names -> kind. A BITMAP's files over a
+#: list column are a LABEL_LIST (the bitmap module's check tells them apart by the data).
+KIND_BY_FILES: tuple[tuple[frozenset, str], ...] = (
+    (frozenset({"page_data.lance", "page_lookup.lance"}), "btree"),
+    (frozenset({"bitmap_page_lookup.lance"}), "bitmap"),
+)
+
+
+def kind_of(files: IndexFiles, index) -> str | None:
+    """The kind of ``index``: its details' kind, else the kind its files tell (None)."""
+    if index.kind is not None:
+        return index.kind
+    names = set(files.names())
+    for needed, kind in KIND_BY_FILES:
+        if needed <= names:
+            return kind
+    return None
+
+
 def read_index(files: IndexFiles, index) -> IndexContent:
     """Decode the files of ``index`` (a :class:`reference_impl.table.index.Index`)."""
-    return reader_module(index.kind).read(files, index)
+    return reader_module(kind_of(files, index)).read(files, index)
+
+
+def check_index(content: IndexContent, index, data: IndexedData) -> Iterator[Disagreement]:
+    """Hold the decoded ``content`` of ``index`` against ``data`` (the rows it covers): the
+    kind module's ``check``. A kind read but not yet checked is ``UnsupportedIndex``."""
+    module = reader_module(content.kind)
+    check = getattr(module, "check", None)
+    if check is None:
+        raise UnsupportedIndex(f"index kind {index.kind!r} is read but not checked against its "
+                               "data by this implementation yet", kind=index.kind,
+                               version=content.version)
+    yield from check(content, index, data)
