@@ -215,6 +215,7 @@ AREA_MODULES: list[str] = [
     "stats", "file_v2_0",
     "index", "mem_wal",
     "index_content",
+    "index_text",
     "file", "encoding", "blob",
     "namespace",
     "datafile_fields",

@@ -1,0 +1,91 @@
+"""INDEX-120..127: text and zone indexes held against the data they index (deep).
+
+For every NGRAM, ZONEMAP, BLOOMFILTER and INVERTED index of a version, the index files are
+decoded (``reference_impl.index``) and compared with the live rows of the fragments its
+``fragment_bitmap`` names (spec 004, ``IndexMetadata``: "A bitmap of the included fragment
+ids"), by the kind module's ``check``; the machinery (one decode per index, one scan per
+column, findings naming the index and the row) is :mod:`conformance.rules.index_content`'s.
+An index that would answer a query with rows other than the data's is an error. Inexact
+indexes (zones, filters, n-grams) are rechecked by readers, so only a row the index *loses*
+makes an answer wrong; a row listed where it does not belong is a warning. Rows outside the
+covered fragments are INDEX-103, undecodable files INDEX-100, and an index the kit cannot
+read is named on the report ("not judged"), as for every kind.
+"""
+
+from __future__ import annotations
+
+from .index_content import findings
+from .registry import rule
+
+_SEC = "IndexMetadata"
+_BITMAP = "A bitmap of the included fragment ids."
+
+
+@rule("INDEX-120", title="ZONEMAP zones bound every row they cover", severity="error",
+      spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="every release that writes ZONEMAP (0.3x to 14.0.2) writes zonemap.lance with "
+               "min, max, null_count, nan_count, fragment_id, zone_start, zone_length; a "
+               "reader keeps the row addresses of each zone whose statistics admit the value")
+def zonemap_bounds(ctx):
+    """Every live row of a covered fragment lies in a zone whose min..max holds its value
+    (a null: null_count > 0; NaN: nan_count > 0), else a filter through the index loses it."""
+    yield from findings(ctx, "INDEX-120")
+
+
+@rule("INDEX-121", title="BLOOMFILTER filters hold every value of their zone",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="every release that writes BLOOMFILTER writes bloomfilter.lance (split-block "
+               "filters of XXH64 hashes, seed 0); a reader keeps each zone whose filter may "
+               "hold the value")
+def bloomfilter_no_false_negative(ctx):
+    yield from findings(ctx, "INDEX-121")
+
+
+@rule("INDEX-122", title="NGRAM postings list every row under every trigram its text holds",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="every release that writes NGRAM: lower-case and ASCII-fold the text, keep the "
+               "windows of three ASCII letters/digits; the kit checks the trigrams of ASCII "
+               "text exactly and, for other text, those of three original ASCII characters")
+def ngram_complete(ctx):
+    yield from findings(ctx, "INDEX-122")
+
+
+@rule("INDEX-123", title="NGRAM postings list a row only under trigrams its text holds",
+      severity="warning", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="contains() rechecks the rows the index gives, so an extra row changes no "
+               "answer; text with non-ASCII characters is not judged (the writer's folding "
+               "table is not reproduced)")
+def ngram_exact(ctx):
+    yield from findings(ctx, "INDEX-123")
+
+
+@rule("INDEX-124", title="ZONEMAP and BLOOMFILTER zones lie in the fragments the index covers",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      pylance="pylance answers from the index for the fragments of its bitmap and scans the "
+              "others: a zone on another fragment answers for rows it was not built from",
+      releases="zones of fragments the version no longer has may remain (their rows are "
+               "deleted rows)")
+def outside_bitmap(ctx):
+    yield from findings(ctx, "INDEX-124")
+
+
+@rule("INDEX-125", title="INVERTED documents are the covered rows with their token counts",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="pylance up to the 0.1x releases write tokens/invert/docs.lance; later ones "
+               "metadata.lance and part_N_{tokens,invert,docs}.lance (the token set an FST, "
+               "postings compressed: not decoded by the kit, so only the documents are held "
+               "against the data). 14.0.2 leaves rows without tokens out of the documents, "
+               "0.38.3 lists them with 0. Counts are checked under the settings metadata.lance "
+               "records (simple/whitespace, max_token_length, lower_case, English stop words); "
+               "with stemming a token that may stem to a stop word is allowed either way")
+def inverted_documents(ctx):
+    yield from findings(ctx, "INDEX-125")
+
+
+@rule("INDEX-127", title="text and zone index files decode into self-consistent content",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      releases="self-consistency is checked where postings are decoded (the tokens/invert/docs "
+               "layout of the 0.1x releases): every posting names a document, and a "
+               "document's token count is the sum of its postings' frequencies")
+def undecodable(ctx):
+    yield from findings(ctx, "INDEX-127")

@@ -1,0 +1,269 @@
+"""INDEX-120..139: NGRAM, ZONEMAP, BLOOMFILTER and INVERTED indexes held against their data.
+
+Positive: pylance 14.0.2's own indexes after append + optimize_indices, delete, update,
+compaction (with and without deferred remap) and under stable row ids draw no error.
+Negative: the "swap" family (two tables hold the same rows, one reversed, each indexed the
+same way; the second's index files are copied over the first's, same names and sizes), and
+a hand edit of a zone map rewritten with the reference writer. Each negative first shows
+that pylance answers wrong through the index (against its scan), then that the kit flags
+an error naming the index and a row.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from conformance.engine import validate
+from reference_impl.index import bloomfilter, inverted, ngram, xxhash64
+
+TEXT_RULES = {"INDEX-100", "INDEX-103", "INDEX-120", "INDEX-121", "INDEX-122", "INDEX-123",
+              "INDEX-124", "INDEX-125", "INDEX-127"}
+WORDS = ["Hello", "world", "the", "Quick", "brown", "fox", "jumps", "lance", "runs", "db-42",
+         "zebra", "über", "café"]
+
+
+# ---- units: no pylance ----
+
+def test_xxh64_known_values_and_numpy_form_equal_readable():
+    assert xxhash64.xxh64(b"") == 17241709254077376921
+    assert xxhash64.xxh64(b"a") == 0xD24EC4F1A98C6E5B
+    rng = np.random.default_rng(1)
+    values = [rng.bytes(n) for n in (1, 3, 4, 7, 8, 12, 31, 32, 33, 64, 100) for _ in range(3)]
+    assert xxhash64.xxh64_many(values).tolist() == [xxhash64.xxh64(v) for v in values]
+
+
+def test_split_block_filter_holds_what_was_set_and_not_much_else():
+    words = np.zeros((4, 8), dtype="<u4")
+    hashes = xxhash64.xxh64_many([b"x%d" % i for i in range(50)])
+    blocks = (((hashes >> np.uint64(32)) * np.uint64(4)) >> np.uint64(32)).astype(int)
+    low = (hashes & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    bits = (low[:, None] * bloomfilter.SALT[None, :]) >> np.uint32(27)
+    for b, row in zip(blocks, bits):
+        words[b] |= (np.uint32(1) << row.astype(np.uint32))
+    data = words.tobytes()
+    assert bloomfilter.may_contain(data, hashes).all()
+    other = xxhash64.xxh64_many([b"y%d" % i for i in range(200)])
+    assert bloomfilter.may_contain(data, other).mean() < 0.5
+
+
+def test_trigram_numbering_and_tokenisation():
+    assert ngram.token_of("abc") == 11 * 37 ** 2 + 12 * 37 + 13
+    assert ngram.trigram_of(ngram.token_of("z9a")) == "z9a"
+    assert ngram.trigram_of(0) is None
+    assert ngram.trigrams("A1b2") == ({"a1b", "1b2"}, True)
+    assert ngram.trigrams("ab!cd") == (set(), True)
+    grams, exact = ngram.trigrams("café olé")
+    assert not exact and grams == {"caf"}  # only windows of original ASCII characters
+
+
+def test_token_count_bounds_follow_the_recorded_settings():
+    plain = {"base_tokenizer": "simple", "lower_case": True, "max_token_length": 40}
+    assert inverted.count_bounds("The quick, brown fox", plain) == (4, 4)
+    stops = dict(plain, remove_stop_words=True, language="English")
+    assert inverted.count_bounds("The quick brown fox is here", stops) == (4, 4)
+    stemmed = dict(stops, stem=True)
+    low, high = inverted.count_bounds("The quick brown fox its", stemmed)
+    assert low <= 3 <= high  # "its" may stem to the stop word "it"
+    assert inverted.count_bounds("x" * 40 + " ab", plain) == (1, 1)
+    assert inverted.count_bounds("a b", {"base_tokenizer": "ngram"}) is None
+
+
+# ---- against pylance 14.0.2 ----
+
+def _rows(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    text = [" ".join(rng.choice(WORDS, 4)) if i % 17 else None for i in range(n)]
+    return pa.table({"id": pa.array(np.arange(n), pa.int64()), "text": text,
+                     "s": pa.array([f"v{i // 7}" if i % 13 else None for i in range(n)])})
+
+
+def _index_all(ds):
+    ds.create_scalar_index("text", "NGRAM", name="ng")
+    ds.create_scalar_index("id", "ZONEMAP", name="zm")
+    ds.create_scalar_index("s", "BLOOMFILTER", name="bf")
+    ds.create_scalar_index("text", "INVERTED", name="fts", with_position=True)
+
+
+def _text_findings(uri):
+    report = validate(uri, deep=True)
+    return [f for f in report.findings if f.rule in TEXT_RULES]
+
+
+def _errors(findings):
+    return [f for f in findings if f.severity == "error"]
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable", [False, True])
+def test_pylance_indexes_after_mutations_draw_no_error(tmp_path, stable):
+    import lance
+
+    uri = str(tmp_path / "t")
+    ds = lance.write_dataset(_rows(), uri, max_rows_per_file=700, enable_stable_row_ids=stable)
+    _index_all(ds)
+    assert _errors(_text_findings(uri)) == []
+    ds = lance.write_dataset(_rows(300, seed=2), uri, mode="append")
+    ds.optimize.optimize_indices()
+    ds.delete("id % 7 = 3")
+    ds.update({"text": "'zebra runs'"}, where="id < 40")
+    assert _errors(_text_findings(uri)) == []
+    ds = lance.dataset(uri)
+    ds.optimize.compact_files(target_rows_per_fragment=5000)
+    found = _text_findings(uri)
+    assert _errors(found) == [], [f.message for f in _errors(found)][:5]
+
+
+@pytest.mark.interop
+def test_compaction_with_deferred_remap_draws_no_error(tmp_path):
+    import lance
+
+    uri = str(tmp_path / "t")
+    ds = lance.write_dataset(_rows(), uri, max_rows_per_file=500)
+    _index_all(ds)
+    ds.delete("id % 5 = 0")
+    ds.optimize.compact_files(target_rows_per_fragment=5000, defer_index_remap=True)
+    found = _text_findings(uri)
+    assert _errors(found) == [], [f.message for f in _errors(found)][:5]
+
+
+def _swapped(tmp_path, make_index, rows_per_file=None, resize=False):
+    """Two tables, the second holding the rows reversed, indexed alike; the second's index
+    files are copied over the first's (same names, same sizes; with ``resize`` files whose
+    sizes differ are copied too and the manifest's IndexMetadata.files told their sizes, so
+    it stays true to the bytes)."""
+    import lance
+
+    rows = _rows()
+    kw = {"max_rows_per_file": rows_per_file} if rows_per_file else {}
+    a = lance.write_dataset(rows, str(tmp_path / "a"), **kw)
+    b = lance.write_dataset(rows.take(np.arange(rows.num_rows)[::-1]), str(tmp_path / "b"), **kw)
+    make_index(a)
+    make_index(b)
+    a, b = lance.dataset(str(tmp_path / "a")), lance.dataset(str(tmp_path / "b"))
+    ia, ib = a.list_indices()[0], b.list_indices()[0]
+    da, db = tmp_path / "a" / "_indices" / ia["uuid"], tmp_path / "b" / "_indices" / ib["uuid"]
+    names = sorted(os.listdir(da))
+    assert names == sorted(os.listdir(db))
+    resized = [n for n in names if os.path.getsize(da / n) != os.path.getsize(db / n)]
+    assert resize or not resized, f"the two indexes differ in the sizes of {resized}"
+    for n in names:
+        shutil.copyfile(db / n, da / n)
+    for n in resized:
+        _set_index_file_size(str(tmp_path / "a"), n, os.path.getsize(da / n))
+    return str(tmp_path / "a"), ia["name"]
+
+
+def _set_index_file_size(uri, name, size):
+    """Make the latest manifest's IndexMetadata.files tell the rewritten file's size."""
+    from pathlib import Path
+
+    from conformance.fixtures.corruption import encode_manifest, latest_manifest, split_manifest
+    from reference_impl.proto import table_pb2
+
+    mpath = latest_manifest(Path(uri))
+    m, idx, txn = split_manifest(mpath.read_bytes())
+    sec = table_pb2.IndexSection.FromString(idx)
+    for im in sec.indices:
+        for f in im.files:
+            if f.path == name:
+                f.size_bytes = size
+    mpath.write_bytes(encode_manifest(m, index=sec.SerializeToString(), txn=txn))
+
+
+def _answers(uri, flt):
+    import lance
+
+    ds = lance.dataset(uri)
+    through = sorted(ds.to_table(filter=flt, columns=["id"])["id"].to_pylist())
+    scan = sorted(ds.to_table(filter=flt, columns=["id"], use_scalar_index=False)["id"]
+                  .to_pylist())
+    return through, scan
+
+
+def _flagged(uri, rule, name):
+    errs = [f for f in _errors(_text_findings(uri)) if f.rule == rule]
+    assert errs, f"{rule} not reported"
+    assert all(f.location.get("index") == name for f in errs)
+    assert any("row" in f.location for f in errs)
+    return errs
+
+
+@pytest.mark.interop
+def test_swapped_zonemap_is_an_error(tmp_path):
+    # a zone per fragment: the reversed table's zone 0 holds ids 1999..1900
+    uri, name = _swapped(tmp_path, lambda d: d.create_scalar_index("id", "ZONEMAP", name="zm"),
+                         rows_per_file=100)
+    through, scan = _answers(uri, "id = 5")
+    assert scan == [5] and through != scan, "the swapped index answers as the data does"
+    errs = _flagged(uri, "INDEX-120", name)
+    assert any(f.location.get("row") == 5 for f in errs)
+
+
+@pytest.mark.interop
+def test_swapped_bloomfilter_is_an_error(tmp_path):
+    uri, name = _swapped(tmp_path, lambda d: d.create_scalar_index("s", "BLOOMFILTER",
+                                                                    name="bf"),
+                         rows_per_file=100)
+    through, scan = _answers(uri, "s = 'v5'")
+    assert scan == [35, 36, 37, 38, 40, 41]
+    assert through != scan, "the swapped index answers as the data does"
+    _flagged(uri, "INDEX-121", name)
+
+
+@pytest.mark.interop
+def test_swapped_ngram_is_an_error(tmp_path):
+    uri, name = _swapped(tmp_path, lambda d: d.create_scalar_index("text", "NGRAM", name="ng"))
+    through, scan = _answers(uri, "contains(text, 'zebra')")
+    assert through != scan, "the swapped index answers as the data does"
+    errs = _flagged(uri, "INDEX-122", name)
+    assert any("not listed under its trigram" in f.message for f in errs)
+
+
+@pytest.mark.interop
+def test_swapped_inverted_is_an_error(tmp_path):
+    import lance
+
+    uri, name = _swapped(tmp_path, lambda d: d.create_scalar_index(
+        "text", "INVERTED", name="fts", with_position=True), resize=True)
+    ds = lance.dataset(uri)
+    hits = ds.to_table(full_text_query="zebra", columns=["id", "text"])
+    assert any("zebra" not in (t or "").lower() for t in hits["text"].to_pylist()), \
+        "the swapped index answers as the data does"
+    _flagged(uri, "INDEX-125", name)
+
+
+@pytest.mark.interop
+def test_zonemap_edited_with_the_reference_writer_is_an_error(tmp_path):
+    import lance
+
+    from reference_impl.file.writer import write_lance_file
+
+    uri = str(tmp_path / "t")
+    ds = lance.write_dataset(_rows(), uri, max_rows_per_file=700)
+    ds.create_scalar_index("id", "ZONEMAP", name="zm")
+    uuid = lance.dataset(uri).list_indices()[0]["uuid"]
+    path = tmp_path / "t" / "_indices" / uuid / "zonemap.lance"
+    from reference_impl.file.reader import LanceFileReader
+    from reference_impl.io.local import LocalStore
+
+    store = LocalStore(str(path.parent))
+    reader = LanceFileReader(store, "zonemap.lance", size=store.size("zonemap.lance"))
+    table = reader.read_all()
+    mins = table.column("min").to_pylist()
+    mins[0] = 10  # zone 0 now claims its values start at 10: ids 0..9 fall outside
+    table = table.set_column(0, table.schema.field(0), pa.array(mins, table.column("min").type))
+    # (pylance's writer keeps a null bitmap in a second global buffer, named by the metadata
+    # key "null_bitmap"; the reference writer writes none, so the key goes)
+    meta = {k: v for k, v in (reader.schema.metadata or {}).items() if k != b"null_bitmap"}
+    table = table.replace_schema_metadata(meta)
+    write_lance_file(store, "zonemap.lance", table, version=reader.version)
+    _set_index_file_size(uri, "zonemap.lance", path.stat().st_size)
+    through, scan = _answers(uri, "id = 5")
+    assert scan == [5] and through == [], "the edited zone map still answers right"
+    errs = _flagged(uri, "INDEX-120", "zm")
+    assert any(f.location.get("row") == 5 for f in errs)
