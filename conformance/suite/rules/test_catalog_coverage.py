@@ -34,6 +34,20 @@ EXEMPT: dict[str, str] = {
                   "conformance/suite/engine/test_validate.py::"
                   "test_out_of_memory_is_engine_003_not_a_format_finding",
 }
+# Vector index content rules (index_vector.py): a fixture needs a vector index built and
+# edited, which tools/gen_invalid_fixtures.py does not do yet (owed by idx-vector); each
+# is broken by the named test on tables pylance 14.0.2 builds.
+_VECTOR = ("vector index content; no fixtures/invalid case yet (the generator builds no "
+           "vector index): conformance/suite/index/test_vector_index.py::")
+EXEMPT.update({
+    "INDEX-140": _VECTOR + "test_content_edits_are_named",
+    "INDEX-141": _VECTOR + "test_content_edits_are_named",
+    "INDEX-142": _VECTOR + "test_swapped_index_files_are_errors",
+    "INDEX-143": _VECTOR + "test_replaced_pq_code_is_an_error",
+    "INDEX-144": _VECTOR + "test_swapped_index_files_are_errors",
+    "INDEX-145": _VECTOR + "test_exchanged_centroids_put_rows_in_other_partitions",
+    "INDEX-146": _VECTOR + "test_hnsw_neighbour_outside_its_partition_is_named",
+})
 # Rules judged on a namespace root, not on a dataset: tested by the namespace engineer's
 # conformance/suite/namespace/test_namespace*.py on namespace roots.
 EXEMPT_PREFIXES = {"NS-": "namespace rules run on a namespace root, not on a dataset; "

@@ -1,0 +1,102 @@
+"""INDEX-140..146: a vector index held against the vectors it indexes (deep, version scope).
+
+A vector index answers a nearest-neighbour query from what it stores: the IVF centroids pick
+the partitions to search, the stored vectors (FLAT), codes (PQ) or scaled values (SQ) rank the
+rows in them, and the HNSW graph says which rows to visit. An index whose partitions, vectors
+or codes are not its rows' returns other rows than the data's nearest, or misses them: it
+answers other than its data (spec 004, ``IndexMetadata.fragment_bitmap``: "A bitmap of the
+included fragment ids.": the rows of those fragments are what the index answers for).
+
+The decoding is :mod:`reference_impl.index.vector` (every layout pylance 0.8.14 to 14.0.2
+writes, the legacy protobuf ``index.idx`` and the Lance-file ``index.idx`` +
+``auxiliary.idx``), the comparison :mod:`reference_impl.index.vector.against`; rows outside the
+covered fragments and live rows missing are the shared INDEX-103 and INDEX-101 of
+:mod:`conformance.rules.index_content`, which runs the machinery once per index.
+
+What each release writes (centroids, residuals, cosine scaling, transposed codes) is a fact of
+that release, recorded in the modules' docstrings; the rules judge only what a query reads.
+"""
+
+from __future__ import annotations
+
+from .index_content import findings
+from .registry import rule
+
+_SEC = "IndexMetadata"
+_CLAUSE = "A bitmap of the included fragment ids."
+_RELEASES = ("pylance 0.8.14 to 0.20.x write IVF_PQ as the legacy protobuf index.idx; 0.2x to "
+             "14.0.2 write IVF_FLAT/PQ/SQ and IVF_HNSW_* as index.idx + auxiliary.idx Lance "
+             "files; 0.10.x's IVF_HNSW_* in Lance 0.1 files is not read (noted as not judged)")
+
+
+@rule("INDEX-140", title="a vector index's partition sizes sum to the rows it holds",
+      severity="error", spec="004", section=_SEC, deep=True, clause=_CLAUSE,
+      pylance="pylance reads a partition as the rows its IVF offset and length name: sizes that "
+              "do not add up to the stored rows read another partition's rows, or past them",
+      releases=_RELEASES)
+def vector_partition_sizes(ctx):
+    yield from findings(ctx, "INDEX-140")
+
+
+@rule("INDEX-141", title="a vector index holds each row once", severity="error", spec="004",
+      section=_SEC, deep=True, clause=_CLAUSE,
+      pylance="a row held twice is returned twice by a k-nearest query, taking the place of "
+              "another row", releases=_RELEASES)
+def vector_row_once(ctx):
+    yield from findings(ctx, "INDEX-141")
+
+
+@rule("INDEX-142", title="an IVF_FLAT index stores each row's own vector", severity="error",
+      spec="004", section=_SEC, deep=True, clause=_CLAUSE,
+      pylance="pylance ranks an IVF_FLAT partition by the stored vectors: a row stored with "
+              "another row's vector is returned for that row's neighbours",
+      releases="every release stores the vector as the table holds it; cosine indexes of "
+               "pylance 0.38.3 and 14.0.2 store it scaled to unit length")
+def vector_flat_values(ctx):
+    yield from findings(ctx, "INDEX-142")
+
+
+@rule("INDEX-143", title="each PQ code is the encoding of its row's vector", severity="error",
+      spec="004", section=_SEC, deep=True, clause=_CLAUSE,
+      pylance="pylance ranks an IVF_PQ partition by the codes' distances: a code other than "
+              "the nearest codewords of the row ranks the row as another vector",
+      releases="l2 and cosine indexes encode the residual (the vector, unit-scaled for cosine, "
+               "minus its partition's centroid) in every release seen; dot indexes encode the "
+               "vector itself from 0.20.0 on and the residual in 0.10.18; 14.0.2 stores each "
+               "partition's codes sub-space-major (storage_metadata transposed: true). A code "
+               "is wrong only when another codeword is strictly nearer beyond float tolerance")
+def vector_pq_codes(ctx):
+    yield from findings(ctx, "INDEX-143")
+
+
+@rule("INDEX-144", title="each SQ value is the quantisation of its row's vector",
+      severity="error", spec="004", section=_SEC, deep=True, clause=_CLAUSE,
+      pylance="pylance ranks an IVF_SQ partition by the scaled values: values of another "
+              "vector rank the row as that vector",
+      releases="0.20.0 to 14.0.2 quantise the vector (unit-scaled for cosine), not a residual, "
+               "over the index's bounds, truncating; a value off by one is not judged")
+def vector_sq_values(ctx):
+    yield from findings(ctx, "INDEX-144")
+
+
+@rule("INDEX-145", title="each row is in the partition of its nearest centroid",
+      severity="error", spec="004", section=_SEC, deep=True, clause=_CLAUSE,
+      pylance="pylance searches only the partitions whose centroids are nearest the query: a "
+              "row filed under another partition is missed by the queries it answers",
+      releases="l2: squared Euclidean; cosine: the unit-scaled vector by L2 to the centroids; "
+               "dot: the inner product (every release seen). Ties within float tolerance are "
+               "not judged")
+def vector_assignment(ctx):
+    yield from findings(ctx, "INDEX-145")
+
+
+@rule("INDEX-146", title="HNSW graphs name only rows of their partition", severity="error",
+      spec="004", section=_SEC, deep=True, clause=_CLAUSE,
+      pylance="pylance walks an IVF_HNSW partition from its entry point through the "
+              "neighbours: a node or neighbour outside the partition's rows reads another "
+              "row or fails, and a node level 0 lacks is never visited",
+      releases="level 0 holds each node once in every release seen; the upper levels' layout "
+               "differs (0.38.3 ends a partition with rows past its last level offset) and "
+               "is not judged")
+def vector_hnsw_graph(ctx):
+    yield from findings(ctx, "INDEX-146")

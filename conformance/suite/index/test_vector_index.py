@@ -1,0 +1,404 @@
+"""Vector indexes held against their data (INDEX-140..146, and the shared INDEX-101/103).
+
+Negative: the "swap" family of issue 35 (two tables with the same rows, one in reverse order,
+the same index; the second's index files copied over the first's), a PQ code replaced and
+centroids exchanged in the bytes, rows moved, doubled, graphs broken in the decoded content,
+and upstream's ``test_data/v0.8.14/corrupt_index`` (an IVF_PQ whose fragment bitmap misses a
+fragment it holds rows of). Positive: pylance 14.0.2's own indexes of every vector kind and
+metric, after append, delete, update, compaction and optimize_indices; older releases under
+``compat``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from conformance.engine import validate
+from reference_impl.errors import UnsupportedIndex
+from reference_impl.index import IndexedData, IndexFiles
+from reference_impl.index.vector import check as vector_check
+from reference_impl.index.vector import hnsw, ivf, pq, read, sq
+from reference_impl.io.local import LocalStore
+
+DATA = Path(__file__).parent / "data"
+UPSTREAM_0_8_14 = DATA / "upstream_v0.8.14_corrupt_index"
+
+N, D = 1000, 8
+
+
+def _errors(report) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for f in report.findings:
+        if str(getattr(f.severity, "value", f.severity)) == "error":
+            out.setdefault(f.rule, []).append(f.message)
+    return out
+
+
+def _vectors(seed=0, n=N, d=D) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal((n, d)).astype(np.float32)
+
+
+def _table(vec: np.ndarray, order=None) -> pa.Table:
+    order = np.arange(len(vec)) if order is None else order
+    return pa.table({"id": pa.array(np.arange(len(vec))[order]),
+                     "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec[order].ravel()),
+                                                              vec.shape[1])})
+
+
+def _params(kind: str, metric: str = "l2") -> dict:
+    kw = dict(num_partitions=4, metric=metric)
+    if "PQ" in kind:
+        kw["num_sub_vectors"] = 2
+    return kw
+
+
+def _build(path: Path, kind: str, *, order=None, metric="l2", **write):
+    import lance
+
+    ds = lance.write_dataset(_table(_vectors(), order), str(path), **write)
+    ds.create_index("vec", kind, **_params(kind, metric))
+    return lance.dataset(str(path))
+
+
+def _index_dir(path: Path) -> Path:
+    (d,) = [p for p in (path / "_indices").iterdir() if (p / "index.idx").exists()]
+    return d
+
+
+def _content(path: Path):
+    d = _index_dir(path)
+    return read(IndexFiles(LocalStore(str(d)), {p.name: p.name for p in d.iterdir()}), None)
+
+
+# -- the readable paths equal the vectorised ones ----------------------------------------------
+
+@pytest.mark.parametrize("metric", ["l2", "cosine", "dot"])
+def test_distances_equal_their_readable_form(metric):
+    x, c = _vectors(1, 20, 6), _vectors(2, 5, 6)
+    np.testing.assert_allclose(ivf.distances(x, c, metric), ivf.distances_readable(x, c, metric),
+                               rtol=1e-9, atol=1e-9)
+
+
+def test_pq_and_sq_encodings_equal_their_readable_form():
+    rng = np.random.default_rng(3)
+    q = pq.from_codebook(8, 2, 6, rng.standard_normal(256 * 6))
+    x = rng.standard_normal((30, 6))
+    assert q.encode(x).tolist() == [q.encode_readable(v) for v in x]
+    s = sq.ScalarQuantizer(8, -2.0, 2.5)
+    assert s.quantize(x).tolist() == [s.quantize_readable(v) for v in x]
+    assert s.quantize(np.array([[-2.0, 2.5, -9.0, 9.0]])).tolist() == [[0, 255, 0, 255]]
+
+
+def test_untranspose_restores_row_codes():
+    codes = np.arange(2 * 3 + 3 * 3, dtype=np.uint8).reshape(-1, 3)  # partitions of 2 and 3
+    stored = np.concatenate([codes[:2].T.reshape(-1), codes[2:].T.reshape(-1)]).reshape(-1, 3)
+    assert pq.untranspose(stored, np.array([2, 3]), 3).tolist() == codes.tolist()
+
+
+def test_unknown_layouts_are_refused_by_name(tmp_path):
+    (tmp_path / "graph.bin").write_bytes(b"x" * 32)
+    with pytest.raises(UnsupportedIndex, match="graph.bin"):
+        read(IndexFiles(LocalStore(str(tmp_path)), {"graph.bin": "graph.bin"}), None)
+    (tmp_path / "index.idx").write_bytes(b"\0" * 40)
+    with pytest.raises(UnsupportedIndex, match="not a layout"):
+        read(IndexFiles(LocalStore(str(tmp_path)), {"index.idx": "index.idx"}), None)
+
+
+def test_hnsw_problems_name_nodes_outside_the_partition():
+    good = hnsw.HnswGraph(0, {}, [(np.arange(3), np.array([0, 1, 2, 3]), np.array([1, 2, 0])),
+                                  (np.array([0]), np.array([0, 0]), np.array([], np.int64))])
+    assert hnsw.problems(good, 3) == []
+    bad = hnsw.HnswGraph(7, {}, [(np.array([0, 1, 1]), np.array([0, 1, 2, 3]),
+                                  np.array([1, 9, 0]))])
+    found = " | ".join(hnsw.problems(bad, 3))
+    assert "neighbour 9" in found and "level 0 holds 2 distinct" in found
+    assert "entry point 7" in found
+
+
+# -- pylance 14.0.2's own indexes: no error ----------------------------------------------------
+
+@pytest.mark.interop
+@pytest.mark.parametrize("kind", ["IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT",
+                                  "IVF_HNSW_SQ", "IVF_HNSW_PQ"])
+def test_own_index_draws_no_error(tmp_path, kind):
+    _build(tmp_path / "t", kind, max_rows_per_file=400)
+    content = _content(tmp_path / "t")
+    assert content.version == f"{kind}/lance-file" and content.entries.num_rows == N
+    report = validate(str(tmp_path / "t"), deep=True)
+    assert not _errors(report), _errors(report)
+    assert not any("vec_idx" in n for n in report.not_judged), report.not_judged
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("kind", ["IVF_FLAT", "IVF_PQ", "IVF_SQ"])
+@pytest.mark.parametrize("metric", ["cosine", "dot"])
+def test_own_index_of_other_metrics_draws_no_error(tmp_path, kind, metric):
+    _build(tmp_path / "t", kind, metric=metric)
+    assert _content(tmp_path / "t").extra["metric"] == metric
+    report = validate(str(tmp_path / "t"), deep=True)
+    assert not _errors(report), _errors(report)
+
+
+def _lifecycle(path: Path, *, stable: bool, update: bool) -> None:
+    import lance
+
+    ds = _build(path, "IVF_PQ", max_rows_per_file=300, enable_stable_row_ids=stable)
+    ds.delete("id < 300")  # a whole fragment, and
+    ds.delete("id % 7 = 0")  # rows of the others
+    ds = lance.write_dataset(_table(_vectors(5, 200)), str(path), mode="append")
+    ds.optimize.optimize_indices()
+    if update:
+        ds = lance.dataset(str(path))
+        ds.update({"vec": "[0,0,0,0,0,0,0,1]"}, where="id = 400")
+    ds = lance.dataset(str(path))
+    ds.optimize.compact_files(target_rows_per_fragment=2000)
+    ds = lance.dataset(str(path))
+    ds.optimize.optimize_indices()
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("stable,update", [(False, True), (True, False)])
+def test_own_index_after_append_delete_update_compaction_optimize(tmp_path, stable, update):
+    _lifecycle(tmp_path / "t", stable=stable, update=update)
+    report = validate(str(tmp_path / "t"), versions="all", deep=True)
+    assert not _errors(report), _errors(report)
+
+
+@pytest.mark.interop
+@pytest.mark.xfail(strict=True, reason=(
+    "false INDEX-103 of the shared row classification (reference_impl.index.IndexedData."
+    "classify, idx-scalar): under stable row ids an update moves row id 400 to a new fragment "
+    "and compaction then drops its deleted old place, so the segment still naming the stale "
+    "entry is judged to name a row outside its fragments; pylance 14.0.2 never returns it "
+    "through the index (checked by hand: same k nearest with and without the index)"))
+def test_own_index_after_update_and_compaction_under_stable_row_ids(tmp_path):
+    _lifecycle(tmp_path / "t", stable=True, update=True)
+    report = validate(str(tmp_path / "t"), versions="all", deep=True)
+    assert not _errors(report), _errors(report)
+
+
+# -- the swap family: another table's index files over this one's ------------------------------
+
+def _swap(tmp_path: Path, kind: str) -> Path:
+    a, b = tmp_path / "a", tmp_path / "b"
+    _build(a, kind)
+    _build(b, kind, order=np.arange(N)[::-1])
+    da, db = _index_dir(a), _index_dir(b)
+    for f in db.iterdir():
+        if (da / f.name).exists() and (da / f.name).stat().st_size != f.stat().st_size:
+            pytest.fail(f"{f.name}: the two builds differ in size, the swap is not the case")
+        shutil.copyfile(f, da / f.name)
+    return a
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("kind,content_rule", [("IVF_FLAT", "INDEX-142"),
+                                               ("IVF_PQ", "INDEX-143"),
+                                               ("IVF_SQ", "INDEX-144")])
+def test_swapped_index_files_are_errors(tmp_path, kind, content_rule):
+    a = _swap(tmp_path, kind)
+    errors = _errors(validate(str(a), deep=True))
+    # row k of the index is the reverse table's row k: the vector of row N-1-k here
+    assert content_rule in errors, errors
+    assert "INDEX-145" in errors, errors  # and rows sit under centroids not theirs
+    itemised = [m for m in errors[content_rule] if "more disagreements" not in m]
+    assert itemised and all("index 'vec_idx'" in m and "row " in m for m in itemised)
+
+
+# -- edits of the bytes that keep the files valid --------------------------------------------
+
+def _patch(path: Path, old: bytes, new: bytes) -> None:
+    raw = path.read_bytes()
+    assert raw.count(old) == 1, "the bytes to patch are not unique"
+    path.write_bytes(raw.replace(old, new))
+
+
+@pytest.mark.interop
+def test_replaced_pq_code_is_an_error(tmp_path):
+    path = tmp_path / "t"
+    _build(path, "IVF_PQ")
+    content = _content(path)
+    e = content.entries
+    rows = e.column("row_id").to_numpy()
+    parts = e.column("partition").to_numpy().astype(int)
+    lengths = content.extra["lengths"]
+    q, cents = content.extra["pq"], content.extra["centroids"]
+    x = _vectors()  # one fragment: the row address is the row's position
+    m = q.num_sub_vectors
+    # the column as stored (partition after partition, each sub-space-major)
+    codes = np.stack(e.column("code").to_numpy(zero_copy_only=False))
+    column = np.concatenate([codes[s:s + n].T.reshape(-1) for s, n in
+                             zip(np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths, strict=False)])
+    aux = _index_dir(path) / "auxiliary.idx"
+    raw = aux.read_bytes()
+    for i in range(len(rows)):
+        start = int(np.concatenate([[0], np.cumsum(lengths)])[parts[i]])
+        local = i - start
+        flat_at = start * m + 0 * int(lengths[parts[i]]) + local  # sub-space 0 of row i
+        stored_row = flat_at // m
+        chunk = column[stored_row * m:(stored_row + 1) * m].tobytes()
+        if raw.count(chunk) != 1:
+            continue
+        resid = x[int(rows[i])] - cents[parts[i]]
+        d = ((q.codebook[0] - resid[:q.sub_dim]) ** 2).sum(1)
+        far = int(d.argmax())
+        edited = bytearray(chunk)
+        edited[flat_at % m] = far
+        _patch(aux, chunk, bytes(edited))
+        break
+    else:
+        pytest.fail("no row's stored code bytes are unique in the file")
+    errors = _errors(validate(str(path), deep=True))
+    assert "INDEX-143" in errors, errors
+    assert any(f"row 0:{int(rows[i])} " in msg for msg in errors["INDEX-143"]), errors
+
+
+@pytest.mark.interop
+def test_exchanged_centroids_put_rows_in_other_partitions(tmp_path):
+    path = tmp_path / "t"
+    _build(path, "IVF_FLAT")
+    cents = _content(path).extra["centroids"]
+    idx = _index_dir(path) / "index.idx"
+    old = cents[0].tobytes() + cents[1].tobytes()
+    new = cents[1].tobytes() + cents[0].tobytes()
+    _patch(idx, old, new)
+    errors = _errors(validate(str(path), deep=True))
+    assert set(errors) == {"INDEX-145"}, errors
+    assert any("is in partition 0" in m or "is in partition 1" in m for m in errors["INDEX-145"])
+
+
+# -- edits of the decoded content (what a writer could get wrong) --------------------------------
+
+def _data_of(path: Path) -> IndexedData:
+    import lance
+
+    t = lance.dataset(str(path)).to_table(columns=["vec"], with_row_address=True)
+    rows = t.column("_rowaddr").to_numpy().astype(np.uint64)
+    order = np.argsort(rows)
+    return IndexedData(field_id=1, field_name="vec", stable_row_ids=False,
+                       fragment_ids=np.array([0], np.uint32), row_ids=rows[order],
+                       values=t.column("vec").combine_chunks().take(pa.array(order)))
+
+
+class _Index:
+    name = "vec_idx"
+
+
+def _rules(content, data) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for d in vector_check(content, _Index, data):
+        out.setdefault(d.rule, []).append(d)
+    return out
+
+
+def _with_column(content, name, values):
+    e = content.entries
+    content.entries = e.set_column(e.column_names.index(name), name, values)
+    return content
+
+
+@pytest.mark.interop
+def test_content_edits_are_named(tmp_path):
+    path = tmp_path / "t"
+    _build(path, "IVF_SQ")
+    data = _data_of(path)
+    assert _rules(_content(path), data) == {}
+    # a row moved to another partition
+    c = _content(path)
+    part = c.entries.column("partition").to_numpy().copy()
+    moved = int(np.nonzero(part == 0)[0][0])
+    part[moved] = 1
+    found = _rules(_with_column(c, "partition", pa.array(part, pa.uint32())), data)
+    row = int(c.entries.column("row_id")[moved].as_py())
+    assert [d.row_id for d in found["INDEX-145"]] == [row]
+    # an SQ value replaced
+    c = _content(path)
+    codes = np.stack(c.entries.column("code").to_numpy(zero_copy_only=False)).copy()
+    codes[5, 3] = (int(codes[5, 3]) + 128) % 256
+    arr = pa.FixedSizeListArray.from_arrays(pa.array(codes.reshape(-1), pa.uint8()), D)
+    found = _rules(_with_column(c, "code", arr), data)
+    assert [d.row_id for d in found["INDEX-144"]] == [c.entries.column("row_id")[5].as_py()]
+    # a row held twice (and so another row missing), and sizes that do not add up
+    c = _content(path)
+    rows = c.entries.column("row_id").to_numpy().copy()
+    lost = int(rows[7])
+    rows[7] = rows[8]
+    found = _rules(_with_column(c, "row_id", pa.array(rows, pa.uint64())), data)
+    assert [d.row_id for d in found["INDEX-141"]] == [int(rows[8])]
+    assert [d.row_id for d in found["INDEX-101"]] == [lost]
+    c = _content(path)
+    c.extra["declared_lengths"] = c.extra["declared_lengths"] + np.array([1, 0, 0, 0])
+    assert "INDEX-140" in _rules(c, data)
+
+
+@pytest.mark.interop
+def test_hnsw_neighbour_outside_its_partition_is_named(tmp_path):
+    path = tmp_path / "t"
+    _build(path, "IVF_HNSW_SQ")
+    data = _data_of(path)
+    c = _content(path)
+    nodes, offsets, neighbours = c.extra["hnsw"][0].levels[0]
+    neighbours = neighbours.copy()
+    neighbours[0] = int(c.extra["lengths"][0]) + 5
+    c.extra["hnsw"][0].levels[0] = (nodes, offsets, neighbours)
+    found = _rules(c, data)
+    assert list(found) == ["INDEX-146"] and "partition 0" in found["INDEX-146"][0].message
+
+
+# -- upstream's test_data: an index holding rows of a fragment its bitmap misses ---------------
+
+def test_upstream_v0_8_14_index_missing_a_fragment_in_its_bitmap(tmp_path):
+    """upstream lance ``test_data/v0.8.14/corrupt_index`` (see data/.../PROVENANCE.md): the
+    IVF_PQ index ``vector_idx`` of version 5 covers fragments {1..10} by its bitmap and holds
+    the 100 rows of fragment 0 (deleted at version 3) too."""
+    table = tmp_path / "t"
+    shutil.copytree(UPSTREAM_0_8_14 / "table", table)
+    content = _content(table)
+    assert content.version == "IVF_PQ/legacy-pb" and content.entries.num_rows == 2000
+    errors = _errors(validate(str(table), deep=True))
+    assert set(errors) == {"INDEX-103"}, errors
+    assert any("index 'vector_idx'" in m and "of fragment 0" in m and "row 0:" in m
+               for m in errors["INDEX-103"]), errors
+
+
+# -- older releases (compat) ----------------------------------------------------------------------
+
+_BUILD = """
+import sys, lance, numpy as np, pyarrow as pa
+n, d = 600, 8
+vec = np.random.default_rng(0).standard_normal((n, d)).astype(np.float32)
+t = pa.table({"id": pa.array(np.arange(n)),
+              "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), d)})
+kind, metric, path = sys.argv[1], sys.argv[2], sys.argv[3]
+ds = lance.write_dataset(t, path, max_rows_per_file=200)
+kw = dict(num_partitions=2, metric=metric)
+if "PQ" in kind:
+    kw["num_sub_vectors"] = 2
+ds.create_index("vec", kind, **kw)
+ds.delete("id < 50")
+ds = lance.write_dataset(t.slice(0, 100), path, mode="append")
+ds.optimize.optimize_indices()
+"""
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("release,kind,metric", [
+    ("pylance==0.10.18", "IVF_PQ", "l2"), ("pylance==0.10.18", "IVF_PQ", "dot"),
+    ("pylance==0.38.3", "IVF_PQ", "cosine"), ("pylance==0.38.3", "IVF_SQ", "l2"),
+    ("pylance==0.38.3", "IVF_HNSW_SQ", "l2")])
+def test_older_releases_own_indexes_draw_no_error(tmp_path, release, kind, metric):
+    from conformance.releases.venvs import Release, ensure_venv
+
+    python = ensure_venv(Release.parse(release))
+    path = tmp_path / "t"
+    subprocess.run([str(python), "-c", _BUILD, kind, metric, str(path)], check=True,
+                   capture_output=True, timeout=600)
+    report = validate(str(path), versions="all", deep=True)
+    assert not _errors(report), _errors(report)
+    assert not any("vec_idx" in n for n in report.not_judged), report.not_judged

@@ -1,0 +1,213 @@
+"""A vector index held against the rows it covers.
+
+What each IVF index says of a row, and what the data must then give (every release seen
+from pylance 0.8.14's legacy layout to 14.0.2's Lance-file layout; see the modules):
+
+* the row is in the index once, if it is a live row of a covered fragment, never if it is a
+  row outside them (rows a deletion removed, and rows of fragments the version no longer
+  holds, may remain);
+* its partition is the one whose centroid is nearest to the row's vector. The vector is first
+  prepared by the metric: ``cosine`` scales it to unit length and then uses L2 to the
+  (not unit) centroids; ``l2`` uses it as is with L2; ``dot`` uses it as is with the negative
+  inner product (pylance 14.0.2 trains unit-length centroids for dot);
+* FLAT: the stored vector is the prepared vector;
+* PQ: the code is the nearest codewords of the prepared vector minus its partition's centroid
+  (``l2``, ``cosine``: the residual) or of the prepared vector itself (``dot``, pylance 0.20.0
+  to 14.0.2; 0.10.18's legacy IVF_PQ encodes the residual for dot too, so a dot index is
+  judged by whichever of the two readings its codes agree with more);
+* SQ: the code is the quantisation of the prepared vector with the index's bounds;
+* HNSW: each partition's graph is consistent over the partition's rows.
+
+Ties within the float tolerance are no finding; a partition, code or value is wrong only when
+another is strictly better by more than the tolerance.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+
+from reference_impl.errors import UnsupportedIndex
+from reference_impl.index.vector import flat as flat_mod
+from reference_impl.index.vector import hnsw as hnsw_mod
+from reference_impl.index.vector import ivf as ivf_mod
+
+PARTITION_SIZES = "INDEX-140"
+ROW_OUTSIDE = "INDEX-103"  # the shared rules of reference_impl.index.against
+ROW_MISSING = "INDEX-101"
+ROW_TWICE = "INDEX-141"
+FLAT_DIFFERS = "INDEX-142"
+PQ_CODE_WRONG = "INDEX-143"
+SQ_CODE_WRONG = "INDEX-144"
+WRONG_PARTITION = "INDEX-145"
+HNSW_GRAPH = "INDEX-146"
+
+#: itemised disagreements of one rule for one index; the rest are counted in one more
+MAX_PER_RULE = 10
+
+#: metric -> (scale to unit length first, metric of the assignment, residual PQ)
+PREPARATION = {"l2": (False, "l2", True), "cosine": (True, "l2", True),
+               "dot": (False, "dot", False)}
+
+
+def row_text(r: int, stable: bool) -> str:
+    if stable:
+        return f"id {r}"
+    return f"{r >> 32}:{r & 0xFFFFFFFF} (address {r})"
+
+
+def vectors_of(values) -> tuple[np.ndarray, np.ndarray]:
+    """(N, D) float64 vectors of a fixed-size-list column and a mask of non-null rows."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    n = len(values)
+    if not pa.types.is_fixed_size_list(values.type):
+        raise TypeError(f"vector column of type {values.type} is not a fixed-size list")
+    width = values.type.list_size
+    valid = ~np.asarray(values.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    flat = values.flatten() if values.offset == 0 and values.null_count == 0 else None
+    if flat is None:
+        # nulls: take the child values slot by slot (null slots read as zeros)
+        child = values.values.slice(values.offset * width, n * width)
+        flat = child
+    x = np.asarray(flat.to_numpy(zero_copy_only=False), dtype=np.float64).reshape(n, width)
+    return x, valid
+
+
+def check(content, index, data) -> Iterator:
+    """Yield a :class:`reference_impl.index.Disagreement` for each place the vector index
+    ``content`` (of metadata ``index``) says other than ``data`` (an ``IndexedData``)."""
+    from reference_impl.index import Disagreement
+
+    name = getattr(index, "name", "?")
+    stable = bool(data.stable_row_ids)
+    ex = content.extra
+    rows = content.entries.column("row_id").to_numpy().astype(np.uint64)
+    part = content.entries.column("partition").to_numpy().astype(np.int64)
+    out: dict[str, list] = {}
+
+    def add(rule, message, row=None, **where):
+        out.setdefault(rule, []).append(Disagreement(rule, f"index {name!r}: {message}",
+                                                     row_id=row, where=where))
+
+    # partition sizes
+    declared = np.asarray(ex.get("declared_lengths", ex["lengths"]), dtype=np.int64)
+    if int(declared.sum()) != len(rows):
+        add(PARTITION_SIZES, f"its partition sizes sum to {int(declared.sum())}, but it "
+            f"holds {len(rows)} rows")
+    centroids = ex.get("centroids")
+    if centroids is not None and len(declared) != centroids.shape[0]:
+        add(PARTITION_SIZES, f"it has {centroids.shape[0]} centroids and {len(declared)} "
+            "partitions")
+
+    # coverage: live rows once, nothing outside
+    kind = data.classify(rows)
+    for i in np.nonzero(kind == data.OUTSIDE)[0][:MAX_PER_RULE + 1]:
+        r = int(rows[i])
+        where = "" if stable else f" of fragment {r >> 32}"
+        add(ROW_OUTSIDE, f"partition {int(part[i])} holds row {row_text(r, stable)}{where}, "
+            f"which is not a row of the fragments its fragment_bitmap names "
+            f"({_ids_text(data.fragment_ids)})", row=r, partition=int(part[i]))
+    live_at = np.nonzero(kind == data.LIVE)[0]
+    uniq, first, counts = np.unique(rows[live_at], return_index=True, return_counts=True)
+    for r, c in list(zip(uniq[counts > 1].tolist(), counts[counts > 1].tolist(), strict=False))[:MAX_PER_RULE + 1]:
+        add(ROW_TWICE, f"it holds row {row_text(int(r), stable)} {c} times", row=int(r))
+    try:
+        x_all, valid = vectors_of(data.values)
+    except TypeError as exc:
+        raise UnsupportedIndex(f"vector index {name!r} over {data.field_name!r}: {exc}",
+                               kind="vector", version=content.version) from None
+    present = np.zeros(len(data.row_ids), dtype=bool)
+    present[data.positions(uniq)] = True
+    missing = np.nonzero(~present & valid)[0]
+    for p in missing[:MAX_PER_RULE + 1]:
+        r = int(data.row_ids[p])
+        add(ROW_MISSING, f"it does not hold row {row_text(r, stable)}, a live row of a "
+            f"fragment it covers with a vector in {data.field_name!r}", row=r)
+
+    # content of each live, non-null row the index holds
+    pos = data.positions(rows[live_at])
+    keep = valid[pos]
+    at, pos = live_at[keep], pos[keep]
+    metric = ex.get("metric", "l2")
+    unit, assign_metric, residual = PREPARATION.get(metric, (False, metric, True))
+    x = x_all[pos]
+    if unit:
+        x = ivf_mod.normalize(x)
+    p = part[at]
+    if centroids is not None and len(at) and metric in PREPARATION:
+        ncent = centroids.shape[0]
+        ok = (p >= 0) & (p < ncent)
+        for i in np.nonzero(~ok)[0][:MAX_PER_RULE + 1]:
+            add(WRONG_PARTITION, f"row {row_text(int(rows[at[i]]), stable)} is in partition "
+                f"{int(p[i])} of {ncent}", row=int(rows[at[i]]), partition=int(p[i]))
+        idx = np.nonzero(ok)[0]
+        bad = ivf_mod.misassigned(x[idx], p[idx], centroids, assign_metric)
+        if len(bad):
+            d = ivf_mod.distances(x[idx[bad[:MAX_PER_RULE + 1]]], centroids, assign_metric)
+            for k, b in enumerate(bad[:MAX_PER_RULE + 1]):
+                i = idx[b]
+                r = int(rows[at[i]])
+                add(WRONG_PARTITION, f"row {row_text(r, stable)} is in partition {int(p[i])} "
+                    f"(distance {d[k, p[i]]:.6g} to its centroid), but centroid "
+                    f"{int(d[k].argmin())} is nearer ({d[k].min():.6g}) by the {metric} rule",
+                    row=r, partition=int(p[i]))
+        if "vector" in content.entries.column_names:
+            stored, _ = vectors_of(content.entries.column("vector").combine_chunks())
+            bad = flat_mod.wrong_vectors(x_all[pos], stored[at], metric)
+            for i in bad[:MAX_PER_RULE + 1]:
+                r = int(rows[at[i]])
+                add(FLAT_DIFFERS, f"partition {int(p[i])} stores for row {row_text(r, stable)} "
+                    f"a vector other than the row's (first values {stored[at[i]][:3].tolist()} "
+                    f"against {x_all[pos[i]][:3].tolist()})", row=r, partition=int(p[i]))
+        if "pq" in ex or "sq" in ex:
+            codes = (content.entries.column("code").combine_chunks().flatten()
+                     .to_numpy(zero_copy_only=False).reshape(len(rows), -1)[at])
+        if "pq" in ex and len(at):
+            q = ex["pq"]
+            resid = x - centroids[np.clip(p, 0, len(centroids) - 1)]
+            target = resid if residual else x
+            bad = q.wrong_codes(target, codes)
+            if metric == "dot" and len(bad):
+                # dot-product indexes: pylance 0.10.18 encodes the residual, 0.20.0 and later
+                # the vector itself; the index is judged by the reading its codes agree with
+                other = q.wrong_codes(resid, codes)
+                if len(other) < len(bad):
+                    target, bad, residual = resid, other, True
+            for i in bad[:MAX_PER_RULE + 1]:
+                r = int(rows[at[i]])
+                want = q.encode(target[i:i + 1])[0].tolist()
+                add(PQ_CODE_WRONG, f"partition {int(p[i])} holds code {codes[i].tolist()} for "
+                    f"row {row_text(r, stable)}, but its codebook encodes the row's "
+                    f"{'residual' if residual else 'vector'} as {want}", row=r,
+                    partition=int(p[i]))
+        if "sq" in ex and len(at):
+            q = ex["sq"]
+            bad = q.wrong_codes(x, codes)
+            for i in bad[:MAX_PER_RULE + 1]:
+                r = int(rows[at[i]])
+                want = q.quantize(x[i:i + 1])[0]
+                j = int(np.abs(want - codes[i]).argmax())
+                add(SQ_CODE_WRONG, f"partition {int(p[i])} holds scaled value {int(codes[i][j])} "
+                    f"at dimension {j} of row {row_text(r, stable)}, but the bounds "
+                    f"[{q.start:.6g}, {q.end:.6g}] give {int(want[j])}", row=r,
+                    partition=int(p[i]))
+    for pi, graph in enumerate(ex.get("hnsw") or []):
+        size = int(declared[pi]) if pi < len(declared) else 0
+        for problem in hnsw_mod.problems(graph, size)[:MAX_PER_RULE]:
+            add(HNSW_GRAPH, f"the HNSW graph of partition {pi}: {problem}", partition=pi)
+    for rule, items in out.items():
+        yield from items[:MAX_PER_RULE]
+        if len(items) > MAX_PER_RULE:
+            yield Disagreement(rule, f"index {name!r}: more disagreements of {rule} "
+                               f"(only the first {MAX_PER_RULE} are listed)")
+
+
+def _ids_text(ids) -> str:
+    ids = [int(i) for i in np.asarray(ids).tolist()]
+    if not ids:
+        return "none"
+    text = ", ".join(str(i) for i in ids[:8])
+    return "{" + text + (f", ... {len(ids)} in all" if len(ids) > 8 else "") + "}"

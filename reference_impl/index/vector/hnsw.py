@@ -1,0 +1,114 @@
+"""HNSW: the graph an IVF_HNSW_* index keeps per IVF partition, over the partition's rows.
+
+Lance-file layout (pylance 0.1x to 14.0.2): ``index.idx`` holds one row per node per level::
+
+    __vector_id: uint32          the node: the row's position in its partition of the storage
+                                 (``auxiliary.idx``), 0 .. L-1
+    __neighbors: list<uint32>    its neighbours on that level (positions too)
+    _distance:   list<float>     their distances
+
+The IVF copy of ``index.idx`` gives each partition's first graph row and graph row count;
+schema metadata ``lance:hnsw`` is a JSON list with one JSON text per partition::
+
+    {"entry_point": node, "params": {"max_level", "m", "ef_construction", ...},
+     "level_offsets": [o_0 = 0, o_1, ..., o_{max_level}]}
+
+Level ``i`` of a partition is its graph rows ``o_i .. o_{i+1}`` (the last level ends at the
+partition's graph row count). Level 0 holds every node of the partition.
+
+Consistency judged (:func:`problems`): level 0 holds each of the ``L`` nodes once; every node,
+neighbour and the entry point is a node of the partition.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from reference_impl.errors import FormatError
+from reference_impl.index.vector.ivf import RULE_LAYOUT
+
+
+@dataclass
+class HnswGraph:
+    """One partition's graph. ``levels[i]`` is ``(nodes, neighbour offsets, neighbours)``."""
+
+    entry_point: int
+    params: dict
+    levels: list
+
+    @property
+    def max_level(self) -> int:
+        return len(self.levels) - 1
+
+
+def parse_params(raw: bytes | str | None, partitions: int, *, path: str | None = None) -> list:
+    """The per-partition dicts of the ``lance:hnsw`` schema metadata."""
+    if raw is None:
+        raise FormatError("HNSW index.idx has no lance:hnsw metadata", rule=RULE_LAYOUT, path=path)
+    try:
+        texts = json.loads(raw)
+        metas = [json.loads(t) if isinstance(t, str) else t for t in texts]
+    except (ValueError, TypeError) as exc:
+        raise FormatError(f"lance:hnsw metadata is not JSON: {exc}", rule=RULE_LAYOUT,
+                          path=path) from None
+    if not isinstance(metas, list) or len(metas) != partitions:
+        raise FormatError(f"lance:hnsw describes {len(metas) if isinstance(metas, list) else 0} "
+                          f"partitions, the IVF {partitions}", rule=RULE_LAYOUT, path=path)
+    return metas
+
+
+def graphs(table, starts, counts, metas, *, path: str | None = None) -> list[HnswGraph]:
+    """Split the graph rows of ``index.idx`` into one :class:`HnswGraph` per partition."""
+    ids = table.column("__vector_id").combine_chunks()
+    nbrs = table.column("__neighbors").combine_chunks()
+    node = ids.to_numpy(zero_copy_only=False).astype(np.int64)
+    offs = np.asarray(nbrs.offsets.to_numpy(), dtype=np.int64)
+    vals = np.asarray(nbrs.values.to_numpy(zero_copy_only=False), dtype=np.int64)
+    out = []
+    for start, count, meta in zip(starts, counts, metas, strict=False):
+        start, count = int(start), int(count)
+        if start + count > len(node):
+            raise FormatError(f"HNSW partition rows {start}+{count} lie outside the {len(node)} "
+                              "graph rows", rule=RULE_LAYOUT, path=path)
+        lo = [int(x) for x in meta.get("level_offsets", [0])] + [count]
+        if any(b < a for a, b in zip(lo, lo[1:], strict=False)) or lo[0] != 0:
+            raise FormatError(f"HNSW level offsets {lo[:-1]} are not ascending within "
+                              f"{count} rows", rule=RULE_LAYOUT, path=path)
+        levels = []
+        for a, b in zip(lo, lo[1:], strict=False):
+            a, b = start + a, start + b
+            levels.append((node[a:b], offs[a:b + 1] - offs[a], vals[offs[a]:offs[b]]))
+        out.append(HnswGraph(entry_point=int(meta.get("entry_point", 0)),
+                             params=dict(meta.get("params") or {}), levels=levels))
+    return out
+
+
+def problems(graph: HnswGraph, num_nodes: int) -> list[str]:
+    """What is inconsistent in one partition's graph over ``num_nodes`` storage rows.
+
+    Judged: level 0 holds each of the partition's nodes once; every node and neighbour named
+    on any level is a node of the partition (``0 .. L-1``); the entry point is one. The upper
+    levels' own layout differs between releases (pylance 0.38.3 ends a partition's graph with
+    rows past its last level offset that repeat nodes; 14.0.2 does not) and is not judged."""
+    found = []
+    for level, (nodes, _offsets, neighbours) in enumerate(graph.levels):
+        if len(nodes) and ((nodes < 0) | (nodes >= num_nodes)).any():
+            bad = nodes[(nodes < 0) | (nodes >= num_nodes)]
+            found.append(f"level {level} names node {int(bad[0])}, outside the partition's "
+                         f"{num_nodes} rows")
+        if len(neighbours) and ((neighbours < 0) | (neighbours >= num_nodes)).any():
+            bad = neighbours[(neighbours < 0) | (neighbours >= num_nodes)]
+            found.append(f"level {level} names neighbour {int(bad[0])}, outside the "
+                         f"partition's {num_nodes} rows")
+        if level == 0:
+            distinct = len(np.unique(nodes))
+            if len(nodes) != num_nodes or distinct != num_nodes:
+                found.append(f"level 0 holds {distinct} distinct nodes in {len(nodes)} rows, "
+                             f"not each of the partition's {num_nodes} rows once")
+    if num_nodes and not 0 <= graph.entry_point < num_nodes:
+        found.append(f"entry point {graph.entry_point} is outside the partition's {num_nodes} "
+                     "rows")
+    return found
