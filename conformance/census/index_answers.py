@@ -186,36 +186,40 @@ def candidates(content, q: Query, *, rowmap: RowMap, scan_ids: set[int]) -> tupl
     if kind == "json" and q.op in ("json_eq", "json_gt"):
         return rowmap.ids_of(_rows_where(e, q)), True
     if kind == "ngram" and q.op == "contains":
-        grams = _need(e, "ngram", "token", "value").to_pylist()
+        from reference_impl.index.ngram import trigrams
+
+        grams = _need(e, "ngram").to_pylist()
         rows = _need(e, "row_id", "row_ids").to_pylist()
         posting: dict = {}
         for g, r in zip(grams, rows, strict=True):
             posting.setdefault(g, []).extend(r if isinstance(r, list) else [r])
-        want = _trigrams(q.args[0])
+        want, _exact = trigrams(q.args[0])
         if not want:
-            raise CannotAnswer("the string is shorter than an n-gram")
+            raise CannotAnswer("the string holds no n-gram")
         found = None
         for g in want:
             hit = rowmap.ids_of(posting.get(g, []))
             found = hit if found is None else found & hit
         return found, False
     if kind == "inverted" and q.op == "fts":
-        tokens = _need(e, "token", "term").to_pylist()
-        rows = _need(e, "row_id", "row_ids").to_pylist()
+        postings = content.extra.get("postings")
+        if postings is None:
+            raise CannotAnswer(f"the kit does not decode the postings of this inverted index "
+                               f"({content.version}) yet")
+        tokens = _need(postings, "token").to_pylist()
+        rows = _need(postings, "row_id").to_pylist()
         out = []
         for t, r in zip(tokens, rows, strict=True):
             if t == q.args[0]:
                 out.extend(r if isinstance(r, list) else [r])
         return rowmap.ids_of(out), True
+    if kind == "bloomfilter" and q.op not in ("eq", "in"):
+        # a bloom filter answers equality only: a reader scans for anything else
+        return {int(i) for i in rowmap.ids}, False
     if kind in ("zonemap", "bloomfilter"):
         return _zones(content, q, rowmap), False
     raise CannotAnswer(f"the kit does not answer {q.op} from a decoded {kind} index "
                        f"({content.version}) yet")
-
-
-def _trigrams(text: str) -> list[str]:
-    t = text.lower()
-    return sorted({t[i:i + 3] for i in range(len(t) - 2)})
 
 
 def _zones(content, q: Query, rowmap: RowMap) -> set:
@@ -246,13 +250,17 @@ def _zones(content, q: Query, rowmap: RowMap) -> set:
             else:
                 raise CannotAnswer(f"{q.op} from a zone map")
     else:
-        may = content.extra.get("may_contain")
-        if may is None:
-            raise CannotAnswer("the decoded bloom filter offers no may_contain(zone, value)")
-        values = q.args if q.op in ("eq", "in") else None
-        if values is None:
+        from reference_impl.index.bloomfilter import may_contain, value_hashes
+
+        if q.op not in ("eq", "in"):
             raise CannotAnswer(f"{q.op} from a bloom filter")
-        keep = [any(may(i, v) for v in values) for i in range(len(frag))]
+        typ = pa.string() if isinstance(q.args[0], str) else pa.int64()
+        hashed = value_hashes(pa.array(list(q.args), typ))
+        if hashed is None:
+            raise CannotAnswer(f"the kit does not hash {typ} values as a bloom filter does")
+        hashes = hashed[0]
+        data = _need(e, "bloom_filter_data").to_pylist()
+        keep = [bool(may_contain(data[i], hashes).any()) for i in range(len(frag))]
     rows = []
     for i, k in enumerate(keep):
         if k:
@@ -261,19 +269,41 @@ def _zones(content, q: Query, rowmap: RowMap) -> set:
     return rowmap.ids_of(rows)
 
 
+def reconstruct(content) -> np.ndarray:
+    """The vectors a coded index's rows stand for: PQ, each sub-vector's codeword (plus the
+    row's partition centroid where the index encodes residuals: L2 and cosine); SQ, each
+    code's bucket middle over the index's bounds."""
+    e = content.entries
+    codes = _need(e, "code")
+    m = codes.type.list_size
+    codes = np.asarray(codes.flatten().to_numpy(zero_copy_only=False), np.int64).reshape(-1, m)
+    pq, sq = content.extra.get("pq"), content.extra.get("sq")
+    if pq is not None:
+        cb = np.asarray(pq.codebook, np.float32)  # (m, 2**nbits, D/m)
+        mat = np.concatenate([cb[j][codes[:, j]] for j in range(m)], axis=1)
+        if content.extra.get("metric", "l2") in ("l2", "cosine"):
+            cent = content.extra.get("centroids")
+            if cent is None:
+                raise CannotAnswer("a PQ index without centroids")
+            part = _need(e, "partition").to_numpy(zero_copy_only=False).astype(np.int64)
+            mat = mat + np.asarray(cent, np.float32)[part]
+        return mat
+    if sq is not None:
+        top = (1 << sq.num_bits) - 1
+        return (sq.start + (codes + 0.5) / top * (sq.end - sq.start)).astype(np.float32)
+    raise CannotAnswer(f"the decoded {content.kind} index ({content.version}) holds no vectors "
+                       "and no quantizer to reconstruct them")
+
+
 def nearest(content, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int]:
     """The k nearest rows by the decoded index's stored vectors (IVF_FLAT and the HNSW flat
     storage: exact), or by the vectors its codes reconstruct (PQ, SQ: approximate), merged
     with the data's vectors of the live rows outside the ``covered`` fragments."""
     e = content.entries
     rows = _need(e, "row_id").to_numpy(zero_copy_only=False)
-    vec = _col(e, "vector", "flat", "reconstructed")
+    vec = _col(e, "vector")
     if vec is None:
-        recon = content.extra.get("reconstruct")
-        if recon is None:
-            raise CannotAnswer(f"the decoded {content.kind} index ({content.version}) holds "
-                               "no vectors and no way to reconstruct them")
-        mat = np.asarray(recon(), np.float32)
+        mat = reconstruct(content)
     else:
         mat = np.asarray(vec.flatten().to_numpy(zero_copy_only=False),
                          np.float32).reshape(len(vec), -1)

@@ -187,13 +187,11 @@ def _merged(contents):
         entries = pa.concat_tables([c.entries for _i, c in contents], promote_options="default")
     except (pa.ArrowInvalid, TypeError) as e:
         raise answers.CannotAnswer(f"segments do not concatenate: {e}") from None
-    recons = [c.extra.get("reconstruct") for _i, c in contents]
-    extra = dict(first.extra)
-    if all(recons):
-        import numpy as np
-
-        extra["reconstruct"] = lambda: np.concatenate([r() for r in recons])
-    return type(first)(first.kind, first.version, entries, dict(first.summary), extra)
+    if any(c.extra.get("pq") is not None or c.extra.get("sq") is not None
+           for _i, c in contents[1:]):
+        raise answers.CannotAnswer("segments of a coded vector index (one quantizer each)")
+    return type(first)(first.kind, first.version, entries, dict(first.summary),
+                       dict(first.extra))
 
 
 def _difference(query: str, got, scan) -> dict:
