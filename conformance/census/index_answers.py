@@ -111,10 +111,17 @@ def parse(text: str) -> Query:
 
 class RowMap:
     """The live rows of a table: row address or stable row id -> the ``id`` column, the
-    fragment of each, and the vectors (for nearest-neighbour answers)."""
+    fragment of each, and the vectors (for nearest-neighbour answers).
 
-    def __init__(self, table: pa.Table, stable: bool) -> None:
+    ``moves`` are the row moves of compactions whose index remap was deferred (the fragment
+    reuse index: ``(old, new)`` address arrays sorted by old, oldest first; ``2**64 - 1`` for a
+    dropped row): an index built before them names rows by their old addresses, which a
+    reader translates."""
+
+    def __init__(self, table: pa.Table, stable: bool, moves=()) -> None:
         self.stable = stable
+        self.moves = list(moves)
+        self.table = table
         self.ids = np.asarray(table.column("id").to_numpy(zero_copy_only=False), np.int64)
         addr = np.asarray(table.column("_rowaddr").to_numpy(zero_copy_only=False), np.uint64)
         self.fragments = (addr >> np.uint64(32)).astype(np.int64)
@@ -129,9 +136,28 @@ class RowMap:
             self.vectors = np.asarray(flat.flatten().to_numpy(zero_copy_only=False),
                                       np.float32).reshape(len(flat), -1)
 
+    def by_address(self) -> RowMap:
+        """The same rows named by their addresses (an index that names rows by address
+        whatever the table's flags: pylance 14.0.2's BTREE of index version 1)."""
+        return self if not self.stable else RowMap(self.table, False, self.moves)
+
+    def translate(self, rows: np.ndarray) -> np.ndarray:
+        """Addresses after the deferred remaps (rows named by address only)."""
+        if self.stable or not self.moves:
+            return rows
+        rows = rows.copy()
+        for old, new in self.moves:
+            if not len(old):
+                continue
+            at = np.searchsorted(old, rows)
+            at[at == len(old)] = 0
+            hit = old[at] == rows
+            rows[hit] = new[at[hit]]
+        return rows
+
     def ids_of(self, rows) -> set[int]:
         """The ``id`` of each live row among ``rows`` (others are dropped)."""
-        rows = np.asarray(rows, np.uint64)
+        rows = self.translate(np.asarray(rows, np.uint64))
         if not len(rows) or not len(self._keys):
             return set()
         at = np.searchsorted(self._keys, rows)
@@ -175,6 +201,8 @@ def candidates(content, q: Query, *, rowmap: RowMap, scan_ids: set[int]) -> tupl
     content answers exactly (otherwise they are candidates a reader rechecks)."""
     kind = content.kind
     e = content.entries
+    if content.extra.get("row_addresses"):
+        rowmap = rowmap.by_address()
     if kind in ("btree", "bitmap") and q.op in ("eq", "gt", "range", "in", "is_null"):
         return rowmap.ids_of(_rows_where(e, q)), True
     if kind == "label_list" and q.op in ("has_any", "has_all"):
@@ -266,7 +294,7 @@ def _zones(content, q: Query, rowmap: RowMap) -> set:
         if k:
             base = int(frag[i]) << 32
             rows.extend(range(base + int(start[i]), base + int(start[i]) + int(length[i])))
-    return rowmap.ids_of(rows)
+    return rowmap.by_address().ids_of(rows)  # a zone names rows by fragment and offset
 
 
 def reconstruct(content) -> np.ndarray:

@@ -116,12 +116,13 @@ def _decode_and_answer(case: Case) -> tuple[str, list[dict]]:
 
     try:
         ds = open_dataset(str(case.table))
-        indices = [i for i in decode_index_section(ds.index_section)
-                   if not i.name.startswith("__")]
+        every = decode_index_section(ds.index_section)
+        indices = [i for i in every if not i.name.startswith("__")]
         stable = uses_stable_row_ids(ds.manifest)
+        moves, groups = _reuse(ds, every)
         cols = ["id"] + (["vec"] if case.data.get("family") == "vector" else [])
         table = ds.to_table(columns=cols, with_row_id=True, with_row_address=True)
-        rowmap = answers.RowMap(table, stable)
+        rowmap = answers.RowMap(table, stable, moves)
         contents = []
         for i in indices:
             keys = _index_keys(ds, i)
@@ -133,7 +134,11 @@ def _decode_and_answer(case: Case) -> tuple[str, list[dict]]:
     covered = set()
     for i, _c in contents:
         if i.fragment_ids is not None:
-            covered |= {int(x) for x in i.fragment_ids}
+            mine = {int(x) for x in i.fragment_ids}
+            for old, new in groups:  # a deferred remap: the new fragments of a group covered
+                if old and old <= mine:
+                    mine |= new
+            covered |= mine
     differing = []
     for q in case.queries:
         scan = q.get("scan", {}).get("ids")
@@ -198,6 +203,28 @@ def _difference(query: str, got, scan) -> dict:
     g, s = set(got), set(scan)
     return {"query": query, "index": list(got), "scan": list(scan),
             "only_index": sorted(g - s), "only_scan": sorted(s - g)}
+
+
+def _reuse(ds, indices) -> tuple[list, list]:
+    """``(moves, groups)`` of the version's fragment reuse index (compactions whose index
+    remap was deferred): row moves as ``(old, new)`` address arrays sorted by old, oldest
+    first, and ``(old fragment ids, new fragment ids)`` per group."""
+    import numpy as np
+
+    from reference_impl.table import fragment_reuse
+
+    moves, groups = [], []
+    for i in indices:
+        if i.kind != "fragment_reuse" or i.details is None or not i.details.known:
+            continue
+        versions = fragment_reuse.decode_versions(i.details.message, store=ds.store)
+        for v in sorted(versions, key=lambda v: v.dataset_version):
+            for g in v.groups:
+                old, new = fragment_reuse.group_mapping(g)
+                order = np.argsort(old, kind="stable")
+                moves.append((old[order], new[order]))
+                groups.append(({d.id for d in g.old_fragments}, {d.id for d in g.new_fragments}))
+    return moves, groups
 
 
 def _index_keys(ds, i) -> dict[str, str]:
