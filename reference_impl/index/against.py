@@ -139,7 +139,11 @@ def hold_pairs(index_name: str, data: IndexedData, rows, values: pa.Array, *,
     # the data's pairs the index lacks, on rows it names (a row it names nowhere is missing)
     lacking = np.nonzero(missing)[0]
     if every_row:
-        lacking = lacking[named[data_pos[lacking]]]
+        # one value per row: a row named under a wrong value is said once, by that value
+        wrong = np.zeros(len(data.row_ids), bool)
+        wrong[live_pos[extra]] = True
+        keep = named[data_pos[lacking]] & ~wrong[data_pos[lacking]]
+        lacking = lacking[keep]
     data_rows_all = data.row_ids[data_pos]
     yield from _differs(index_name, data, rows[live], live_values, np.nonzero(extra)[0],
                         data_rows_all, data_values, lacking,

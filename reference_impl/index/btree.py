@@ -126,7 +126,7 @@ def _sorted(name: str, values: pa.Array, pages: np.ndarray) -> Iterator[Disagree
         for i in late_nulls[:MAX_PER_RULE]:
             out.append(Disagreement(KEYS_SORTED, f"index {name!r} holds a null key at entry {i} "
                                     f"(page {pages[i]}), after non-null keys: nulls sort first",
-                                    where={"page": int(pages[i]), "entry": int(i)}))
+                                    where={"page": int(pages[i]), "position": int(i)}))
     order = np.nonzero(valid)[0]
     if len(order) > 1:
         vv = values.take(pa.array(order, pa.int64()))
@@ -137,7 +137,7 @@ def _sorted(name: str, values: pa.Array, pages: np.ndarray) -> Iterator[Disagree
             out.append(Disagreement(
                 KEYS_SORTED, f"index {name!r} keys are not sorted: entry {i} (page {pages[i]}) "
                 f"holds {value_text(vv[int(j) + 1].as_py())} after {value_text(vv[int(j)].as_py())}",
-                value=vv[int(j) + 1].as_py(), where={"page": int(pages[i]), "entry": i}))
+                value=vv[int(j) + 1].as_py(), where={"page": int(pages[i]), "position": i}))
         if len(bad) > MAX_PER_RULE:
             out.append(Disagreement(KEYS_SORTED, f"index {name!r}: {len(bad) - MAX_PER_RULE} "
                                     f"more keys out of order"))
