@@ -82,6 +82,19 @@ def inverted_documents(ctx):
     yield from findings(ctx, "INDEX-125")
 
 
+@rule("INDEX-126", title="INVERTED postings list each row under the tokens of its text",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      pylance="a full-text search answers from the postings alone: a row missing from a "
+              "token's postings is never found, a row listed under a token it lacks is found "
+              "for it",
+      releases="checked where the postings are decoded (tokens/invert/docs.lance, written up "
+               "to the 0.2x releases) and the tokens reproduced exactly: settings recorded "
+               "(tokens.lance metadata 'tokenizer', from the 0.2x releases; 0.18.2 records "
+               "none and writes no details), no stemming, ASCII folding only of ASCII text")
+def inverted_postings(ctx):
+    yield from findings(ctx, "INDEX-126")
+
+
 @rule("INDEX-127", title="text and zone index files decode into self-consistent content",
       severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
       releases="self-consistency is checked where postings are decoded (the tokens/invert/docs "

@@ -6,6 +6,8 @@ Two layouts are known.
 ``metadata.lance``)::
 
     tokens.lance   _token string, _token_id uint32           one row per distinct token
+                   schema metadata "tokenizer": the settings as JSON (0.2x releases;
+                   absent in 0.18.2, whose index also has no details message)
     invert.lance   _rowid uint64, _frequency float32,        one row per (token, row),
                    _position list<int32> (with positions)    grouped by token id
                    schema metadata "offsets": JSON list, the first invert row of each
@@ -79,7 +81,14 @@ def _legacy(files, index):
     from reference_impl.index import IndexContent
 
     docs = _docs(files, "docs.lance", 0)
-    tokens = files.lance_file("tokens.lance").read_all()
+    tokens_reader = files.lance_file("tokens.lance")
+    tokens = tokens_reader.read_all()
+    raw_params = (tokens_reader.schema.metadata or {}).get(b"tokenizer")
+    try:
+        params = json.loads(raw_params) if raw_params is not None else None
+    except ValueError:
+        raise FormatError("INVERTED tokenizer metadata is not JSON",
+                          path=files.key("tokens.lance")) from None
     invert_reader = files.lance_file("invert.lance")
     if not {"_token", "_token_id"} <= set(tokens.column_names):
         raise UnsupportedIndex(f"INVERTED tokens.lance has columns {tokens.column_names}",
@@ -114,7 +123,7 @@ def _legacy(files, index):
     summary = {"layout": "legacy", "documents": docs.num_rows, "tokens": len(ids),
                "postings": n}
     return IndexContent(kind=KIND, version="inverted-legacy", entries=docs, summary=summary,
-                        extra={"postings": postings, "params": None,
+                        extra={"postings": postings, "params": params,
                                "postings_layout": "legacy"})
 
 
@@ -197,6 +206,25 @@ def split_whitespace(text: str) -> list[str]:
     return [t for t in re.split(r"[ \t\n\x0c\r]+", text) if t]
 
 
+def exact_tokens(text: str, params: dict | None) -> list[str] | None:
+    """The tokens the writer makes of ``text`` under ``params`` when this implementation
+    reproduces them exactly (no stemming; ASCII folding only of ASCII text), else None."""
+    if params is None or params.get("stem") or count_bounds(text, params) is None:
+        return None
+    if params.get("ascii_folding") and not text.isascii():
+        return None
+    base = params.get("base_tokenizer") or "simple"
+    tokens = split_simple(text) if base == "simple" else split_whitespace(text)
+    limit = params.get("max_token_length")
+    if limit:
+        tokens = [t for t in tokens if len(t.encode("utf-8")) < int(limit)]
+    if params.get("lower_case", True):
+        tokens = [t.lower() for t in tokens]
+    if params.get("remove_stop_words", False):
+        tokens = [t for t in tokens if t not in ENGLISH_STOP_WORDS]
+    return tokens
+
+
 def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
     """``(least, most)`` tokens the writer can count for ``text`` under ``params`` (the
     settings recorded in the index metadata), or None when they cannot be bounded here.
@@ -232,6 +260,7 @@ def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
 
 
 RULE_DOCUMENTS = "INDEX-125"
+RULE_POSTINGS = "INDEX-126"
 RULE_CONSISTENT = "INDEX-127"
 RULE_OUTSIDE = "INDEX-103"
 
@@ -292,6 +321,7 @@ def check(content, index, data):
     if stray.any():
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: {int(stray.sum())} "
                            "postings name rows that are not documents", int(prow[stray][0]))
+    yield from _postings_against_text(postings, name, data, params)
     rows, inv = np.unique(prow, return_inverse=True)
     sums = np.rint(np.bincount(inv, weights=freq)).astype(np.int64)
     by_doc = dict(zip(doc_ids.tolist(), counts.tolist()))
@@ -300,3 +330,34 @@ def check(content, index, data):
             yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: row {r}: its "
                                f"postings' frequencies sum to {s}, its document counts "
                                f"{by_doc[r]} tokens", r)
+
+
+def _postings_against_text(postings: pa.Table, name: str, data, params):
+    """INDEX-126: where the tokens are reproduced exactly, each covered row is listed under
+    exactly the tokens of its text (a search for a token finds the rows holding it, and only
+    them)."""
+    from reference_impl.index import Disagreement
+
+    prow = postings.column("row_id").to_numpy().astype(np.uint64)
+    live = data.classify(prow) == data.LIVE
+    at = data.positions(prow[live])
+    listed: dict[int, set[str]] = {}
+    for i, tok in zip(at.tolist(), np.asarray(postings.column("token").to_pylist(),
+                                              dtype=object)[live].tolist()):
+        listed.setdefault(i, set()).add(tok)
+    for i, text in enumerate(data.values.to_pylist()):
+        if text is None:
+            continue
+        want = exact_tokens(text, params)
+        if want is None:
+            continue
+        want_set, have = set(want), listed.get(i, set())
+        rid = int(data.row_ids[i])
+        for tok in sorted(want_set - have):
+            yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "
+                               f"{text!r} but is not listed under its token {tok!r}", rid,
+                               text, {"token": tok})
+        for tok in sorted(have - want_set):
+            yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "
+                               f"{text!r} but is listed under the token {tok!r}", rid, text,
+                               {"token": tok})
