@@ -87,6 +87,23 @@ def test_answers_from_a_decoded_value_index():
     assert stable.ids_of([100, 107, 5]) == {0, 7}
 
 
+def test_rows_follow_a_deferred_remap_and_addresses_under_stable_ids():
+    """An index built before a compaction whose remap was deferred names old addresses: the
+    fragment reuse index's moves translate them (a dropped row maps to no row); an index that
+    names rows by address is read by address even when the table has stable row ids."""
+    t = pa.table({"id": pa.array([10, 11, 12], pa.int64()),
+                  "_rowaddr": pa.array([(4 << 32) | 0, (4 << 32) | 1, (4 << 32) | 2], pa.uint64()),
+                  "_rowid": pa.array([0, 1, 3], pa.uint64())})
+    old = np.array([0, 1, 2, 3], np.uint64)  # fragment 0's rows; row 2 was deleted
+    new = np.array([(4 << 32) | 0, (4 << 32) | 1, 2 ** 64 - 1, (4 << 32) | 2], np.uint64)
+    rm = answers.RowMap(t, False, [(old, new)])
+    assert rm.ids_of([0, 1, 2, 3]) == {10, 11, 12}
+    assert rm.ids_of([(4 << 32) | 1]) == {11}  # a new address is kept
+    stable = answers.RowMap(t, True)
+    assert stable.ids_of([3]) == {12}
+    assert stable.by_address().ids_of([(4 << 32) | 2]) == {12}
+
+
 def test_nearest_from_stored_vectors_merges_unindexed_fragments():
     from reference_impl.index import IndexContent
 
