@@ -3,6 +3,8 @@
     lance-conformance census types [--releases pylance==X.Y.Z,...] [--storages S,...]
                                    [--rows NAME,...] [--json F] [--md F] [--from-json F]
                                    [--force] [--out DIR]
+    lance-conformance census indexes [--releases R,...] [--kinds K,...] [--scenarios S,...]
+                                     [--md F] [--json F] [--no-build] [--force] [--out DIR]
     lance-conformance census operations [--releases R,...] [--md F] [--json F] [--no-build]
                                         [--out DIR] [--main R]
 
@@ -12,6 +14,14 @@ each release (in its cached virtualenv), then judges every table as the census d
 type x storage version table of ``docs/census-types.md``. Default releases: pylance 14.0.2
 and 0.20.0. Exit code: 0 when every cell is judged as the census demands, 1 when some cell
 fails or nothing was judged, 2 for a usage error or a release that cannot be installed.
+
+``census indexes``: every index kind and its main parameters x scenario (appends, deletions,
+updates, compaction with and without deferred remap and stable row ids, ``optimize_indices``,
+and the ``swap`` of a wrong index) x storage version x release; the release answers the
+census's queries with and without its index, the kit validates the table (``--deep``) and
+answers the same queries from the index it decodes
+(:mod:`conformance.census.index_census`). Exit 0 when no cell disagrees, 1 when one does
+(a false error, or a wrong index the kit misses), 2 when nothing was judged.
 
 ``census operations``: every public operation of pylance (and lancedb) that commits, at
 every storage version, as the census scenarios of the cross-release corpus write them (built
@@ -36,6 +46,7 @@ def register(subparsers) -> None:
     kinds = p.add_subparsers(dest="census_kind", metavar="KIND")
     register_types(kinds)
     add_operations(kinds)
+    add_indexes(kinds)
     p.set_defaults(func=lambda args: _usage(p))
 
 
@@ -206,3 +217,99 @@ def run_operations(args: argparse.Namespace) -> int:
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(operations.as_json(cells), indent=1))
     return 1 if bad else 0
+
+
+# -- census indexes --------------------------------------------------------------------------
+
+#: the releases of ``census indexes`` by default: the newest and an old one of the CI subset
+INDEX_RELEASES = ("pylance==14.0.2",)
+
+
+def add_indexes(sub) -> None:
+    o = sub.add_parser("indexes", help="index kind x scenario x storage version x release",
+                       description="Every index kind a release builds, after the operations "
+                                   "users apply; the release's answers with and without the "
+                                   "index against the kit's validation and decoded index.")
+    o.add_argument("--releases", default=None,
+                   help="comma-separated releases (pylance==X.Y.Z, lancedb==X.Y.Z); default "
+                        + ",".join(INDEX_RELEASES))
+    o.add_argument("--kinds", default=None, help="comma-separated index kinds (default: all)")
+    o.add_argument("--scenarios", default=None,
+                   help="comma-separated scenarios (default: all)")
+    o.add_argument("--out", default=None,
+                   help="corpus folder, one sub-folder per release (default: the kit's cache)")
+    o.add_argument("--no-build", action="store_true",
+                   help="judge the corpora as they are (each must have been built)")
+    o.add_argument("--force", action="store_true", help="rebuild the releases' tables")
+    o.add_argument("--md", dest="md_out", default=None, help="write the Markdown tables here")
+    o.add_argument("--json", dest="json_out", default=None, help="write every cell here")
+    o.set_defaults(func=run_indexes)
+
+
+def run_indexes(args: argparse.Namespace) -> int:
+    from conformance.census import index_census, indexes
+    from conformance.releases.venvs import Release, ReleaseUnavailable
+
+    names = args.releases.split(",") if args.releases else list(INDEX_RELEASES)
+    kinds = args.kinds.split(",") if args.kinds else None
+    scenarios = args.scenarios.split(",") if args.scenarios else None
+    try:
+        releases = [Release.parse(n) for n in names]
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for what, given, known in (("kind", kinds, indexes.KINDS),
+                               ("scenario", scenarios, indexes.SCENARIOS)):
+        unknown = sorted(set(given or ()) - set(known))
+        if unknown:
+            print(f"error: unknown {what} {', '.join(unknown)} (known: {', '.join(known)})",
+                  file=sys.stderr)
+            return 2
+    root = Path(args.out) if args.out else indexes.corpus_root()
+    started = time.monotonic()
+    load = index_census.load_note()
+    folders = []
+    for rel in releases:
+        folder = root / rel.slug
+        if not args.no_build:
+            try:
+                indexes.build(rel, folder, kinds=kinds, scenarios=scenarios, force=args.force,
+                              progress=lambda r, k, s: print(f"{r} {k}: built in {s:.0f} s",
+                                                             flush=True))
+            except (ReleaseUnavailable, RuntimeError, OSError) as e:
+                print(f"{rel.name}: not built: {e}", file=sys.stderr)
+                continue
+        if not folder.is_dir():
+            print(f"{rel.name}: no corpus in {folder}", file=sys.stderr)
+            continue
+        folders.append(folder)
+    built = time.monotonic() - started
+    cells = [c for c in index_census.judge(folders)
+             if (kinds is None or c.kind in kinds)
+             and (scenarios is None or c.scenario in scenarios)]
+    judged = [c for c in cells if c.verdict != "not built"]
+    if not judged:
+        print("census indexes: nothing was judged", file=sys.stderr)
+        return 2
+    counts: dict[str, int] = {}
+    for c in cells:
+        counts[c.verdict] = counts.get(c.verdict, 0) + 1
+    for c in cells:
+        if c.verdict in index_census.FAIL:
+            print(f"  {c.release} {c.kind} / {c.scenario}: {c.verdict.upper()} -- "
+                  f"{c.detail[:240]}")
+    elapsed = time.monotonic() - started
+    summary = (f"{len(cells)} cells of {', '.join(r.name for r in releases)}: "
+               + ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+               + f"; build {built:.0f} s, judge {elapsed - built:.0f} s, {load} at the start")
+    print(f"census indexes: {summary}")
+    command = "lance-conformance census indexes" + (
+        f" --releases {args.releases}" if args.releases else "") + (
+        f" --kinds {args.kinds}" if args.kinds else "") + (
+        f" --scenarios {args.scenarios}" if args.scenarios else "")
+    if args.md_out:
+        Path(args.md_out).write_text(index_census.markdown(cells, command=command,
+                                                           summary=summary))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(index_census.as_json(cells), indent=1))
+    return 1 if any(c.failed for c in cells) else 0

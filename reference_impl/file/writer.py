@@ -5,6 +5,7 @@ A file is laid out front to back as::
     data buffers           every page buffer, each starting on a 64-byte boundary;
                            the gaps are filled with byte 0x48 ('H')
     global buffer 0        lance.file.FileDescriptor {1 schema, 2 length}, 64-aligned
+    global buffers 1..     optional (``global_buffers``), each 64-aligned
     column metadata        one lance.file.v2.ColumnMetadata protobuf per column, back to
                            back, no length prefix and no alignment
     CMO table              per column: u64 position, u64 size of its metadata
@@ -242,6 +243,7 @@ class LanceFileWriter:
         schema_fields: Sequence[file_pb2.Field] | None = None,
         max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
         max_rows_per_page: int = DEFAULT_MAX_ROWS_PER_PAGE,
+        global_buffers: Sequence[bytes] = (),
     ) -> None:
         if version not in VERSIONS:
             raise InvalidInput(
@@ -266,6 +268,9 @@ class LanceFileWriter:
         )
         self.max_page_bytes = max_page_bytes
         self.max_rows_per_page = max_rows_per_page
+        # global buffers 1.. after the FileDescriptor (index files keep protobufs there and
+        # name them by position in their schema metadata, e.g. ``lance:ivf``)
+        self.extra_global_buffers = [bytes(b) for b in global_buffers]
         self._out = _Output()
         self._num_rows = 0
         self._finished = False
@@ -451,6 +456,11 @@ class LanceFileWriter:
         gb0_pos = len(self._out)
         gb0 = descriptor.SerializeToString()
         self._out += gb0
+        gbs = [(gb0_pos, len(gb0))]
+        for extra in self.extra_global_buffers:
+            self._pad()
+            gbs.append((len(self._out), len(extra)))
+            self._out += extra
 
         column_encoding = encodings_v2_0_pb2.ColumnEncoding()
         column_encoding.values.SetInParent()
@@ -475,13 +485,14 @@ class LanceFileWriter:
         for pos, size in cmo:
             self._out += struct.pack("<QQ", pos, size)
         gbo_pos = len(self._out)
-        self._out += struct.pack("<QQ", gb0_pos, len(gb0))
+        for pos, size in gbs:
+            self._out += struct.pack("<QQ", pos, size)
         self._out += struct.pack(
             FOOTER_FORMAT,
             column_meta_start,
             cmo_pos,
             gbo_pos,
-            1,
+            len(gbs),
             len(self._pages),
             self.major,
             self.minor,
@@ -545,11 +556,13 @@ def write_lance_file(
     max_page_bytes: int = DEFAULT_MAX_PAGE_BYTES,
     max_rows_per_page: int = DEFAULT_MAX_ROWS_PER_PAGE,
     schema: pa.Schema | None = None,
+    global_buffers: Sequence[bytes] = (),
 ) -> WrittenFile:
     """Write ``table`` (or a stream of batches sharing one schema) as one Lance data file.
 
     ``version`` is ``"2.0"``, ``"2.1"`` or ``"2.2"``. For an iterable of batches with no
-    batch at all, pass ``schema``.
+    batch at all, pass ``schema``. ``global_buffers`` are written after the FileDescriptor
+    (global buffer 0), as global buffers 1, 2, ... each on a 64-byte boundary.
     """
     if isinstance(table, pa.Table):
         batches: Iterable[pa.RecordBatch] = table.to_batches()
@@ -571,6 +584,7 @@ def write_lance_file(
         schema_fields=schema_fields,
         max_page_bytes=max_page_bytes,
         max_rows_per_page=max_rows_per_page,
+        global_buffers=global_buffers,
     )
     for b in batches:
         writer.write_batch(b)

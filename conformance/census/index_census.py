@@ -1,0 +1,322 @@
+"""The census of indexes: every index kind x scenario x storage version x release, judged.
+
+Each cell is one table of the index corpus (:mod:`conformance.census.indexes`): one index of
+one kind, built by one release, after one scenario of operations. The release answered the
+census's queries through its index and without it (``case.json``). The kit then
+
+1. validates the table (``validate --deep``): its error findings;
+2. decodes every segment of the table's index (:func:`reference_impl.index.read_index`) and
+   answers the same queries from what it decoded (:mod:`conformance.census.index_answers`),
+   naming the rows where its answer differs from the release's answer without the index.
+
+The *truth* of a cell is whether the release's indexed answers agree with its scan (for an
+approximate kind as :func:`conformance.census.indexes.nearest_agrees` says). The verdict:
+
+* ``agree``: the release answers right and the kit reports no error and its decoded answers
+  equal the scan's (a pass);
+* ``caught``: the release answers wrong and the kit reports an error or its decoded answers
+  differ (a pass: the wrong index is flagged);
+* ``false error``: the release answers right and the kit reports an error, or its decoded
+  answers differ (a failure);
+* ``missed``: the release answers wrong and the kit says nothing (a failure);
+* ``not decoded``: the release answers right, the kit reports no error but cannot decode
+  the index (or answer from it) yet -- named, never a pass;
+* ``not built``: the release lacks the kind or the operation (its error is the detail).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from conformance.census import index_answers as answers
+from conformance.census.indexes import Case, load
+
+PASS = ("agree", "caught")
+FAIL = ("false error", "missed")
+
+
+@dataclass
+class Cell:
+    release: str
+    kind: str
+    scenario: str
+    storage: str
+    expected: str
+    release_agrees: bool | None
+    verdict: str
+    detail: str = ""
+    errors: list[str] = field(default_factory=list)
+    decoded: str = ""  # "yes", or why not
+    differing: list[dict] = field(default_factory=list)
+    table: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict in PASS
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in FAIL
+
+
+def judge_case(case: Case) -> Cell:
+    """The verdict of one case of the index corpus."""
+    storage = str(case.data.get("table", {}).get("data_storage_version", ""))
+    base = dict(release=case.release, kind=case.kind, scenario=case.scenario, storage=storage,
+                expected=case.expected, table=str(case.table))
+    if case.status != "built":
+        return Cell(**base, release_agrees=None, verdict="not built",
+                    detail=f"{case.status}: {case.data.get('why', '')}"[:300])
+    truth = case.release_agrees
+    errors = _validate(case.table)
+    decoded, differing = _decode_and_answer(case)
+    flagged = bool(errors) or bool(differing)
+    if truth:
+        verdict = "false error" if flagged else ("agree" if decoded == "yes" else "not decoded")
+    else:
+        verdict = "caught" if flagged else "missed"
+    parts = []
+    if not truth:
+        bad = case.release_disagreements()
+        parts.append("the release answers through its index other than its scan: "
+                     + "; ".join(f"{q['query']}" for q in bad[:3]))
+    if errors:
+        parts.append("kit errors: " + "; ".join(errors[:3]))
+    if differing:
+        parts.append("decoded index answers other than the scan: " + "; ".join(
+            f"{d['query']}: rows {d['only_index'][:5]} only in the index, "
+            f"{d['only_scan'][:5]} only in the scan" for d in differing[:2]))
+    if decoded != "yes":
+        parts.append(f"not decoded: {decoded}")
+    return Cell(**base, release_agrees=truth, verdict=verdict, detail=" | ".join(parts)[:900],
+                errors=errors, decoded=decoded, differing=differing)
+
+
+def _validate(table: Path) -> list[str]:
+    from conformance.engine import validate
+
+    try:
+        report = validate(str(table), deep=True)
+    except Exception as e:  # noqa: BLE001 - an engine failure is the cell's error
+        return [f"ENGINE: validate raised {type(e).__name__}: {e}"]
+    return [f"{f.rule}: {f.message[:200]}" for f in report.violations]
+
+
+def _decode_and_answer(case: Case) -> tuple[str, list[dict]]:
+    """(``"yes"`` or why the kit could not decode/answer, the queries whose decoded answer
+    differs from the release's scan, each naming the rows)."""
+    from reference_impl import index as rindex
+    from reference_impl.dataset import open_dataset
+    from reference_impl.errors import LanceError
+    from reference_impl.table.flags import uses_stable_row_ids
+    from reference_impl.table.index import decode_index_section
+
+    try:
+        ds = open_dataset(str(case.table))
+        every = decode_index_section(ds.index_section)
+        indices = [i for i in every if not i.name.startswith("__")]
+        stable = uses_stable_row_ids(ds.manifest)
+        moves, groups = _reuse(ds, every)
+        cols = ["id"] + (["vec"] if case.data.get("family") == "vector" else [])
+        table = ds.to_table(columns=cols, with_row_id=True, with_row_address=True)
+        rowmap = answers.RowMap(table, stable, moves)
+        contents = []
+        for i in indices:
+            keys = _index_keys(ds, i)
+            contents.append((i, rindex.read_index(rindex.IndexFiles(ds.store, keys), i)))
+    except (LanceError, answers.CannotAnswer, OSError, ValueError) as e:
+        return f"{type(e).__name__}: {str(e)[:200]}", []
+    if not contents:
+        return "the table lists no user index", []
+    covered = set()
+    for i, _c in contents:
+        if i.fragment_ids is not None:
+            mine = {int(x) for x in i.fragment_ids}
+            for old, new in groups:  # a deferred remap: the new fragments of a group covered
+                if old and old <= mine:
+                    mine |= new
+            covered |= mine
+    differing = []
+    for q in case.queries:
+        scan = q.get("scan", {}).get("ids")
+        if scan is None:
+            scan = q.get("data")
+        if scan is None:
+            continue
+        try:
+            parsed = answers.parse(q["query"])
+            if parsed.op == "nearest":
+                if not q.get("present", True):
+                    continue
+                got = answers.nearest(_merged(contents), parsed, rowmap=rowmap, covered=covered)
+                if answers_differ_nearest(got, scan, case, q):
+                    differing.append(_difference(q["query"], got, scan))
+                continue
+            found = set()
+            for _i, content in contents:
+                rows, exact = answers.candidates(content, parsed, rowmap=rowmap,
+                                                 scan_ids=set(scan))
+                found |= rows if exact else (rows & set(scan))
+            found |= set(scan) & rowmap.ids_outside(covered)
+        except answers.CannotAnswer as e:
+            return str(e)[:200], differing
+        except (LanceError, ValueError, TypeError) as e:
+            return f"{type(e).__name__}: {str(e)[:200]}", differing
+        if found != set(scan):
+            differing.append(_difference(q["query"], sorted(found), scan))
+    return "yes", differing
+
+
+def answers_differ_nearest(got: list, want: list, case: Case, query: dict) -> bool:
+    """The kit's nearest rows from the decoded index differ from the exact ones: for the
+    kinds that store vectors (flat storage, HNSW over flat vectors) any difference; for the
+    coded kinds (PQ, SQ) as :func:`conformance.census.indexes.nearest_agrees` says."""
+    from conformance.census.indexes import nearest_agrees
+
+    if case.kind in ("IVF_FLAT", "IVF_HNSW_FLAT"):
+        return sorted(got) != sorted(want)
+    return not nearest_agrees(case.kind, got, want, query)
+
+
+def _merged(contents):
+    """One content over every segment of a vector index (their entries concatenated)."""
+    import pyarrow as pa
+
+    if len(contents) == 1:
+        return contents[0][1]
+    first = contents[0][1]
+    try:
+        entries = pa.concat_tables([c.entries for _i, c in contents], promote_options="default")
+    except (pa.ArrowInvalid, TypeError) as e:
+        raise answers.CannotAnswer(f"segments do not concatenate: {e}") from None
+    if any(c.extra.get("pq") is not None or c.extra.get("sq") is not None
+           for _i, c in contents[1:]):
+        raise answers.CannotAnswer("segments of a coded vector index (one quantizer each)")
+    return type(first)(first.kind, first.version, entries, dict(first.summary),
+                       dict(first.extra))
+
+
+def _difference(query: str, got, scan) -> dict:
+    g, s = set(got), set(scan)
+    return {"query": query, "index": list(got), "scan": list(scan),
+            "only_index": sorted(g - s), "only_scan": sorted(s - g)}
+
+
+def _reuse(ds, indices) -> tuple[list, list]:
+    """``(moves, groups)`` of the version's fragment reuse index (compactions whose index
+    remap was deferred): row moves as ``(old, new)`` address arrays sorted by old, oldest
+    first, and ``(old fragment ids, new fragment ids)`` per group."""
+    import numpy as np
+
+    from reference_impl.table import fragment_reuse
+
+    moves, groups = [], []
+    for i in indices:
+        if i.kind != "fragment_reuse" or i.details is None or not i.details.known:
+            continue
+        versions = fragment_reuse.decode_versions(i.details.message, store=ds.store)
+        for v in sorted(versions, key=lambda v: v.dataset_version):
+            for g in v.groups:
+                old, new = fragment_reuse.group_mapping(g)
+                order = np.argsort(old, kind="stable")
+                moves.append((old[order], new[order]))
+                groups.append(({d.id for d in g.old_fragments}, {d.id for d in g.new_fragments}))
+    return moves, groups
+
+
+def _index_keys(ds, i) -> dict[str, str]:
+    """File name in the index directory -> key, from the manifest's list or a listing."""
+    prefix = f"_indices/{i.uuid}/"
+    if i.files:
+        return {f.path: prefix + f.path for f in i.files}
+    return {info.key[len(prefix):]: info.key for info in ds.store.list(prefix)}
+
+
+def judge(folders: list[Path], progress=None) -> list[Cell]:
+    cells = []
+    for folder in folders:
+        for case in load(folder):
+            cells.append(judge_case(case))
+            if progress:
+                progress(cells[-1])
+    return cells
+
+
+# -- the report ------------------------------------------------------------------------------------
+
+
+SHORT = {"agree": "ok", "caught": "caught", "false error": "FALSE ERROR", "missed": "MISSED",
+         "not decoded": "not decoded", "not built": "-"}
+
+
+def markdown(cells: list[Cell], *, command: str, summary: str) -> str:
+    from conformance.census.indexes import KINDS, SCENARIOS
+
+    lines = [
+        "# Census of indexes",
+        "",
+        f"Generated by `{command}` ({summary}). Do not edit by hand.",
+        "",
+        "Each cell is one table: one index of the kind built by the release, then the "
+        "scenario's operations (`conformance/census/index_program.py`). The release answers "
+        "the census's queries through the index and without it; the kit validates the table "
+        "(`validate --deep`) and answers the same queries from the index it decodes. "
+        "`ok`: the release answers right and so does the kit, with no error; `caught`: "
+        "the release answers wrong (the `swap` scenario builds such an index on purpose) and "
+        "the kit flags it; `FALSE ERROR` / `MISSED`: the kit is wrong; `not decoded`: the "
+        "kit cannot decode or answer from this index yet (never a pass); `-`: the release "
+        "lacks the kind or operation.",
+        "",
+    ]
+    releases = sorted({c.release for c in cells}, key=_release_order)
+    for rel in releases:
+        mine = [c for c in cells if c.release == rel]
+        counts = {}
+        for c in mine:
+            counts[c.verdict] = counts.get(c.verdict, 0) + 1
+        storages = sorted({c.storage for c in mine if c.storage})
+        lines += [f"## {rel}", "",
+                  f"Storage version: {', '.join(storages) or '-'}. "
+                  + ", ".join(f"{v}: {n}" for v, n in sorted(counts.items())), ""]
+        scen = [s for s in SCENARIOS if any(c.scenario == s for c in mine)]
+        lines.append("| kind | " + " | ".join(scen) + " |")
+        lines.append("|---|" + "---|" * len(scen))
+        for k in KINDS:
+            row = [c for c in mine if c.kind == k]
+            if not row:
+                continue
+            by = {c.scenario: c for c in row}
+            lines.append(f"| {k} | " + " | ".join(
+                SHORT.get(by[s].verdict, by[s].verdict) if s in by else "" for s in scen) + " |")
+        lines.append("")
+        notes = [c for c in mine if c.verdict not in ("agree", "caught")]
+        if notes:
+            lines += ["Cells that are not a pass:", ""]
+            for c in notes:
+                lines.append(f"- {c.kind} / {c.scenario}: **{c.verdict}** -- "
+                             f"{c.detail[:300].replace('|', '/')}")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def _release_order(name: str):
+    import re
+
+    pkg, _, ver = name.partition("==")
+    return (pkg != "pylance", tuple(int(x) for x in re.findall(r"\d+", ver)[:3]))
+
+
+def as_json(cells: list[Cell]) -> list[dict]:
+    return [asdict(c) for c in cells]
+
+
+def load_note() -> str:
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"load {load:.1f}"
+
+
+__all__ = ["Cell", "FAIL", "PASS", "as_json", "judge", "judge_case", "markdown"]
+_ = json
