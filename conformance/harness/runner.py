@@ -42,7 +42,7 @@ Harness checks (ids beside the validator's rule ids, spec 001 "Committing Datase
 
 A program that dies, hangs or breaks the protocol is started again for the next request
 (:mod:`.subprocess_adapter`): only the case it died on is affected; a read case stops at
-the read that crashed (the reads after it are not made).
+the read it died on (the reads after it are not made).
 
 Skip-file: one case id (or ``fnmatch`` pattern) per line, then optionally ``#`` and the
 reason; blank lines and lines starting with ``#`` are ignored::
@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import scenarios as sc
-from .adapter import Adapter, Unsupported
+from .adapter import Adapter, ProtocolBroken, Unsupported
 
 PASS, FAIL, UNSUPPORTED, ERROR, SKIP = "PASS", "FAIL", "UNSUPPORTED", "ERROR", "SKIP"
 OUTCOMES = (PASS, FAIL, UNSUPPORTED, ERROR, SKIP)
@@ -85,15 +85,15 @@ READ_OUTCOMES = (PASS, FAIL, UNSUPPORTED)
 @dataclass
 class ReadResult:
     """The verdict on one read of a read case (its ``id`` in case.json; ``refusal`` for the
-    must-reject read), asked at ``version`` (None: the latest). ``crashed``: the program
-    crashed or broke the protocol on it."""
+    must-reject read), asked at ``version`` (None: the latest). ``ended``: the program died
+    on it, or was stopped (a time-out, a broken answer)."""
 
     id: str
     outcome: str
     message: str = ""
     rules: list[str] = field(default_factory=list)
     version: int | None = None
-    crashed: bool = False
+    ended: bool = False
 
     def as_dict(self) -> dict:
         return {"id": self.id, "outcome": self.outcome, "version": self.version,
@@ -356,7 +356,7 @@ def _one_read(adapter: Adapter, cdir: Path, table: Path, r: dict, version: int |
     except BaseException as exc:  # noqa: BLE001 - the implementation failed the read
         message, rules = _failure(exc, "read")
         return ReadResult(r["id"], FAIL, message, rules, version=version,
-                          crashed="HARNESS-008" in rules or "HARNESS-009" in rules)
+                          ended=isinstance(exc, ProtocolBroken))
     want = golden.read_arrow(cdir / "expected" / r["rows"])
     diff = sc.difference(got, want, keep_row_id=want_ids)
     if diff:
@@ -375,7 +375,7 @@ def _one_read(adapter: Adapter, cdir: Path, table: Path, r: dict, version: int |
         except BaseException as exc:  # noqa: BLE001 - the implementation failed the case
             message, rules = _failure(exc, "take_blobs")
             return ReadResult(r["id"], FAIL, message, rules, version=version,
-                              crashed="HARNESS-008" in rules or "HARNESS-009" in rules)
+                              ended=isinstance(exc, ProtocolBroken))
         if problems:
             return ReadResult(r["id"], FAIL, "; ".join(problems), ["HARNESS-003"], version=version)
     out.message = "rows match"
@@ -387,8 +387,9 @@ def run_read_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
     when one read fails; PASS when every read matches, or when the reads not made are only
     those an adapter cannot make by what it declares (an older version when it declares no
     time travel, a read through the external manifest store the protocol has no request
-    for), which the message lists; UNSUPPORTED otherwise. A read that crashes the program
-    or breaks the protocol ends the case: the reads after it are not made."""
+    for), which the message lists; UNSUPPORTED otherwise. A read on which the program died
+    or was stopped ends the case: the reads after it are not made (after a panic it
+    survived, the reads go on)."""
     from conformance.fixtures import golden
 
     doc = golden.load_case(cdir)
@@ -426,10 +427,10 @@ def run_read_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
         order = [r for r in order if r["id"] in latest] + [r for r in order if r["id"] not in latest]
     verdicts: list[ReadResult] = []
     for r in order:
-        crashed = next((v.id for v in verdicts if v.crashed), None)
-        if crashed is not None:
-            verdicts.append(ReadResult(r["id"], UNSUPPORTED, f"not made: the program crashed on {crashed}",
-                                       version=r["version"]))
+        ended = next((v.id for v in verdicts if v.ended), None)
+        if ended is not None:
+            verdicts.append(ReadResult(r["id"], UNSUPPORTED, f"not made: the program died or was "
+                                       f"stopped on {ended}", version=r["version"]))
             continue
         asked = None if (not travel and r["id"] in latest) else r["version"]
         verdicts.append(_one_read(adapter, cdir, table, r, asked))
