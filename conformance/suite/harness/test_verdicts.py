@@ -119,6 +119,24 @@ def test_a_python_panic_is_a_crash_not_a_refusal(tmp_path):
     assert r.outcome == runner.FAIL and r.rules == ["HARNESS-008"], r.message
 
 
+def test_a_writer_that_dies_on_an_operation_fails_its_scenario_by_crashing(tmp_path):
+    class DiesOnDelete(ReferenceAdapter):
+        name = "dies-on-delete"
+
+        def apply(self, uri, op, data=None):
+            if op["op"] == "delete":
+                raise ProgramDied("the program died before it answered (killed by signal 11)", -11,
+                                  ["Segmentation fault in delete_rows"])
+            return super().apply(uri, op, data)
+
+    r = runner.run_write_scenario(DiesOnDelete(), "write.delete", sc.WRITER_SCENARIOS["write.delete"],
+                                  tmp_path, pylance=False)
+    assert (r.outcome, r.rules) == (runner.FAIL, ["HARNESS-008"]), r.message
+    assert r.message.startswith("operation 1 (delete): refused by crashing: the process was killed "
+                                "by signal 11 (SIGSEGV)")
+    assert "Segmentation fault in delete_rows" in r.message
+
+
 # -- forced faults through cmd: ----------------------------------------------------------
 
 def test_a_reader_that_cannot_find_tables_passes_nothing(some_cases, tmp_path):
