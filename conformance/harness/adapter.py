@@ -207,6 +207,11 @@ class Adapter:
         declared by the feature ``"blobs"``."""
         raise Unsupported(f"{self.name} cannot read blob bytes")
 
+    def query(self, uri: str, version: int | None, query: dict) -> pa.Table:
+        """The rows answering ``query`` (:mod:`conformance.harness.queries`: a ``filter`` or a
+        ``nearest`` search, ``use_index``) at ``version``; declared by the feature ``"query"``."""
+        raise Unsupported(f"{self.name} answers no query")
+
     def apply(self, uri: str, op: dict, data: pa.Table | None = None) -> None:
         """Apply one operation ``op`` (its JSON form) to the dataset at ``uri``;
         ``data`` is the Arrow table the operation carries (create/append/overwrite/merge)."""

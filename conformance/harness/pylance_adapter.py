@@ -81,7 +81,7 @@ class PylanceAdapter(Adapter):
             self.version = lance.__version__
             self.capabilities = Capabilities(
                 read=True, write=True, ops=(*ALL_OPS, "create_index"), row_ids=True,
-                features=("legacy", "v1-names", "branches", "blobs", *WRITER_FEATURES))
+                features=("legacy", "v1-names", "branches", "blobs", "query", *WRITER_FEATURES))
         except Unsupported:
             self.version = None
             self.capabilities = Capabilities(read=False, write=False)
@@ -94,6 +94,19 @@ class PylanceAdapter(Adapter):
         if with_row_id and ROW_ID not in t.column_names:
             raise Unsupported("no _rowid column returned")
         return t
+
+    def query(self, uri: str, version: int | None, query: dict) -> pa.Table:
+        """``to_table`` with the filter or the nearest search, through the table's indexes
+        when ``use_index`` (``_distance`` dropped)."""
+        use = bool(query.get("use_index", True))
+        kw: dict = {"filter": query.get("filter"), "use_scalar_index": use}
+        near = query.get("nearest")
+        if near is not None:
+            kw["nearest"] = {"column": near["column"], "q": near["q"], "k": int(near["k"]),
+                             "use_index": use}
+        with _refusals():
+            t = _lance().dataset(uri, version=version).to_table(**kw)
+        return t.drop_columns([c for c in ("_distance",) if c in t.column_names])
 
     def take_blobs(self, uri: str, version: int | None, column: str, indices: list[int]) -> list:
         with _refusals():

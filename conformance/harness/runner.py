@@ -38,7 +38,11 @@ Harness checks (ids beside the validator's rule ids, spec 001 "Committing Datase
 * ``HARNESS-008`` the implementation did not crash: a process that died (its signal or exit
   status and the last lines of its stderr are quoted) or a panic, even one it survived, is
   a FAIL "refused by crashing", never a refusal;
-* ``HARNESS-009`` the program kept to the protocol and answered within the time limit.
+* ``HARNESS-009`` the program kept to the protocol and answered within the time limit;
+* ``HARNESS-010`` a query of a golden case with indexes (:mod:`.queries`) is answered as a
+  scan of the rows answers it (an exact index), or with rows the table holds and at least
+  the recall the case states (an approximate one). A program without the feature ``query``
+  is not asked: its queries are listed as not made.
 
 A program that dies, hangs or breaks the protocol is started again for the next request
 (:mod:`.subprocess_adapter`): only the case it died on is affected; a read case stops at
@@ -387,9 +391,10 @@ def run_read_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
     when one read fails; PASS when every read matches, or when the reads not made are only
     those an adapter cannot make by what it declares (an older version when it declares no
     time travel, a read through the external manifest store the protocol has no request
-    for), which the message lists; UNSUPPORTED otherwise. A read on which the program died
-    or was stopped ends the case: the reads after it are not made (after a panic it
-    survived, the reads go on)."""
+    for, a query when it does not declare the feature ``query``), which the message lists;
+    UNSUPPORTED otherwise. The case's queries (:mod:`.queries`) are reads of their own, after
+    the others. A read on which the program died or was stopped ends the case: the reads
+    after it are not made (after a panic it survived, the reads go on)."""
     from conformance.fixtures import golden
 
     doc = golden.load_case(cdir)
@@ -435,12 +440,58 @@ def run_read_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
         asked = None if (not travel and r["id"] in latest) else r["version"]
         verdicts.append(_one_read(adapter, cdir, table, r, asked))
     by_id = {r["id"]: r for r in doc["reads"]}
+    asks = "query" in adapter.capabilities.features
+    for q in doc.get("queries", ()):
+        newest = max(r["version"] for r in doc["reads"] if r["path"] == q["path"] and not r.get("external_store"))
+        asked = None if (not travel and q["version"] == newest) else q["version"]
+        ended = next((v.id for v in verdicts if v.ended), None)
+        verdicts.append(_one_query(adapter, cdir, table, doc, q, asked, newest) if ended is None else
+                        ReadResult(f"query.{q['id']}", UNSUPPORTED, "not made: the program died or "
+                                   f"was stopped on {ended}", version=asked))
+        by_id[verdicts[-1].id] = {"query": True, "older": q["version"] != newest}
 
     def excused(v: ReadResult) -> bool:  # a read not made that the adapter never claimed
         r = by_id[v.id]
+        if r.get("query"):
+            return not asks or (not travel and r["older"])
         return bool(r.get("external_store")) or (not travel and v.id not in latest)
 
     return _roll_up(cid, verdicts, excused)
+
+
+def _one_query(adapter: Adapter, cdir: Path, table: Path, doc: dict, q: dict, version: int | None,
+               newest: int) -> ReadResult:
+    """The verdict on one query of a golden case with indexes (:mod:`.queries`), asked at
+    ``version`` (None: the latest); its expected answer is a scan of the read of the same
+    dataset and version."""
+    from conformance.fixtures import golden
+
+    from . import queries
+
+    vid = f"query.{q['id']}"
+    if "query" not in adapter.capabilities.features:
+        return ReadResult(vid, UNSUPPORTED, "not made: the adapter does not declare the feature 'query'",
+                          version=version)
+    if not adapter.capabilities.time_travel and q["version"] != newest:
+        return ReadResult(vid, UNSUPPORTED, "not made: an older version (no time travel)", version=version)
+    read = next(r for r in doc["reads"] if r["path"] == q["path"] and r["version"] == q["version"]
+                and not r.get("external_store"))
+    rows = golden.read_arrow(cdir / "expected" / read["rows"])
+    asked = queries.request(q, rows)
+    try:
+        got = adapter.query(str(table / q["path"]), version, asked)
+    except Unsupported as exc:
+        return ReadResult(vid, UNSUPPORTED, f"not made: {exc}", version=version)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the implementation failed the query
+        message, rules = _failure(exc, "query")
+        return ReadResult(vid, FAIL, message, rules, version=version, ended=isinstance(exc, ProtocolBroken))
+    problem = queries.judge_answer(got, rows, asked, q)
+    if problem:
+        return ReadResult(vid, FAIL, f"{q['index']}: {problem}", ["HARNESS-010"], version=version)
+    return ReadResult(vid, PASS, f"answers as the scan ({q['index']})" if q.get("exact", True)
+                      else f"recall at least {q['min_recall']} ({q['index']})", version=version)
 
 
 def _roll_up(cid: str, verdicts: list[ReadResult], excused) -> CaseResult:

@@ -260,6 +260,16 @@ class SubprocessAdapter(Adapter):
     def read(self, uri, version=None, *, with_row_id=False) -> pa.Table:
         result = self._call("read", {"uri": str(uri), "version": version,
                                      "with_row_id": bool(with_row_id), "data_dir": self._tmp.name})
+        return self._rows(result, "read")
+
+    def query(self, uri, version, query) -> pa.Table:
+        if "query" not in self.capabilities.features:
+            raise Unsupported("the program does not declare the feature 'query'")
+        result = self._call("query", {"uri": str(uri), "version": version, **query,
+                                      "data_dir": self._tmp.name})
+        return self._rows(result, "query")
+
+    def _rows(self, result: dict, method: str) -> pa.Table:
         if "arrow" in result:
             return table_from_ipc(base64.b64decode(result["arrow"]))
         if "arrow_path" in result:
@@ -269,7 +279,7 @@ class SubprocessAdapter(Adapter):
             finally:
                 if path.resolve().is_relative_to(Path(self._tmp.name).resolve()):
                     path.unlink(missing_ok=True)
-        raise ProtocolError("read result has neither arrow nor arrow_path")
+        raise ProtocolError(f"{method} result has neither arrow nor arrow_path")
 
     def apply(self, uri, op, data=None) -> None:
         if not self.capabilities.supports(op["op"]):

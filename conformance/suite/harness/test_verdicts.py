@@ -280,6 +280,65 @@ def test_reports_count_reads(some_cases, tmp_path):
     assert "reads: PASS 14, FAIL 0, not made 0" in html and "<th>reads</th>" in html
 
 
+# -- queries through an index -------------------------------------------------------------
+
+class WrongIndex(ReferenceAdapter):
+    """Answers each query through a broken index: the filter's rows less one, the nearest
+    search's rows with a vector the table does not hold, or far rows."""
+
+    name = "wrong-index"
+
+    def __init__(self, fault: str) -> None:
+        self.fault = fault
+
+    def query(self, uri, version, query):
+        rows = super().query(uri, version, query)
+        if self.fault == "miss":
+            return rows.slice(1)
+        if query["nearest"] is None:  # the other faults are a vector index's
+            return rows
+        if self.fault == "foreign":
+            vec = rows["vec"].to_pylist()
+            vec[0] = [9.0, 9.0, 9.0, 9.0]
+            i = rows.schema.get_field_index("vec")
+            return rows.set_column(i, rows.schema.field(i), pa.array(vec, rows.schema.field(i).type))
+        table = self.read(uri, version)  # "far": the k rows farthest from q
+        near = query["nearest"]
+        far = dict(near, q=[-x * 1000 for x in near["q"]])
+        from conformance.harness.queries import scan_answer
+
+        return scan_answer(table, dict(query, nearest=far))
+
+
+@pytest.mark.parametrize("fault, case, query", [("miss", "index-scalar", "query.id-eq"),
+                                                 ("miss", "index-types", "query.category-eq"),
+                                                 ("foreign", "index-types", "query.vec-nearest"),
+                                                 ("far", "index-types", "query.vec-nearest")])
+def test_an_index_that_answers_other_than_the_scan_fails(tmp_path, fault, case, query):
+    r = runner.run_read_case(WrongIndex(fault), GOLDEN / case, tmp_path)
+    bad = {v.id: v for v in r.reads if v.outcome == runner.FAIL}
+    assert r.outcome == runner.FAIL and r.rules == ["HARNESS-010"], r.message
+    assert query in bad, [(v.id, v.message) for v in r.reads]
+    expect = {"miss": "not the scan's", "foreign": "rows the table does not hold",
+              "far": "recall 0.00 below the 0.5"}[fault]
+    assert expect in bad[query].message
+
+
+def test_queries_pass_through_the_reference_and_are_not_made_without_the_feature(tmp_path):
+    r = runner.run_read_case(ReferenceAdapter(), GOLDEN / "index-types", tmp_path / "a")
+    assert r.outcome == runner.PASS
+    assert {v.id: v.outcome for v in r.reads if v.id.startswith("query.")} == {
+        "query.category-eq": runner.PASS, "query.vec-nearest": runner.PASS}
+
+    class NoQuery(ReferenceAdapter):
+        capabilities = Capabilities(read=True, row_ids=True)
+
+    r = runner.run_read_case(NoQuery(), GOLDEN / "index-scalar", tmp_path / "b")
+    assert r.outcome == runner.PASS
+    assert r.message == ("3 reads match; query.id-eq not read: the adapter does not declare the feature "
+                         "'query'; query.id-range not read: the adapter does not declare the feature 'query'")
+
+
 # -- PROTOCOL.md -------------------------------------------------------------------------
 
 def _minimal_adapter() -> str:
@@ -298,7 +357,8 @@ def test_the_minimal_adapter_of_the_protocol_page_passes_every_read_case(tmp_pat
     assert doc["provenance"]["implementation"] == {"name": "minimal-reader", "version": "1"}
     assert doc["counts"]["PASS"] == len(runner.suite_case_ids("read")) == len(doc["results"])
     # every read made but the one through the external manifest store (no request for it)
-    assert doc["read_counts"]["FAIL"] == 0 and doc["read_counts"]["UNSUPPORTED"] == 1
+    # and the 4 queries of the cases with indexes (it does not declare the feature query)
+    assert doc["read_counts"]["FAIL"] == 0 and doc["read_counts"]["UNSUPPORTED"] == 1 + 4
 
 
 def test_the_protocol_page_states_what_a_read_is_compared_on():
