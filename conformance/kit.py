@@ -162,8 +162,9 @@ def summary(p: dict) -> str:
             f"spec sha256:{p['spec']['sha256'][:16]}; implementation {who}")
 
 
-def junit_properties(p: dict, indent: str = "") -> str:
-    """A JUnit ``<properties>`` element holding a provenance block."""
+def junit_properties(p: dict, indent: str = "", extra: tuple = ()) -> str:
+    """A JUnit ``<properties>`` element holding a provenance block (then the ``(name,
+    value)`` rows of ``extra``)."""
     from xml.sax.saxutils import quoteattr
 
     rows = [("lance-conformance.version", p["kit"]["version"]),
@@ -172,7 +173,7 @@ def junit_properties(p: dict, indent: str = "") -> str:
             ("cases.scenarios", p["cases"]["scenarios"]),
             ("spec.sha256", p["spec"]["sha256"]),
             ("implementation.name", p["implementation"]["name"]),
-            ("implementation.version", p["implementation"]["version"])]
+            ("implementation.version", p["implementation"]["version"]), *extra]
     inner = "".join(f"{indent}  <property name={quoteattr(k)} value={quoteattr(str(v))}/>\n"
                     for k, v in rows)
     return f"{indent}<properties>\n{inner}{indent}</properties>"

@@ -9,7 +9,8 @@
 ``pylance``, ``known-bad:<bug>``, ``module:Class``, an entry point of the group
 ``lance_conformance.adapters``, or ``cmd:"<command>"`` for a program speaking
 ``conformance/harness/PROTOCOL.md``. Each case prints PASS, FAIL (with the rule ids that
-caught it), UNSUPPORTED, ERROR or SKIP. ``--matrix`` runs the reference and pylance adapters
+caught it), UNSUPPORTED, ERROR or SKIP; the reads of the read cases are counted too (each
+read is judged on its own; a read not made is listed in its case's message). ``--matrix`` runs the reference and pylance adapters
 as producers and as consumers of every writer scenario instead.
 
 ``--case FILE`` replays a case file saved by ``lance-conformance fuzz --save-failures``
@@ -161,6 +162,7 @@ def _run(args) -> int:
         print(runner.to_json(result))
     else:
         print(", ".join(f"{k} {v}" for k, v in result.counts().items()))
+        print(runner.reads_line(result))
     if args.junit:
         Path(args.junit).write_text(runner.to_junit(result))
     if args.html:

@@ -13,6 +13,12 @@ An adapter whose ``Capabilities.features`` include ``"blobs"`` also implements
 ``take_blobs(uri, version, column, indices)``: the bytes of a blob column at scan positions
 (``None`` for a null blob), which the golden cases with blob columns check.
 
+``Capabilities.time_travel`` (default true) says the adapter reads any version of a table;
+an adapter that reads only the latest declares it false: the harness then reads each
+table's latest version with ``version=None`` first and judges it, and a read of an older
+version answered :class:`Unsupported` is listed as not made instead of making the case
+UNSUPPORTED.
+
 ``Capabilities.ops`` lists the write operations the adapter supports; an operation
 outside it is judged UNSUPPORTED, never FAIL. ``Capabilities.types`` (column kinds of
 :data:`conformance.strategies.schemas.KINDS`) and ``Capabilities.storage_versions`` (data
@@ -46,6 +52,108 @@ class Unsupported(Exception):
     """Raised by an adapter for an operation or feature it does not implement."""
 
 
+class ImplementationError(Exception):
+    """An error the implementation reported for a request, with ``error_class``: its kind in
+    the reference implementation's names where one fits (``UnsupportedFeature``,
+    ``FormatError``, ``CommitConflict``, ``NotFound``, ``InvalidInput``), else free text."""
+
+    def __init__(self, error_class: str, message: str) -> None:
+        super().__init__(f"{error_class}: {message}")
+        self.error_class = error_class
+        self.detail = message
+
+
+class Crashed(Exception):
+    """The implementation crashed on a request: its process died (``exit_code``: the exit
+    status, negative for the signal that killed it, with the last lines of its stderr), or
+    it reported a panic it survived (``panic``: error class ``Panic``, or a Python
+    ``PanicException``). A crash is never a refusal: a must-reject case it ends is a FAIL,
+    "refused by crashing"."""
+
+    exit_code: int | None = None
+    stderr_tail: tuple[str, ...] = ()
+    panic: bool = False
+
+    @property
+    def signal(self) -> int | None:
+        return -self.exit_code if self.exit_code is not None and self.exit_code < 0 else None
+
+    def describe(self) -> str:
+        """``refused by crashing: ...`` with the signal or exit status and the stderr tail."""
+        if self.panic:
+            what = f"a panic ({_first_line(str(self))})"
+        elif self.signal is not None:
+            what = f"the process was killed by signal {self.signal} ({_signal_name(self.signal)})"
+        elif self.exit_code is not None:
+            what = f"the process exited with status {self.exit_code}"
+        else:
+            what = f"the process died ({_first_line(str(self))})"
+        tail = ""
+        if self.stderr_tail:
+            tail = "; last lines of its stderr:\n" + "\n".join(f"  | {line}" for line in self.stderr_tail)
+        return f"refused by crashing: {what}{tail}"
+
+
+class ProtocolBroken(Exception):
+    """The program broke the protocol (a response that is not one) or did not answer within
+    the time limit (it was stopped). Never a refusal."""
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= limit else line[:limit] + "..."
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+#: The error classes of the protocol (``PROTOCOL.md``), the reference implementation's names.
+ERROR_CLASSES = ("UnsupportedFeature", "FormatError", "CommitConflict", "NotFound", "InvalidInput")
+
+
+def error_class(exc: BaseException) -> str:
+    """The protocol's error class of ``exc``: the class a program reported, a panic as
+    ``Panic``, the first of :data:`ERROR_CLASSES` among the exception's classes, a text
+    naming a conflict as ``CommitConflict``, else the exception's own class name."""
+    if getattr(exc, "panic", False) or type(exc).__name__ == "PanicException":
+        return "Panic"
+    if getattr(exc, "error_class", None):
+        return str(exc.error_class)
+    for cls in type(exc).__mro__:
+        if cls.__name__ in ERROR_CLASSES:
+            return cls.__name__
+    if "conflict" in str(exc).lower():
+        return "CommitConflict"
+    return type(exc).__name__
+
+
+def failure_kind(exc: BaseException) -> str:
+    """How a request that raised ``exc`` ended: ``"unsupported"`` (:class:`Unsupported`),
+    ``"crash"`` (:class:`Crashed`, a Python ``PanicException``, an error of class
+    ``Panic``), ``"protocol"`` (:class:`ProtocolBroken`) or ``"error"`` (an error the
+    implementation reported: a refusal, right or wrong)."""
+    if isinstance(exc, Unsupported):
+        return "unsupported"
+    if isinstance(exc, Crashed) or error_class(exc) == "Panic":
+        return "crash"
+    if isinstance(exc, ProtocolBroken):
+        return "protocol"
+    return "error"
+
+
+def crash_text(exc: BaseException) -> str:
+    """``refused by crashing: ...`` for an exception :func:`failure_kind` calls a crash."""
+    if isinstance(exc, Crashed):
+        return exc.describe()
+    return f"refused by crashing: a panic ({_first_line(f'{type(exc).__name__}: {exc}')})"
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What an adapter declares it can do."""
@@ -57,13 +165,15 @@ class Capabilities:
     features: tuple[str, ...] = field(default_factory=tuple)  # free-form, e.g. "legacy"
     types: tuple[str, ...] | None = None  # column kinds handled (None: all)
     storage_versions: tuple[str, ...] | None = None  # data storage versions (None: all)
+    time_travel: bool = True  # reads any version; False: the latest only (version None)
 
     def supports(self, op: str) -> bool:
         return self.write and op in self.ops
 
     def as_dict(self) -> dict:
         out = {"read": self.read, "write": self.write, "ops": list(self.ops),
-               "row_ids": self.row_ids, "features": list(self.features)}
+               "row_ids": self.row_ids, "features": list(self.features),
+               "time_travel": self.time_travel}
         if self.types is not None:
             out["types"] = list(self.types)
         if self.storage_versions is not None:
@@ -75,6 +185,7 @@ class Capabilities:
         return cls(read=bool(d.get("read", False)), write=bool(d.get("write", False)),
                    ops=tuple(d.get("ops", ())), row_ids=bool(d.get("row_ids", False)),
                    features=tuple(d.get("features", ())),
+                   time_travel=bool(d.get("time_travel", True)),
                    types=tuple(d["types"]) if d.get("types") is not None else None,
                    storage_versions=(tuple(d["storage_versions"])
                                      if d.get("storage_versions") is not None else None))
@@ -95,6 +206,11 @@ class Adapter:
         """The bytes of blob ``column`` at scan positions ``indices`` (``None`` for a null blob);
         declared by the feature ``"blobs"``."""
         raise Unsupported(f"{self.name} cannot read blob bytes")
+
+    def query(self, uri: str, version: int | None, query: dict) -> pa.Table:
+        """The rows answering ``query`` (:mod:`conformance.harness.queries`: a ``filter`` or a
+        ``nearest`` search, ``use_index``) at ``version``; declared by the feature ``"query"``."""
+        raise Unsupported(f"{self.name} answers no query")
 
     def apply(self, uri: str, op: dict, data: pa.Table | None = None) -> None:
         """Apply one operation ``op`` (its JSON form) to the dataset at ``uri``;

@@ -130,6 +130,8 @@ pre{white-space:pre-wrap;margin:0}"""
 def render_html(*, runs=(), matrix: Matrix | None = None, title: str = "Lance conformance") -> str:
     from conformance import kit
 
+    from .runner import reads_line
+
     e = html.escape
     out = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{e(title)}</title>",
            f"<style>{_STYLE}</style></head><body><h1>{e(title)}</h1>"]
@@ -155,11 +157,14 @@ def render_html(*, runs=(), matrix: Matrix | None = None, title: str = "Lance co
     for r in runs:
         counts = ", ".join(f"{k} {v}" for k, v in r.counts().items())
         out.append(f"<h2>{e(r.adapter)}</h2>{kit.html_block(r.as_dict()['provenance'])}"
-                   f"<p>{e(counts)}</p><table>"
-                   "<tr><th>case</th><th>outcome</th><th>rules</th><th>message</th></tr>")
+                   f"<p>cases: {e(counts)}</p><p>{e(reads_line(r))}</p><table>"
+                   "<tr><th>case</th><th>outcome</th><th>rules</th><th>reads</th><th>message</th></tr>")
         for c in r.results:
+            reads = " ".join(f"<span class='{v.outcome}' title='{e(v.message)}'>{e(v.id)}</span>"
+                             for v in c.reads)
             out.append(f"<tr class='{c.outcome}'><td>{e(c.id)}</td><td>{c.outcome}</td>"
-                       f"<td>{e(', '.join(c.rules))}</td><td><pre>{e(c.message)}</pre></td></tr>")
+                       f"<td>{e(', '.join(c.rules))}</td><td>{reads}</td>"
+                       f"<td><pre>{e(c.message)}</pre></td></tr>")
         out.append("</table>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"

@@ -4,14 +4,58 @@ Only this module (and the tests) import ``lance``; when it cannot be imported th
 declares no capabilities and every case is UNSUPPORTED with the import error as reason.
 An ``append`` with ``read_version`` writes fragments with ``lance.fragment.write_fragments``
 and commits ``LanceOperation.Append`` with that read version, as a concurrent writer would.
+
+pylance raises ``ValueError``, ``OSError`` or ``ArrowInvalid`` for every refusal; the text
+names Lance's own error kind (``Not supported: ...``, ``Invalid user input: ...``). The
+adapter reports each as an :class:`~.adapter.ImplementationError` of the protocol's class
+for that kind (:func:`lance_error_class`), as a program speaking ``PROTOCOL.md`` would; a
+Rust panic (``PanicException``) goes through unchanged: the harness counts it as a crash.
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
+
 import pyarrow as pa
 
-from .adapter import ALL_OPS, Adapter, Capabilities, Unsupported
+from .adapter import ALL_OPS, Adapter, Capabilities, ImplementationError, Unsupported
 from .scenarios import ROW_ID
+
+#: Lance's error kinds as its messages print them, and the protocol's class for each; the
+#: kind named first in a message is its kind (``External error: Invalid user input: ...``).
+LANCE_KINDS = (
+    (re.compile(r"Not supported:", re.I), "UnsupportedFeature"),
+    (re.compile(r"corrupt file", re.I), "FormatError"),
+    (re.compile(r"Commit conflict|Incompatible transaction|Retryable commit conflict", re.I),
+     "CommitConflict"),
+    (re.compile(r"was not found|Not found:|No such file or directory", re.I), "NotFound"),
+    (re.compile(r"Invalid user input:", re.I), "InvalidInput"),
+)
+
+
+def lance_error_class(exc: BaseException) -> str | None:
+    """The protocol's error class of an error pylance raised: ``CommitConflict`` for its
+    ``CommitConflictError``, else the kind its message names first; None when it names none."""
+    if type(exc).__name__ == "CommitConflictError":
+        return "CommitConflict"
+    text = str(exc)
+    found = [(m.start(), cls) for pattern, cls in LANCE_KINDS if (m := pattern.search(text))]
+    return min(found)[1] if found else None
+
+
+@contextlib.contextmanager
+def _refusals():
+    """Errors of pylance as :class:`ImplementationError` of their protocol class."""
+    try:
+        yield
+    except (Unsupported, ImplementationError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - classified, or passed on as it is
+        cls = lance_error_class(exc)
+        if cls is None:
+            raise
+        raise ImplementationError(cls, f"{type(exc).__name__}: {exc}") from exc
 
 
 def _lance():
@@ -37,28 +81,48 @@ class PylanceAdapter(Adapter):
             self.version = lance.__version__
             self.capabilities = Capabilities(
                 read=True, write=True, ops=(*ALL_OPS, "create_index"), row_ids=True,
-                features=("legacy", "v1-names", "branches", "blobs", *WRITER_FEATURES))
+                features=("legacy", "v1-names", "branches", "blobs", "query", *WRITER_FEATURES))
         except Unsupported:
             self.version = None
             self.capabilities = Capabilities(read=False, write=False)
 
     def read(self, uri: str, version: int | None = None, *, with_row_id: bool = False) -> pa.Table:
         lance = _lance()
-        ds = lance.dataset(uri, version=version)
-        t = ds.to_table(with_row_id=with_row_id)
+        with _refusals():
+            ds = lance.dataset(uri, version=version)
+            t = ds.to_table(with_row_id=with_row_id)
         if with_row_id and ROW_ID not in t.column_names:
             raise Unsupported("no _rowid column returned")
         return t
 
+    def query(self, uri: str, version: int | None, query: dict) -> pa.Table:
+        """``to_table`` with the filter or the nearest search, through the table's indexes
+        when ``use_index`` (``_distance`` dropped)."""
+        use = bool(query.get("use_index", True))
+        kw: dict = {"filter": query.get("filter"), "use_scalar_index": use}
+        near = query.get("nearest")
+        if near is not None:
+            kw["nearest"] = {"column": near["column"], "q": near["q"], "k": int(near["k"]),
+                             "use_index": use}
+        with _refusals():
+            t = _lance().dataset(uri, version=version).to_table(**kw)
+        return t.drop_columns([c for c in ("_distance",) if c in t.column_names])
+
     def take_blobs(self, uri: str, version: int | None, column: str, indices: list[int]) -> list:
-        ds = _lance().dataset(uri, version=version)
-        return [None if b is None else b.readall()
-                for b in ds.take_blobs(column, indices=list(indices))]
+        with _refusals():
+            ds = _lance().dataset(uri, version=version)
+            return [None if b is None else b.readall()
+                    for b in ds.take_blobs(column, indices=list(indices))]
 
     def versions(self, uri: str) -> list[int]:
-        return sorted(int(v["version"]) for v in _lance().dataset(uri).versions())
+        with _refusals():
+            return sorted(int(v["version"]) for v in _lance().dataset(uri).versions())
 
     def apply(self, uri: str, op: dict, data: pa.Table | None = None) -> None:
+        with _refusals():
+            self._apply(uri, op, data)
+
+    def _apply(self, uri: str, op: dict, data: pa.Table | None) -> None:
         lance = _lance()
         kind = op["op"]
         if kind == "create":

@@ -4,39 +4,120 @@ The protocol is documented in ``PROTOCOL.md`` beside this module: requests
 ``{"id", "method", "params"}`` on the program's stdin, responses ``{"id", "ok", "result" |
 "error"}`` on its stdout, one JSON object per line; tables as Arrow IPC streams, base64
 inline or in a file. Every response is awaited with a time limit, so a program that hangs
-or dies ends its case as an error instead of hanging the run.
+or dies ends its request instead of hanging the run.
+
+A program that dies (:class:`ProgramDied`: its exit status or signal, and the last lines
+of its stderr, which the adapter keeps while passing them on), that is stopped after the
+time limit, or whose answer breaks the protocol is started again, with ``hello``, at the
+next request: only the request (the case) it died on is affected.
 """
 
 from __future__ import annotations
 
 import base64
+import collections
 import json
 import os
 import selectors
 import subprocess
+import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import pyarrow as pa
 
-from .adapter import Adapter, Capabilities, Unsupported
+from .adapter import (
+    Adapter,
+    Capabilities,
+    Crashed,
+    ImplementationError,
+    ProtocolBroken,
+    Unsupported,
+)
 
 PROTOCOL_VERSION = 1
 INLINE_LIMIT = 1 << 20
 MAX_LINE = 256 << 20  # a response line longer than this is refused
+STDERR_TAIL = 20  # lines of the program's stderr a crash report quotes
+STDERR_DRAIN_S = 5.0  # how long a dead program's stderr may take to reach its end
 
 
-class AdapterError(Exception):
+class AdapterError(ImplementationError):
     """An error the program reported; ``error_class`` is its ``error.class``."""
 
-    def __init__(self, error_class: str, message: str) -> None:
-        super().__init__(f"{error_class}: {message}")
-        self.error_class = error_class
+
+class AdapterPanic(AdapterError, Crashed):
+    """The program reported a panic it survived (error class ``Panic``): a crash."""
+
+    panic = True
 
 
-class ProtocolError(Exception):
+class ProtocolError(ProtocolBroken):
     """The program broke the protocol, timed out or exited."""
+
+
+class ProgramDied(ProtocolError, Crashed):
+    """The program's process ended while a request waited: ``exit_code`` (negative: the
+    signal that killed it) and ``stderr_tail``, the last lines it wrote to stderr."""
+
+    def __init__(self, message: str, exit_code: int | None, stderr_tail: list[str]) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.stderr_tail = tuple(stderr_tail)
+
+
+class _StderrTail:
+    """Reads a program's stderr to its end on a thread of its own: passes it on to ``sink``
+    (a text stream, or None to drop it) and keeps the last :data:`STDERR_TAIL` lines."""
+
+    def __init__(self, stream, sink) -> None:
+        self.lines: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL)
+        self._stream, self._sink, self._partial = stream, sink, b""
+        self._thread = threading.Thread(target=self._pump, daemon=True, name="adapter-stderr")
+        self._thread.start()
+
+    def _pump(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._stream.fileno(), 1 << 16)
+            except (OSError, ValueError):
+                chunk = b""
+            if not chunk:
+                break
+            if self._sink is not None:
+                try:
+                    self._sink.write(chunk.decode("utf-8", "replace"))
+                    self._sink.flush()
+                except (OSError, ValueError):  # the kit's stderr went away: keep the tail only
+                    self._sink = None
+            *whole, self._partial = (self._partial + chunk).split(b"\n")
+            self.lines.extend(w.decode("utf-8", "replace").rstrip("\r") for w in whole)
+        if self._partial:
+            self.lines.append(self._partial.decode("utf-8", "replace"))
+            self._partial = b""
+        try:  # this thread alone reads and closes the stream
+            self._stream.close()
+        except OSError:
+            pass
+
+    def tail(self, *, drained: bool) -> list[str]:
+        """The last lines; ``drained``: wait first (a bounded time) for the stream's end."""
+        if drained:
+            self._thread.join(STDERR_DRAIN_S)
+        return [line for line in self.lines if line.strip()]
+
+
+def _file_tail(f, limit: int = 1 << 14) -> list[str]:
+    """The last lines of the seekable log file ``f`` (a program's stderr sent there)."""
+    try:
+        size = os.fstat(f.fileno()).st_size
+        raw = os.pread(f.fileno(), min(limit, size), max(0, size - limit))
+    except (OSError, AttributeError, ValueError):
+        return []
+    lines = [line for line in raw.decode("utf-8", "replace").splitlines() if line.strip()]
+    return lines[-STDERR_TAIL:]
 
 
 def ipc_bytes(table: pa.Table) -> bytes:
@@ -52,23 +133,60 @@ def table_from_ipc(data: bytes) -> pa.Table:
 
 class SubprocessAdapter(Adapter):
     def __init__(self, argv: list[str], *, timeout: float = 120.0, stderr=None) -> None:
-        """``stderr``: where the program's stderr goes (a file object); by default the
-        kit's own stderr, or nowhere when ``LANCE_CONFORMANCE_QUIET`` is set."""
+        """``stderr``: where the program's stderr goes (a file object: the last lines of a
+        dead program are read back from it); by default the kit's own stderr, or nowhere
+        when ``LANCE_CONFORMANCE_QUIET`` is set, its last lines kept either way."""
         if not argv:
             raise ValueError("empty command for the subprocess adapter")
         self.argv = list(argv)
         self.timeout = timeout
+        self.restarts = 0  # how many times the program was started again after it died
         self._next_id = 0
-        self._buf = b""
         self._tmp = tempfile.TemporaryDirectory(prefix="lance-conformance-sub-")
-        if stderr is None and os.environ.get("LANCE_CONFORMANCE_QUIET"):
-            stderr = subprocess.DEVNULL
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=stderr)
-        hello = self._call("hello", {"protocol": PROTOCOL_VERSION})
+        self._stderr_file = stderr
+        self._quiet = stderr is None and bool(os.environ.get("LANCE_CONFORMANCE_QUIET"))
+        hello = self._start()
         self.name = str(hello.get("name") or os.path.basename(self.argv[-1]))
         self.version = str(hello["version"]) if hello.get("version") else None
         self.capabilities = Capabilities.from_dict(hello.get("capabilities", {}))
+
+    def _start(self) -> dict:
+        """Start the program and greet it; its ``hello`` result."""
+        self._buf = b""
+        self._stopped = False  # set when the kit kills it (time limit, broken protocol)
+        if self._stderr_file is not None:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=self._stderr_file)
+            self._stderr = None
+        else:
+            self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.PIPE)
+            self._stderr = _StderrTail(self.proc.stderr, None if self._quiet else sys.stderr)
+        return self._call("hello", {"protocol": PROTOCOL_VERSION})
+
+    def _restart(self) -> None:
+        """The program died or was stopped: start it again for the next request."""
+        self._close_streams()
+        self.restarts += 1
+        self._start()
+
+    def stderr_tail(self, *, drained: bool = False) -> list[str]:
+        """The last lines the program wrote to stderr."""
+        if self._stderr is not None:
+            return self._stderr.tail(drained=drained)
+        return _file_tail(self._stderr_file)
+
+    def _died(self, doing: str) -> ProgramDied:
+        """The error for a program found dead while ``doing``: reaps it, with its status and
+        the end of its stderr."""
+        try:
+            code = self.proc.wait(timeout=STDERR_DRAIN_S)
+        except subprocess.TimeoutExpired:  # stdout closed but still running: stop it
+            self._kill()
+            code = self.proc.returncode
+        tail = self.stderr_tail(drained=True)
+        how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        return ProgramDied(f"the program died {doing} ({how})", code, tail)
 
     # -- transport ---------------------------------------------------------------------
     def _readline(self, deadline: float) -> bytes:
@@ -84,7 +202,7 @@ class SubprocessAdapter(Adapter):
                     continue
                 chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
                 if not chunk:
-                    raise ProtocolError(f"the program exited (code {self.proc.poll()})")
+                    raise self._died("before it answered")
                 self._buf += chunk
                 if len(self._buf) > MAX_LINE:
                     self._kill()
@@ -95,16 +213,16 @@ class SubprocessAdapter(Adapter):
         return line
 
     def _call(self, method: str, params: dict) -> dict:
-        if self.proc.poll() is not None:
-            raise ProtocolError(f"the program has exited (code {self.proc.returncode})")
+        if method != "hello" and (self._stopped or self.proc.poll() is not None):
+            self._restart()  # it died (or was stopped) on an earlier request
         self._next_id += 1
         rid = self._next_id
         msg = json.dumps({"id": rid, "method": method, "params": params}) + "\n"
         try:
             self.proc.stdin.write(msg.encode())
             self.proc.stdin.flush()
-        except (BrokenPipeError, OSError) as exc:
-            raise ProtocolError(f"cannot send to the program: {exc}") from None
+        except (BrokenPipeError, OSError):
+            raise self._died(f"before it read the {method} request") from None
         deadline = time.monotonic() + self.timeout
         while True:
             line = self._readline(deadline)
@@ -113,8 +231,10 @@ class SubprocessAdapter(Adapter):
             try:
                 resp = json.loads(line)
             except ValueError:
+                self._kill()  # the stream cannot be trusted any more: start afresh
                 raise ProtocolError(f"not a JSON line: {line[:200]!r}") from None
             if not isinstance(resp, dict) or resp.get("id") != rid:
+                self._kill()
                 raise ProtocolError(f"unexpected response {str(resp)[:200]}")
             break
         if resp.get("ok"):
@@ -123,11 +243,15 @@ class SubprocessAdapter(Adapter):
                 raise ProtocolError("result is not an object")
             return result
         err = resp.get("error") or {}
+        if not isinstance(err, dict):
+            raise ProtocolError(f"error is not an object: {str(err)[:200]}")
         if err.get("unsupported"):
             raise Unsupported(str(err.get("message", "unsupported")))
-        raise AdapterError(str(err.get("class", "Error")), str(err.get("message", "")))
+        cls = str(err.get("class", "Error"))
+        raise (AdapterPanic if cls == "Panic" else AdapterError)(cls, str(err.get("message", "")))
 
     def _kill(self) -> None:
+        self._stopped = True
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
@@ -136,6 +260,16 @@ class SubprocessAdapter(Adapter):
     def read(self, uri, version=None, *, with_row_id=False) -> pa.Table:
         result = self._call("read", {"uri": str(uri), "version": version,
                                      "with_row_id": bool(with_row_id), "data_dir": self._tmp.name})
+        return self._rows(result, "read")
+
+    def query(self, uri, version, query) -> pa.Table:
+        if "query" not in self.capabilities.features:
+            raise Unsupported("the program does not declare the feature 'query'")
+        result = self._call("query", {"uri": str(uri), "version": version, **query,
+                                      "data_dir": self._tmp.name})
+        return self._rows(result, "query")
+
+    def _rows(self, result: dict, method: str) -> pa.Table:
         if "arrow" in result:
             return table_from_ipc(base64.b64decode(result["arrow"]))
         if "arrow_path" in result:
@@ -145,7 +279,7 @@ class SubprocessAdapter(Adapter):
             finally:
                 if path.resolve().is_relative_to(Path(self._tmp.name).resolve()):
                     path.unlink(missing_ok=True)
-        raise ProtocolError("read result has neither arrow nor arrow_path")
+        raise ProtocolError(f"{method} result has neither arrow nor arrow_path")
 
     def apply(self, uri, op, data=None) -> None:
         if not self.capabilities.supports(op["op"]):
@@ -177,16 +311,23 @@ class SubprocessAdapter(Adapter):
         except (Unsupported, KeyError):
             return super().versions(uri)
 
-    def close(self) -> None:
+    def _close_streams(self) -> None:
         if self.proc.poll() is None:
+            self._kill()
+        # (its stderr, when the kit reads it, is closed by the thread reading it)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        if self.proc.poll() is None and not self._stopped:
             try:
                 self._call("shutdown", {})
                 self.proc.wait(timeout=5)
             except Exception:  # noqa: BLE001 - it is going away either way
                 self._kill()
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        self._close_streams()
         self._tmp.cleanup()

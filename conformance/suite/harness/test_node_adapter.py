@@ -28,6 +28,7 @@ NOT_PASSING = {
     "read.blob-v2": "UNSUPPORTED",                # no blob API in the SDK
     "read.nested-2.1": "UNSUPPORTED",             # apache-arrow 18 has no LargeList
     "read.reject-datafile-version": "FAIL",       # Lance 8.0 reads it by the footers
+    "read.reject-unknown-encoding": "FAIL",       # refused by a panic: a crash, no refusal
     "read.types-2.3": "FAIL",                     # Lance 8.0 panics on 14.0's 2.3 pages
     "write.merge": "UNSUPPORTED",                 # mergeInsert is an upsert, not a merge
     "write.config": "UNSUPPORTED",                # no update_config
@@ -63,18 +64,28 @@ def test_the_node_sdk_reads_and_writes_through_cmd(node_impl, capsys):
     outcomes = {r["id"]: r["outcome"] for r in doc["results"]}
     assert sorted(outcomes) == sorted(runner.suite_case_ids("all"))  # every case ran
     assert {k: v for k, v in outcomes.items() if v != "PASS"} == NOT_PASSING
-    assert doc["counts"] == {"PASS": 47, "FAIL": 2, "UNSUPPORTED": 6, "ERROR": 0, "SKIP": 0}
+    assert doc["counts"] == {"PASS": 46, "FAIL": 3, "UNSUPPORTED": 6, "ERROR": 0, "SKIP": 0}
+    assert doc["read_counts"] == {"PASS": 83, "FAIL": 5, "UNSUPPORTED": 5}
+    queries = [v for r in doc["results"] for v in r["reads"] if v["id"].startswith("query.")]
+    assert len(queries) == 4 and {v["outcome"] for v in queries} == {"PASS"}  # through its indexes
     by_id = {r["id"]: r for r in doc["results"]}
     assert "LargeList" in by_id["read.nested-2.1"]["message"]
     assert "Panic" in by_id["read.types-2.3"]["message"]
+    assert [v["outcome"] for v in by_id["read.types-2.3"]["reads"]] == ["FAIL"] * 3
+    assert by_id["read.types-2.3"]["rules"] == ["HARNESS-008"]
     assert by_id["read.reject-datafile-version"]["rules"] == ["HARNESS-006"]
+    encoding = by_id["read.reject-unknown-encoding"]
+    assert encoding["rules"] == ["HARNESS-008"] and "refused by crashing" in encoding["message"]
+    assert by_id["read.reject-unknown-reader-flag"]["message"] == "refused with UnsupportedFeature"
+    assert by_id["write.reject-unknown-writer-flag"]["message"] == "refused with UnsupportedFeature"
 
 
 def test_the_docs_state_the_verdicts():
     text = DOC.read_text()
     for cid, outcome in NOT_PASSING.items():
         assert re.search(rf"`{re.escape(cid)}` \| {outcome} \|", text), cid
-    assert "PASS 47, FAIL 2, UNSUPPORTED 6, ERROR 0" in text
+    assert "PASS 46, FAIL 3, UNSUPPORTED 6, ERROR 0" in text
+    assert "reads: PASS 83, FAIL 5, not made 5" in " ".join(text.split())
 
 
 @pytest.mark.compat

@@ -257,13 +257,37 @@ async function handle(method, params) {
         capabilities: {
           read: true, write: true, ops: OPS, row_ids: true,
           features: [...(await storageVersions()).map((v) => `storage:${v}`), "stable-row-ids",
-            "v2-manifest-paths", "v1-names", "tags", "index:btree"],
+            "v2-manifest-paths", "v1-names", "tags", "index:btree", "query"],
         },
       };
     case "read": {
       const t = await open(params.uri, params.version);
       const q = t.query();
       if (params.with_row_id) q.withRowId();
+      let rows;
+      try {
+        rows = await q.toArrow();
+      } catch (e) {
+        if (arrowLimit(e)) {
+          throw new Unsupported(`apache-arrow ${ARROW_VERSION} cannot decode the rows the SDK read: ${e.message}`);
+        }
+        throw e;
+      }
+      return rowsOut(rows, params.data_dir);
+    }
+    case "query": {
+      // a filter (query().where) or a nearest search (vectorSearch), through the table's
+      // indexes unless use_index is false
+      const t = await open(params.uri, params.version);
+      let q;
+      if (params.nearest) {
+        q = t.vectorSearch(params.nearest.q).column(params.nearest.column).distanceType("l2")
+          .limit(Number(params.nearest.k));
+        if (params.use_index === false) q.bypassVectorIndex();
+      } else {
+        q = t.query(); // a filter goes through a scalar index on its column when there is one
+      }
+      if (params.filter) q.where(params.filter);
       let rows;
       try {
         rows = await q.toArrow();

@@ -1,0 +1,72 @@
+"""Queries of the golden cases with indexes: a filter or a k-nearest search, and the verdict
+on an implementation's answer.
+
+A query (``queries`` in a case.json, the ``query`` request of ``PROTOCOL.md``) is
+``{"filter": SQL predicate}`` or ``{"nearest": {"column", "q": [float], "k"}}`` over one
+version of a table, asked with ``use_index`` true: the implementation may answer through the
+table's index on that column. What it must answer is what a scan of the rows answers
+(:func:`scan_answer`, the model's predicate evaluator; the ``k`` rows nearest to ``q`` by
+squared L2 distance). An **exact** query (a scalar index: BTREE, BITMAP ...) must return
+exactly those rows; an **approximate** one (a vector index: IVF_PQ ...) must return rows
+the table holds, at most ``k``, and at least ``min_recall`` of the scan's ``k`` nearest
+(:func:`judge_answer`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from . import scenarios as sc
+
+ID = "id"
+
+
+def request(query: dict, rows: pa.Table | None = None) -> dict:
+    """The query as the protocol sends it: ``near_id`` (the case's way of naming ``q``: the
+    vector of the row with that id) replaced by ``q`` taken from ``rows``."""
+    out = {"filter": query.get("filter"), "nearest": None, "use_index": bool(query.get("use_index", True))}
+    near = query.get("nearest")
+    if near is not None:
+        q = near.get("q")
+        if q is None:
+            hit = rows.filter(pa.compute.equal(rows[ID], near["near_id"]))
+            q = [float(x) for x in hit[near["column"]][0].as_py()]
+        out["nearest"] = {"column": near["column"], "q": q, "k": int(near["k"])}
+    return out
+
+
+def _distances(rows: pa.Table, column: str, q: list[float]) -> np.ndarray:
+    vectors = np.array(rows[column].to_pylist(), dtype=np.float64).reshape(rows.num_rows, -1)
+    return ((vectors - np.array(q, dtype=np.float64)) ** 2).sum(axis=1)
+
+
+def scan_answer(rows: pa.Table, asked: dict) -> pa.Table:
+    """What a scan of ``rows`` answers to the request ``asked`` (see :func:`request`)."""
+    out = rows.filter(sc._mask(rows, asked["filter"])) if asked.get("filter") else rows
+    near = asked.get("nearest")
+    if near is not None:
+        order = np.argsort(_distances(out, near["column"], near["q"]), kind="stable")
+        out = out.take(pa.array(order[: near["k"]]))
+    return out
+
+
+def judge_answer(got: pa.Table, rows: pa.Table, asked: dict, query: dict) -> str | None:
+    """None when ``got`` is a right answer to ``asked`` over ``rows``; else what is wrong."""
+    want = scan_answer(rows, asked)
+    got = got.drop_columns([c for c in ("_distance", "_score") if c in got.column_names])
+    if query.get("exact", True):
+        diff = sc.difference(got, want)
+        return None if diff is None else f"the answer is not the scan's: {diff}"
+    k = asked["nearest"]["k"]
+    if got.num_rows > k:
+        return f"{got.num_rows} rows for k={k}"
+    held = {r[ID]: r for r in rows.to_pylist()}
+    foreign = [r.get(ID) for r in got.to_pylist() if held.get(r.get(ID)) != r]
+    if foreign:
+        return f"rows the table does not hold (ids {foreign[:5]})"
+    found = set(got[ID].to_pylist()) & set(want[ID].to_pylist())
+    recall = len(found) / max(1, want.num_rows)
+    if recall < query["min_recall"]:
+        return f"recall {recall:.2f} below the {query['min_recall']} the case states"
+    return None
