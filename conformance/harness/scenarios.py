@@ -109,12 +109,13 @@ def _eval(table: pa.Table, expr: pc.Expression) -> pa.Array:
 
 
 def _mask(table: pa.Table, where: str | None) -> pa.Array:
-    from reference_impl.dataset_ops import parse_predicate
+    """The rows a ``where`` predicate matches (true only where it is true: SQL's
+    three-valued logic, :mod:`reference_impl.predicate`); every row when None."""
+    from reference_impl.predicate import matches
 
     if where is None:
         return pa.array(np.ones(table.num_rows, dtype=bool))
-    m = _eval(table, parse_predicate(where, set(table.column_names)))
-    return pc.fill_null(m, False)
+    return matches(table, where)
 
 
 @dataclass
@@ -168,7 +169,7 @@ class Model:
         elif kind == "delete":
             new = cur.filter(pc.invert(_mask(cur, op["where"])))
         elif kind == "update":
-            from reference_impl.dataset_ops import parse_predicate
+            from reference_impl.predicate import parse_predicate
 
             mask = _mask(cur, op.get("where"))
             cols = {}
