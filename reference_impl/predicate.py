@@ -34,7 +34,13 @@ to the same answers on generated predicates over nullable data):
   ``-1``); ``/`` of two integers truncates toward zero; a zero divisor is an error;
 * ``LIKE`` matches the whole value, ``%`` any run of characters, ``_`` one character,
   ``\\`` escaping either; ``length`` counts characters (not bytes) of a string;
-* ``IS NULL`` is true of a null only (a float NaN is not null).
+* ``IS NULL`` is true of a null only (a float NaN is not null);
+* a number meeting a column takes the column's type (``u > 3`` on a ``uint64`` column
+  compares ``uint64`` values; ``f > 1 / 2`` on a float column is ``f > 0.5`` in Lance, whose
+  literals are each cast before the division: the model divides the integers, so the kit's
+  generated filters never do arithmetic between two literals);
+* floating values compare in Lance's order: NaN equals NaN and is greater than every
+  other number; ``-0.0`` equals ``0.0``.
 
 A name that is no column of the dataset raises :class:`~reference_impl.errors.InvalidInput`
 before anything is evaluated, as does text outside the language.
@@ -91,29 +97,73 @@ def _tokenize(text: str) -> list[tuple[str, str]]:
     return out
 
 
+_NO_LITERAL = object()
+
+
 @dataclass(frozen=True)
 class _Value:
-    """A value expression and whether it is floating point (known from the schema)."""
+    """A value expression, its Arrow type when known (from the schema), and the Python
+    value when it is a literal."""
 
     expr: pc.Expression
-    floating: bool = False
+    type: pa.DataType | None = None
+    literal: object = _NO_LITERAL
+
+    @property
+    def floating(self) -> bool:
+        return self.type is not None and pa.types.is_floating(self.type)
+
+    @classmethod
+    def of(cls, value) -> _Value:
+        t = None if value is None else pa.scalar(value).type
+        return cls(pc.scalar(value), t, value)
 
 
 def _expr(e) -> pc.Expression:
     return e.expr if isinstance(e, _Value) else e
 
 
+def _coerce(a: _Value, b: _Value) -> tuple[_Value, _Value]:
+    """Lance's coercion of a literal to the type of the column it meets: ``u > 3`` on a
+    ``uint64`` column compares ``uint64`` values (a literal that does not fit stays)."""
+    def to(lit: _Value, t: pa.DataType | None) -> _Value:
+        if lit.literal is _NO_LITERAL or lit.literal is None or t is None or lit.type == t:
+            return lit
+        if not ((pa.types.is_integer(t) or pa.types.is_floating(t))
+                and isinstance(lit.literal, int | float) and not isinstance(lit.literal, bool)):
+            return lit
+        if pa.types.is_integer(t) and isinstance(lit.literal, float):
+            return lit
+        try:
+            return _Value(pc.scalar(pa.scalar(lit.literal).cast(t)), t, lit.literal)
+        except (pa.ArrowInvalid, OverflowError):
+            return lit
+    return to(a, b.type), to(b, a.type)
+
+
+def _arith(fn, a: _Value, b: _Value) -> _Value:
+    a, b = _coerce(a, b)
+    if a.type is not None and a.type == b.type:
+        t = a.type
+    elif a.floating or b.floating:
+        t = pa.float64()
+    else:
+        t = None
+    return _Value(fn(a.expr, b.expr), t)
+
+
 def _compare(op: str, left: _Value, right: _Value) -> pc.Expression:
     """``left op right`` as Lance compares: null when either side is null; floating values
     in Lance's order, where NaN equals NaN and is greater than every other number (``0.0``
     and ``-0.0`` are equal)."""
-    a, b = _expr(left), _expr(right)
     if op in ("!=", "<>"):
         return ~_compare("=", left, right)
     if op == "<=":
         return ~_compare(">", left, right)
     if op == ">=":
         return ~_compare("<", left, right)
+    left, right = _coerce(left, right)
+    a, b = left.expr, right.expr
     plain = {"=": a == b, "==": a == b, "<": a < b, ">": a > b}[op]
     if not (left.floating or right.floating):
         return plain
@@ -236,8 +286,7 @@ class _Parser:
         while self.peek("+", "-"):
             op = self.take("+", "-")
             r = self.term()
-            e = _Value((pc.add if op == "+" else pc.subtract)(e.expr, r.expr),
-                       e.floating or r.floating)
+            e = _arith(pc.add if op == "+" else pc.subtract, e, r)
         return e
 
     def term(self) -> _Value:
@@ -246,17 +295,16 @@ class _Parser:
             op = self.take("*", "/", "%")
             r = self.unary()
             fn = {"*": pc.multiply, "/": pc.divide_checked, "%": pc.remainder_checked}[op]
-            e = _Value(fn(e.expr, r.expr), e.floating or r.floating)
+            e = _arith(fn, e, r)
         return e
 
     def unary(self) -> _Value:
         if self.peek("-"):
             self.take("-")
             if self.i < len(self.toks) and self.toks[self.i][0] == "num":
-                n = self.number()
-                return _Value(pc.scalar(-n), isinstance(n, float))
+                return _Value.of(-self.number())
             inner = self.unary()
-            return _Value(pc.negate_checked(inner.expr), inner.floating)
+            return _Value(pc.negate_checked(inner.expr), inner.type)
         return self.atom()
 
     def number(self):
@@ -291,11 +339,10 @@ class _Parser:
             self.take(")")
             return e if isinstance(e, _Value) else _Value(e)
         if kind in ("num", "str") or word in ("TRUE", "FALSE"):
-            v = self.literal_value()
-            return _Value(pc.scalar(v), isinstance(v, float))
+            return _Value.of(self.literal_value())
         if word == "NULL":
             self.i += 1
-            return _Value(pc.scalar(None))
+            return _Value.of(None)
         if word == "CAST" and self.peek("(", ahead=1):
             self.i += 2
             inner = self.expr()
@@ -303,15 +350,16 @@ class _Parser:
             type_name = self.take(*CAST_TYPES).upper()
             self.take(")")
             to = CAST_TYPES[type_name]
-            return _Value(_expr(inner).cast(to), pa.types.is_floating(to))
+            return _Value(_expr(inner).cast(to), to)
         if kind == "id" and self.peek("(", ahead=1):
             if word not in FUNCTIONS:
                 self.fail(f"unknown function {val!r} (known: {', '.join(sorted(FUNCTIONS))})")
             self.i += 2
             arg = self.expr()
             self.take(")")
-            floating = word == "ABS" and isinstance(arg, _Value) and arg.floating
-            return _Value(getattr(pc, FUNCTIONS[word])(_expr(arg)), floating)
+            t = arg.type if isinstance(arg, _Value) and word in ("ABS", "LOWER", "UPPER",
+                                                                  "TRIM") else None
+            return _Value(getattr(pc, FUNCTIONS[word])(_expr(arg)), t)
         if kind == "qid" or (kind == "id" and word not in _KEYWORDS):
             return self.column()
         self.fail(f"unexpected {val!r}")
@@ -330,7 +378,7 @@ class _Parser:
                 t = t.field(path[-1]).type
             else:
                 t = None
-        return _Value(pc.field(*path), t is not None and pa.types.is_floating(t))
+        return _Value(pc.field(*path), t)
 
     def name(self) -> str:
         if self.i >= len(self.toks) or self.toks[self.i][0] not in ("id", "qid"):
