@@ -285,16 +285,18 @@ def apply(engine: Engine, params: dict) -> dict:
     elif kind == "create_index":
         if str(op.get("index_type", "BTREE")).upper() != "BTREE":
             raise Unsupported(f"index type {op.get('index_type')}")
-        name = f"idx_{op['column']}"
-        engine.sql(f"CREATE INDEX {ident(name)} ON {sql_string(os.path.abspath(uri))} "
-                   f"({ident(op['column'])}) USING BTREE")
+        column = str(op["column"])
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", column):
+            raise Unsupported("CREATE INDEX takes unquoted names only (the extension's parser)")
+        engine.sql(f"CREATE INDEX idx_{column} ON {sql_string(os.path.abspath(uri))} "
+                   f"({column}) USING BTREE")
     else:
         raise Unsupported(f"DuckDB has no SQL for the operation {kind!r}")
     return {}
 
 
 def hello(engine: Engine) -> dict:
-    features = [f"storage:{v}" for v in STORAGE_VERSIONS] + ["index:btree"]
+    features = [f"storage:{v}" for v in STORAGE_VERSIONS] + ["index:btree", "v2-manifest-paths"]
     return {"name": "duckdb-lance",
             "version": f"duckdb {engine.duckdb_version}, lance extension {engine.lance_version}",
             "capabilities": {"read": True, "write": True, "ops": OPS, "row_ids": False,
