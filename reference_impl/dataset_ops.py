@@ -25,13 +25,12 @@ Every function takes ``commit_message=`` (stored under ``__lance_commit_message`
 returns the dataset opened at the committed version. This module builds on
 :mod:`reference_impl.dataset` and :mod:`reference_impl.write` and registers its functions as
 the Dataset's methods (``ds.delete(...)``; ``reference_impl.dataset.register_operations``). A predicate is a
-``pyarrow.compute.Expression`` or a small SQL subset (:func:`parse_predicate`); a
+``pyarrow.compute.Expression`` or the text of a filter (:mod:`reference_impl.predicate`); a
 predicate naming a missing column raises ``InvalidInput`` before anything is written.
 """
 
 from __future__ import annotations
 
-import re
 import secrets
 import time
 import uuid as uuid_mod
@@ -43,175 +42,12 @@ import pyarrow.compute as pc
 from . import scan
 from .dataset import open_dataset, register_operations
 from .errors import AlreadyExists, InvalidInput, NotFound
+from .predicate import parse_predicate
 from .proto import rowids_pb2, table_pb2
 from .table import blob as blob_mod
 from .write import new_data_file_name, write_fragments
 
 DELETION_ARROW_MAX = 5000  # at most this many deleted rows go to an Arrow file, more to Roaring
-
-
-# -- a small SQL subset ------------------------------------------------------------------
-_TOKEN = re.compile(r"""\s*(?:
-    (?P<num>-?\d+\.\d*(?:[eE][-+]?\d+)?|-?\d+(?:[eE][-+]?\d+)?)
-  | (?P<str>'(?:[^']|'')*')
-  | (?P<qid>"(?:[^"]|"")*"|`[^`]*`)
-  | (?P<op><=|>=|!=|<>|==|=|<|>|\(|\)|,|\+|-|\*|/)
-  | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
-)""", re.VERBOSE)
-
-
-def _tokenize(text: str) -> list[tuple[str, str]]:
-    pos, out = 0, []
-    text = text.rstrip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise InvalidInput(f"cannot parse predicate {text!r} at position {pos}")
-        kind = m.lastgroup
-        out.append((kind, m.group(kind)))
-        pos = m.end()
-    return out
-
-
-class _Parser:
-    """Recursive descent over::
-
-        expr   := and ("OR" and)*          and := not ("AND" not)*
-        not    := "NOT" not | cmp          cmp := value (op value | [NOT] IN (...) | IS [NOT] NULL)
-        value  := term (("+"|"-") term)*   term := atom (("*"|"/") atom)*
-        atom   := number | 'string' | TRUE | FALSE | NULL | column | "(" expr ")"
-    """
-
-    def __init__(self, text: str, columns: set[str] | None) -> None:
-        self.toks = _tokenize(text)
-        self.i = 0
-        self.text = text
-        self.columns = columns
-
-    def peek(self, *words) -> bool:
-        if self.i >= len(self.toks):
-            return False
-        kind, val = self.toks[self.i]
-        return (val.upper() if kind == "id" else val) in words
-
-    def take(self, *words) -> str:
-        if not self.peek(*words):
-            got = self.toks[self.i][1] if self.i < len(self.toks) else "end of input"
-            raise InvalidInput(f"predicate {self.text!r}: expected {'/'.join(words)}, got {got!r}")
-        self.i += 1
-        return self.toks[self.i - 1][1]
-
-    def parse(self):
-        e = self.expr()
-        if self.i != len(self.toks):
-            raise InvalidInput(f"predicate {self.text!r}: unexpected {self.toks[self.i][1]!r}")
-        return e
-
-    def expr(self):
-        e = self.and_()
-        while self.peek("OR"):
-            self.take("OR")
-            e = e | self.and_()
-        return e
-
-    def and_(self):
-        e = self.not_()
-        while self.peek("AND"):
-            self.take("AND")
-            e = e & self.not_()
-        return e
-
-    def not_(self):
-        if self.peek("NOT"):
-            self.take("NOT")
-            return ~self.not_()
-        return self.cmp()
-
-    def cmp(self):
-        left = self.value()
-        if self.peek("IS"):
-            self.take("IS")
-            neg = self.peek("NOT") and self.take("NOT")
-            self.take("NULL")
-            e = pc.is_null(left)
-            return ~e if neg else e
-        neg = False
-        if self.peek("NOT"):
-            self.take("NOT")
-            neg = True
-        if self.peek("IN"):
-            self.take("IN")
-            self.take("(")
-            items = [self.literal_value()]
-            while self.peek(","):
-                self.take(",")
-                items.append(self.literal_value())
-            self.take(")")
-            e = pc.is_in(left, value_set=pa.array(items))
-            return ~e if neg else e
-        for op in ("=", "==", "!=", "<>", "<", ">", "<=", ">="):
-            if self.peek(op):
-                self.take(op)
-                right = self.value()
-                return {"=": left == right, "==": left == right, "!=": left != right,
-                        "<>": left != right, "<": left < right, ">": left > right,
-                        "<=": left <= right, ">=": left >= right}[op]
-        return left
-
-    def value(self):
-        e = self.term()
-        while self.peek("+", "-"):
-            op = self.take("+", "-")
-            r = self.term()
-            e = pc.add(e, r) if op == "+" else pc.subtract(e, r)
-        return e
-
-    def term(self):
-        e = self.atom()
-        while self.peek("*", "/"):
-            op = self.take("*", "/")
-            r = self.atom()
-            e = pc.multiply(e, r) if op == "*" else pc.divide(e, r)
-        return e
-
-    def literal_value(self):
-        kind, val = self.toks[self.i]
-        self.i += 1
-        if kind == "num":
-            return float(val) if any(c in val for c in ".eE") else int(val)
-        if kind == "str":
-            return val[1:-1].replace("''", "'")
-        if kind == "id" and val.upper() in ("TRUE", "FALSE"):
-            return val.upper() == "TRUE"
-        raise InvalidInput(f"predicate {self.text!r}: {val!r} is not a literal")
-
-    def atom(self):
-        if self.i >= len(self.toks):
-            raise InvalidInput(f"predicate {self.text!r} ends early")
-        kind, val = self.toks[self.i]
-        if val == "(":
-            self.i += 1
-            e = self.expr()
-            self.take(")")
-            return e
-        if kind in ("num", "str") or (kind == "id" and val.upper() in ("TRUE", "FALSE")):
-            return pc.scalar(self.literal_value())
-        if kind == "id" and val.upper() == "NULL":
-            self.i += 1
-            return pc.scalar(None)
-        if kind in ("id", "qid"):
-            self.i += 1
-            name = val if kind == "id" else val[1:-1].replace('""', '"')
-            if self.columns is not None and name not in self.columns:
-                raise InvalidInput(f"predicate {self.text!r} names column {name!r}, which the "
-                                   f"dataset does not have (columns: {sorted(self.columns)})")
-            return pc.field(name)
-        raise InvalidInput(f"predicate {self.text!r}: unexpected {val!r}")
-
-
-def parse_predicate(text: str, columns=None) -> pc.Expression:
-    """A ``pyarrow.compute.Expression`` for a SQL-subset predicate or value expression."""
-    return _Parser(text, set(columns) if columns is not None else None).parse()
 
 
 def _expression(pred, schema: pa.Schema) -> tuple[pc.Expression, str]:

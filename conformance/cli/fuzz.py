@@ -3,7 +3,7 @@
     lance-conformance fuzz --impl NAME|module:Class|cmd:"..." [--role writer|reader|both]
                            [--examples N | --time S] [--seed S] [--save-failures DIR]
                            [--max-ops N] [--include-kinds KINDS] [--skip-ops OPS]
-                           [--shrink-time S] [--progress] [--json]
+                           [--known-rules IDS] [--shrink-time S] [--progress] [--json]
 
 Generated operation scripts (:mod:`conformance.strategies.scripts`), only with what the
 implementation declares, judged against the model of the harness
@@ -43,6 +43,9 @@ def register(subparsers) -> None:
     p.add_argument("--skip-ops", default="",
                    help="operations never to generate (comma-separated), e.g. to get past a "
                    "known failure")
+    p.add_argument("--known-rules", default="",
+                   help="rule ids of failures already known (comma-separated, e.g. HARNESS-002): "
+                   "a script failing only those is counted and the search goes on")
     p.add_argument("--shrink-time", type=float, default=120.0,
                    help="seconds to shrink a failure for (default 120; 0: no limit, the same "
                    "result on every machine)")
@@ -94,6 +97,8 @@ def _fuzz(args) -> int:
                                include_kinds=include, max_ops=args.max_ops,
                                skip_ops=tuple(o.strip() for o in args.skip_ops.split(",")
                                               if o.strip()),
+                               known_rules=tuple(r.strip() for r in args.known_rules.split(",")
+                                                 if r.strip()),
                                shrink_budget=args.shrink_time or None, progress=bar)
         except Unsupported as exc:
             print(f"fuzz: {args.impl} cannot play the {args.role} role: {exc}", file=sys.stderr)
@@ -110,6 +115,7 @@ def _fuzz(args) -> int:
     if args.json:
         doc = {"impl": result.impl, "role": result.role, "seed": result.seed, "ok": result.ok,
                "examples": result.examples, "unsupported": result.unsupported,
+               "known": result.known,
                "elapsed_s": round(result.elapsed_s, 3),
                "examples_per_minute": round(result.per_minute(), 1),
                "options": result.options, "shrink_steps": result.shrink_steps,

@@ -82,6 +82,7 @@ class FuzzResult:
     seed: int
     examples: int = 0
     unsupported: int = 0
+    known: int = 0                        # scripts failing only rules of ``known_rules``
     shrink_steps: int = 0
     elapsed_s: float = 0.0
     script: list[dict] | None = None      # the minimal failing script
@@ -99,7 +100,9 @@ class FuzzResult:
 
     def summary(self) -> str:
         head = (f"fuzz {self.impl} ({self.role}, seed {self.seed}): {self.examples} examples, "
-                f"{self.unsupported} unsupported, {self.elapsed_s:.1f} s "
+                f"{self.unsupported} unsupported, "
+                + (f"{self.known} failing known rules only, " if self.known else "")
+                + f"{self.elapsed_s:.1f} s "
                 f"({self.per_minute():.0f}/min)")
         if self.ok:
             return head + ": no failure\n"
@@ -352,7 +355,7 @@ def _key(script: list[dict]) -> str:
 
 def fuzz(adapter: Adapter, *, role: str = "writer", examples: int | None = 100,
          time_budget: float | None = None, seed: int = 0, impl: str | None = None,
-         include_kinds=(), skip_ops=(), max_ops: int = 5,
+         include_kinds=(), skip_ops=(), max_ops: int = 5, known_rules=(),
          shrink_budget: float | None = 120.0,
          progress: Callable[[FuzzResult], None] | None = None,
          work: Path | None = None) -> FuzzResult:
@@ -360,7 +363,9 @@ def fuzz(adapter: Adapter, *, role: str = "writer", examples: int | None = 100,
     many as fit in ``time_budget`` seconds (then in batches of fixed seeds, so a run is
     still a function of ``seed`` and the number of batches). The first failure is shrunk
     (for at most ``shrink_budget`` seconds; None: as long as hypothesis shrinks, so the
-    result does not depend on the machine's speed) and reported in the result."""
+    result does not depend on the machine's speed) and reported in the result.
+    ``known_rules``: rule ids of failures already known; a script whose finding names only
+    those is counted (``FuzzResult.known``) and the search goes on past it."""
     from hypothesis import HealthCheck, Phase, Verbosity, given, settings
     from hypothesis import seed as hseed
 
@@ -410,6 +415,12 @@ def fuzz(adapter: Adapter, *, role: str = "writer", examples: int | None = 100,
                 raise
             except BaseException as exc:  # noqa: BLE001 - a crash: a Rust panic is no Exception
                 finding = _crash(role, exc)
+            else:
+                if (finding is not None and known_rules and finding.rules
+                        and set(finding.rules) <= set(known_rules)):
+                    if state["shrinking_since"] is None:
+                        result.known += 1
+                    finding = None
             finally:
                 result.elapsed_s = time.monotonic() - started
                 if progress and state["shrinking_since"] is None:

@@ -144,6 +144,22 @@ class OverwritingCommitWriter(ReferenceAdapter):
         store.put(layout.manifest_key(version, commit_mod.naming_scheme(store)), data)
 
 
+class ModuloDeletesAllWriter(ReferenceAdapter):
+    """Deletes every row when the delete's filter has a ``%`` in it: the bug of an engine that
+    drops a filter it cannot push down to the table and deletes unfiltered (DuckDB's Lance
+    extension 1.5.5 does so, ``docs/duckdb.md``). The files it writes are valid; only the
+    rows are wrong (``HARNESS-003``), so it is not one of :data:`KNOWN_BAD`, whose self-test
+    names a validator rule for each bug: ``conformance/suite/harness/test_filters.py`` finds
+    it with ``fuzz`` and shrinks it to a one-line predicate."""
+
+    name = "known-bad:modulo-delete"
+
+    def apply(self, uri, op, data=None):
+        if op["op"] == "delete" and "%" in op["where"]:
+            op = dict(op, where="id IS NULL OR id IS NOT NULL")  # the filter, dropped
+        super().apply(uri, op, data)
+
+
 KNOWN_BAD: dict[str, type] = {
     "read-version": ReadVersionAtCommitWriter,
     "deletion-flag": DeletionFlagUnsetWriter,

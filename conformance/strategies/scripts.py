@@ -8,9 +8,11 @@ columns, versions and tags the model holds, so that
 * an ``append`` carries rows of the current schema with fresh, unique ``id`` values; with
   ``read_version`` only when every version since that one was an append of that schema
   (so the commit must rebase and cannot conflict);
-* ``delete``/``update`` predicates name columns that exist (``id`` comparisons, ``IN``,
-  ``IS [NOT] NULL``, ``AND``/``OR``), and ``update`` sets a column whose type has a SQL
-  literal to a literal of that type;
+* ``delete``/``update`` predicates are filters as users write them over the columns that
+  exist (:mod:`conformance.strategies.predicates`: arithmetic and modulo, functions,
+  ``LIKE``, ``IN``, ``BETWEEN``, ``IS [NOT] NULL``, nested fields, ``NOT``/``AND``/``OR``
+  over nullable columns), and ``update`` sets a column whose type has a SQL literal to a
+  literal of that type, or an integer column to ``id % k``;
 * ``merge`` brings one new column of a primitive kind keyed on existing (and a few unknown)
   ids, never empty (pylance 14 refuses an empty one: "HashJoiner: No data");
 * ``compact`` is drawn only when at least two fragments hold rows (it then commits two
@@ -33,6 +35,7 @@ from hypothesis import strategies as st
 from conformance.harness import scenarios as sc
 
 from . import schemas as S
+from .predicates import predicates
 
 # Simplest first: hypothesis shrinks a sampled choice toward the front of its list.
 SCRIPT_OPS = ("append", "delete", "update", "overwrite", "add_columns", "merge", "drop_columns",
@@ -126,26 +129,8 @@ def _literal(kind: str, draw) -> tuple[str, object]:
 
 
 def _predicate(draw, state: _State) -> str:
-    ids = state.ids()
-    schema = state.schema()
-    pivot = draw(st.sampled_from(ids)) if ids else draw(st.integers(0, 5))
-    nullable = [f.name for f in schema if f.name != S.ID and S.kind_of(f.type, f)
-                in S.PRIMITIVE_KINDS]
-    forms = ["lt", "eq", "ge", "in"] + (["null", "notnull"] if nullable else []) + ["or"]
-    form = draw(st.sampled_from(forms))
-    if form == "lt":
-        return f"id < {pivot}"
-    if form == "eq":
-        return f"id = {pivot}"
-    if form == "ge":
-        return f"id >= {pivot}"
-    if form == "in":
-        some = draw(st.lists(st.sampled_from(ids), max_size=3, unique=True)) if ids else []
-        return f"id IN ({', '.join(str(i) for i in [pivot, *some])})"
-    if form in ("null", "notnull"):
-        col = draw(st.sampled_from(nullable))
-        return f"{col} IS {'NOT ' if form == 'notnull' else ''}NULL"
-    return f"id < {pivot} OR id = {max(ids) if ids else pivot + 1}"
+    """A filter over the latest rows (:mod:`conformance.strategies.predicates`)."""
+    return draw(predicates(state.model.rows(state.latest)))
 
 
 def _data_table(draw, state: _State, schema: pa.Schema, ids: list[int]) -> pa.Table:
@@ -217,6 +202,8 @@ def _draw_op(draw, state: _State, opts: ScriptOptions) -> tuple[dict, list[set[i
         cols = [f for f in user if f.name != S.ID and S.kind_of(f.type, f) in S.LITERAL_KINDS]
         target = draw(st.sampled_from(cols))
         text, _ = _literal(S.kind_of(target.type), draw)
+        if pa.types.is_integer(target.type) and draw(st.booleans()):
+            text = f"{S.ID} % {draw(st.integers(2, 7))}"  # an expression of the row
         op = {"op": "update", "set": {target.name: text}}
         moved = set(state.ids())
         if draw(st.booleans()):

@@ -1,0 +1,106 @@
+"""DuckDB and its Lance extension (PyPI ``duckdb`` and ``duckdb-extension-lance``, the
+``duckdb`` extra) as an implementation under test through ``cmd:``
+(``conformance/harness/examples/duckdb/adapter.py``, ``docs/duckdb.md``): its verdicts are
+the documented ones, and ``fuzz`` from a fixed seed finds its DELETE data loss and shrinks
+it to one delete with a one-line predicate."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.cli import main
+from conformance.harness import fuzz, runner
+from conformance.harness.adapter import load_adapter
+from conformance.strategies.scripts import SCRIPT_OPS
+
+from ..parts import unavailable
+
+REPO = Path(__file__).resolve().parents[3]
+ADAPTER = REPO / "conformance" / "harness" / "examples" / "duckdb" / "adapter.py"
+DOC = REPO / "docs" / "duckdb.md"
+
+# every case not listed passes (docs/duckdb.md says why each of these does not)
+NOT_PASSING = {
+    "read.nested-2.1": "FAIL",
+    "read.reject-datafile-version": "FAIL",
+    "read.types-2.2": "UNSUPPORTED",
+    "write.create-v1-names": "UNSUPPORTED",
+    "write.delete": "FAIL",
+    "write.merge": "UNSUPPORTED",
+    "write.tag": "UNSUPPORTED",
+    "write.restore": "UNSUPPORTED",
+    "write.config": "UNSUPPORTED",
+    "write.stale-append": "UNSUPPORTED",
+    "write.stable-row-ids": "UNSUPPORTED",
+    "write.reject-unknown-txn-operation": "UNSUPPORTED",
+}
+OLDER_VERSIONS = "reads the latest version only"  # the other UNSUPPORTED read cases
+COUNTS = {"PASS": 17, "FAIL": 3, "UNSUPPORTED": 35, "ERROR": 0, "SKIP": 0}
+
+
+@pytest.fixture(scope="module")
+def duckdb_impl() -> str:
+    try:
+        import duckdb  # noqa: F401
+        import duckdb_extension_lance  # noqa: F401
+    except ImportError as exc:
+        unavailable("duckdb and its Lance extension", f"{exc!r}: pip install -e '.[duckdb]'")
+    return f"cmd:{shlex.quote(sys.executable)} {shlex.quote(str(ADAPTER))}"
+
+
+@pytest.mark.duckdb
+def test_duckdb_verdicts(duckdb_impl, capsys):
+    code = main(["run", "--impl", duckdb_impl, "--suite", "all", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 1  # it fails cases: a result, not a failure of the harness
+    assert doc["provenance"]["implementation"]["name"] == "duckdb-lance"
+    by_id = {r["id"]: r for r in doc["results"]}
+    assert sorted(by_id) == sorted(runner.suite_case_ids("all"))  # every case ran
+    listed = {k: r["outcome"] for k, r in by_id.items()
+              if r["outcome"] != "PASS" and OLDER_VERSIONS not in r["message"]}
+    assert listed == NOT_PASSING
+    older = [k for k, r in by_id.items() if OLDER_VERSIONS in r["message"]]
+    assert all(by_id[k]["outcome"] == "UNSUPPORTED" and k.startswith("read.") for k in older)
+    assert doc["counts"] == COUNTS
+    # the data loss: DELETE ... WHERE id % 7 = 0 leaves no row of 20
+    assert "reference v2: 0 rows != expected 17" in by_id["write.delete"]["message"]
+    assert by_id["read.reject-datafile-version"]["rules"] == ["HARNESS-006"]
+    assert "large_list" in by_id["read.nested-2.1"]["message"]
+    assert "Panic" in by_id["read.reject-unknown-encoding"]["message"]
+
+
+def test_the_docs_state_the_verdicts():
+    text = DOC.read_text()
+    for cid, outcome in NOT_PASSING.items():
+        assert re.search(rf"`{re.escape(cid)}` \| {outcome} \|", text), cid
+    c = COUNTS
+    assert (f"PASS {c['PASS']}, FAIL {c['FAIL']}, UNSUPPORTED {c['UNSUPPORTED']}, "
+            f"ERROR {c['ERROR']}") in text
+
+
+@pytest.mark.duckdb
+@pytest.mark.fuzz
+def test_fuzz_finds_the_delete_data_loss(duckdb_impl, tmp_path):
+    """A delete-only search from seed 2 (HARNESS-002 known: a DELETE that matches no row
+    commits no version) finds rows deleted that the filter does not match, shrunk to a
+    create and one delete whose predicate is a single test."""
+    only_deletes = tuple(op for op in SCRIPT_OPS if op != "delete")
+    with load_adapter(duckdb_impl) as adapter:
+        result = fuzz.fuzz(adapter, role="writer", examples=40, seed=2, skip_ops=only_deletes,
+                           max_ops=1, known_rules=("HARNESS-002",), shrink_budget=None,
+                           impl="duckdb")
+    assert not result.ok, result.summary()
+    assert result.finding.rules == ["HARNESS-003"], result.summary()
+    assert [op["op"] for op in result.script] == ["create", "delete"], result.summary()
+    where = result.script[1]["where"]
+    assert re.fullmatch(r"[^()]*(\([^()]*\))?[^()]*", where) and not re.search(
+        r"\b(AND|OR|NOT)\b", where), where
+    assert re.search(r"0 rows != expected [1-9]", result.finding.messages[0]), result.summary()
+    saved = json.loads(fuzz.save_case(result, tmp_path).read_text())
+    assert saved["script"][1]["where"] == where
