@@ -3,6 +3,8 @@ in one line, and exits 2 (never a traceback)."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from conformance import cli
@@ -33,3 +35,12 @@ def test_a_module_of_no_extra_is_named(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "'nope_x'" in err and "not installed" in err
     assert "Traceback" not in err
+
+
+def test_run_pylance_without_pylance_names_the_interop_extra(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "lance", None)  # import lance fails
+    assert cli.main(["run", "--impl", "pylance"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == ("lance-conformance: this needs 'lance', an optional part: "
+                            "python -m pip install 'lance-conformance[interop]'\n")
+    assert captured.out == ""  # nothing was judged, nothing is listed
