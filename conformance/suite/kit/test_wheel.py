@@ -1,12 +1,15 @@
 """The kit as vendors install it: ``python -m build`` makes a wheel that carries the golden and
-invalid fixtures, installed into a fresh virtualenv and run from another folder, offline, with
-PYTHONPATH unset; and the GitHub Action's steps (``action.yml``), run as plain bash with that
-wheel and no GitHub.
+invalid fixtures; a fresh virtualenv that sees nothing of this interpreter's site-packages
+(no ``--system-site-packages``) gets the wheel *with its declared dependencies*, offline, from
+a local wheelhouse repacked from the distributions installed here (:mod:`.wheelhouse`); the
+README's vendor quick start runs in it, exactly as written, from a folder under ``/tmp`` with
+``PYTHONPATH`` unset; then the GitHub Action's steps (``action.yml``), as plain bash.
 
-The virtualenv sees the system's site-packages (pyarrow, pylance, pytest: no network), and
-its own copy of the kit wins over the system's editable one (the module's path is checked).
-The wheel and the virtualenv are built once per session, shared by the xdist workers under a
-lock. Marked ``slow``: building takes a minute.
+Nothing is borrowed from the interpreter that runs the tests: pylance is not in the venv (no
+command the quick start runs needs it), and this works the same when the tests themselves run
+inside a virtualenv. The wheel, the wheelhouse and the virtualenv are built once per session,
+shared by the xdist workers under a lock. Marked ``slow``: building and installing take a few
+minutes on a loaded 2-core machine.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,15 +32,36 @@ import pytest
 from conformance import kit
 from conformance.harness import runner
 from conformance.harness.adapter import load_adapter
+from conformance.suite.kit import wheelhouse
 from conformance.suite.parts import unavailable
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 
 REPO = Path(__file__).resolve().parents[3]
 SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "action.yml",
            "conformance", "reference_impl", "fixtures")
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "build", "dist", "*.egg-info",
                                 ".pytest_cache", "_fixtures")
+QUICK_START = "## For vendors: quick start from the wheel"
+LONG = 1500  # seconds: a step that installs or runs every case, on a loaded 2-core machine
+
+
+def quick_start(readme: str) -> str:
+    """The bash block of the README's vendor quick start."""
+    section = readme.split(QUICK_START, 1)[1]
+    return re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+
+
+def requirements(wheel: Path) -> list[str]:
+    """The wheel's own ``Requires-Dist`` (no extra) and ``pytest`` (the quick start's last
+    line runs the cases in pytest)."""
+    from packaging.requirements import Requirement
+
+    with zipfile.ZipFile(wheel) as zf:
+        meta = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = zf.read(meta).decode().splitlines()
+    reqs = [ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Requires-Dist:")]
+    return [r for r in reqs if Requirement(r).marker is None] + ["pytest"]
 
 
 @dataclass
@@ -45,20 +70,29 @@ class Installed:
     sdist: Path
     venv: Path
     source: Path  # the copy of the checkout the wheel was built from
+    house: Path  # the wheelhouse
+    start: Path  # the folder the quick start ran in; start.json: its outcome
 
     @property
     def bin(self) -> Path:
         return self.venv / "bin"
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PIP_REQUIRE_VIRTUALENV")}
         env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
         env["VIRTUAL_ENV"] = str(self.venv)
+        # pip finds the wheel's dependencies in the wheelhouse, never on an index
+        env.update(PIP_NO_INDEX="1", PIP_FIND_LINKS=str(self.house),
+                   PIP_DISABLE_PIP_VERSION_CHECK="1")
         return env
 
-    def run(self, *argv: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    def run(self, *argv: str, cwd: Path, timeout: float = LONG) -> subprocess.CompletedProcess:
         return subprocess.run(list(argv), cwd=cwd, env=self.env(), capture_output=True,
                               text=True, timeout=timeout)
+
+    def quick_start_outcome(self) -> dict:
+        return json.loads((self.start / "start.json").read_text())
 
 
 def _build(root: Path) -> Installed:
@@ -73,17 +107,27 @@ def _build(root: Path) -> Installed:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # sdist, then the wheel from the sdist, with the installed setuptools (no download)
     done = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist),
-                           str(src)], env=env, capture_output=True, text=True, timeout=900)
+                           str(src)], env=env, capture_output=True, text=True, timeout=LONG)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     wheel, = dist.glob("*.whl")
     sdist, = dist.glob("*.tar.gz")
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip",
-                    str(venv)], check=True, env=env, timeout=300)
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--no-deps",
-                           "--no-index", str(wheel)], env=env, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    return Installed(wheel, sdist, venv, src)
+    house = root / "wheelhouse"
+    wheelhouse.build(requirements(wheel), house)
+    # a fresh virtualenv of the base interpreter, with pip and nothing else
+    base = getattr(sys, "_base_executable", sys.executable)
+    subprocess.run([base, "-m", "venv", str(venv)], check=True, env=env, capture_output=True,
+                   timeout=LONG)
+    start = root / "quick-start"
+    start.mkdir()
+    installed = Installed(wheel, sdist, venv, src, house, start)
+    # the README's vendor quick start, as written, from a folder that holds the wheel
+    shutil.copy2(wheel, start / wheel.name)
+    script = quick_start((src / "README.md").read_text())
+    done = subprocess.run(["bash", "-e", "-x", "-c", script], cwd=start, env=installed.env(),
+                          capture_output=True, text=True, timeout=3 * LONG)
+    (start / "start.json").write_text(json.dumps(
+        {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-20000:]}))
+    return installed
 
 
 @pytest.fixture(scope="session")
@@ -104,7 +148,7 @@ def installed(tmp_path_factory) -> Installed:
             built = _build(root)
             (root / "ready").write_text(json.dumps({"wheel": str(built.wheel)}))
     return Installed(next((root / "dist").glob("*.whl")), next((root / "dist").glob("*.tar.gz")),
-                     root / "venv", root / "src")
+                     root / "venv", root / "src", root / "wheelhouse", root / "quick-start")
 
 
 @pytest.fixture
@@ -123,7 +167,7 @@ def _planned(spec: str) -> list[str]:
 
 def test_the_wheel_is_the_whole_kit(installed, elsewhere):
     size = installed.wheel.stat().st_size
-    assert 1 << 20 < size < 10 << 20, size  # the fixtures are in, and it stays small (~2.5 MB)
+    assert 1 << 20 < size < 10 << 20, size  # the fixtures are in, and it stays small (~2.8 MB)
     import zipfile
 
     names = zipfile.ZipFile(installed.wheel).namelist()
@@ -145,6 +189,15 @@ def test_the_wheel_is_the_whole_kit(installed, elsewhere):
     assert Path(module).is_relative_to(installed.venv), module  # the venv's copy, not the checkout
     assert Path(root) == Path(module).parent / "_fixtures"
 
+    # the venv is isolated: its dependencies are its own, and pylance is not among them
+    done = installed.run(py, "-c", "import importlib.util as u, pyarrow, hypothesis, jsonschema; "
+                         "print(pyarrow.__file__); print(hypothesis.__file__); "
+                         "print(jsonschema.__file__); print(u.find_spec('lance'))", cwd=elsewhere)
+    assert done.returncode == 0, done.stderr
+    *paths, lance_spec = done.stdout.split()
+    assert all(Path(p).is_relative_to(installed.venv) for p in paths), paths
+    assert lance_spec == "None"
+
     # the same cases, byte for byte: the digest of the case set is the checkout's
     done = installed.run("lance-conformance", "--version", cwd=elsewhere)
     assert done.returncode == 0, done.stderr
@@ -152,12 +205,29 @@ def test_the_wheel_is_the_whole_kit(installed, elsewhere):
     assert f"fixtures {root}" in done.stdout
 
 
+def test_the_readme_quick_start_runs_as_written(installed):
+    """The vendor quick start of the README, every line, in the fresh venv (the session
+    fixture ran it, ``bash -e``: the first line installs the wheel and its dependencies)."""
+    done = installed.quick_start_outcome()
+    assert done["returncode"] == 0, done["stdout"][-3000:] + done["stderr"][-5000:]
+    out = done["stdout"]
+    assert f"lance-conformance {kit.version()}" in out
+    assert "PASS 55, FAIL 0, UNSUPPORTED 0, ERROR 0, SKIP 0" in out  # run --impl reference
+    assert "37 of 37 cases verify" in out  # fixtures verify
+    assert re.search(r"fuzz reference .*: \d+ examples, .*: no failure", out), out[-3000:]
+    assert "PASS 35, FAIL 0" in out  # the example program, through cmd:
+    assert re.search(r"\b35 passed\b", out)  # the same cases in pytest
+    assert "written-by-you.lance conforms" in out
+    assert (installed.start / "run.xml").is_file()
+
+
 def test_run_and_verify_from_the_wheel(installed, elsewhere):
-    done = installed.run("lance-conformance", "run", "--impl", "pylance", "--json", cwd=elsewhere)
+    done = installed.run("lance-conformance", "run", "--impl", "reference", "--json",
+                         cwd=elsewhere)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     doc = json.loads(done.stdout)
     jsonschema.validate(doc, kit.schema("run-report"))
-    from_checkout = _planned("pylance")
+    from_checkout = _planned("reference")
     assert [r["id"] for r in doc["results"]] == from_checkout
     assert len(from_checkout) == len(runner.suite_case_ids("all")) == 55
     assert doc["counts"]["PASS"] == 55, doc["counts"]
@@ -166,6 +236,9 @@ def test_run_and_verify_from_the_wheel(installed, elsewhere):
     done = installed.run("lance-conformance", "fixtures", "verify", cwd=elsewhere)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert done.stdout.rstrip().endswith("37 of 37 cases verify")
+    # no pylance in the venv: the cases it produced are verified, not regenerated, and say so
+    assert "cases not regenerated: its producer pylance is not installed" in done.stdout
+    assert "regeneration failed" not in done.stdout
 
     table = kit.fixtures_root() / "golden" / "types-2.2" / "table"
     done = installed.run("lance-conformance", "validate", str(table), "--format", "json",
@@ -177,6 +250,19 @@ def test_run_and_verify_from_the_wheel(installed, elsewhere):
                          "--no-progress", cwd=elsewhere)
     assert done.returncode == 0, done.stderr
     jsonschema.validate(json.loads((elsewhere / "m.json").read_text()), kit.schema("compat"))
+
+    done = installed.run("lance-conformance", "fuzz", "--impl", "reference", "--examples", "3",
+                         "--seed", "7", "--json", cwd=elsewhere)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_an_optional_part_names_its_extra(installed, elsewhere):
+    """pylance is the ``interop`` extra: asked for without it, one line and exit 2."""
+    done = installed.run("lance-conformance", "run", "--impl", "pylance", cwd=elsewhere)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr
+    assert done.stderr.strip() == ("lance-conformance: this needs 'lance', an optional part: "
+                                   "python -m pip install 'lance-conformance[interop]'")
+    assert done.stdout == ""
 
 
 def test_the_pytest_plugin_from_the_wheel(installed, elsewhere):
