@@ -1,0 +1,190 @@
+"""Compiled twins of FSST decompression (:mod:`reference_impl.file.encodings.v2_1.fsst`) and
+of the writer's tokeniser (:mod:`reference_impl.file.encode.v2_1.fsst`).
+
+Decoding walks each compressed value token by token exactly as
+:func:`~reference_impl.file.encodings.v2_1.fsst.decode_value` states it (code ``c < 255``:
+the first ``len[c]`` bytes of symbol ``c``; code 255: the next byte literally), in two passes:
+the first sizes every value and finds the first bad token (a code outside the table, an
+escape as a value's last byte) without writing anything, so the output is allocated once at
+its exact size; the second writes the bytes. A bad token is refused with the readable
+decoder's :class:`~reference_impl.errors.FormatError` and rule id (``ENC-030``).
+
+Encoding emits, value by value and segment by segment, the token
+:func:`~reference_impl.file.encode.v2_1.fsst.longest_symbol_at` names, read from the same
+look-up tables the vectorised walk uses (``_Matcher``), so the bytes equal the readable
+encoder's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from reference_impl.errors import FormatError
+
+from ._jit import jit
+
+ESCAPE = 255
+RULE = "ENC-030"  # as reference_impl.file.encodings.v2_1.fsst.RULE
+#: output bytes of one expansion run on a decode thread (a page is split when threads are idle)
+PIECE_BYTES = 1 << 22
+
+
+@jit
+def _sizes(data, offs, lens, nsym, out_offs):
+    """Decoded size of every value into ``out_offs`` (``out_offs[0] = 0``); returns
+    ``(0, 0)``, or ``(1, position)`` for an escape ending a value, ``(2, position)`` for a
+    code outside the table."""
+    total = 0
+    out_offs[0] = 0
+    for v in range(len(offs) - 1):
+        i = offs[v]
+        end = offs[v + 1]
+        while i < end:
+            c = data[i]
+            if c == ESCAPE:
+                if i + 1 >= end:
+                    return 1, i
+                total += 1
+                i += 2
+            else:
+                if c >= nsym:
+                    return 2, i
+                total += lens[c]
+                i += 1
+        out_offs[v + 1] = total
+    return 0, 0
+
+
+@jit
+def _expand(data, offs, sym, lens, out_offs, out, v0, v1):
+    """Write the decoded bytes of values ``v0`` to ``v1`` (already checked by :func:`_sizes`).
+    A symbol is copied as 8 bytes whatever its length (one store, the extra bytes overwritten
+    by the next token), except within 8 bytes of the end of these values' output, which
+    another call may be writing."""
+    limit = out_offs[v1] - 8
+    for v in range(v0, v1):
+        i = offs[v]
+        end = offs[v + 1]
+        o = out_offs[v]
+        while i < end:
+            c = data[i]
+            if c == ESCAPE:
+                out[o] = data[i + 1]
+                o += 1
+                i += 2
+            else:
+                n = lens[c]
+                if o <= limit:
+                    for k in range(8):
+                        out[o + k] = sym[c, k]
+                else:
+                    for k in range(n):
+                        out[o + k] = sym[c, k]
+                o += n
+                i += 1
+
+
+def _well_formed(offs: np.ndarray, size: int) -> bool:
+    return (len(offs) >= 1 and int(offs[0]) == 0 and int(offs[-1]) == size
+            and (len(offs) < 2 or bool((offs[1:] >= offs[:-1]).all())))
+
+
+def decode(src, offs: np.ndarray, sym: np.ndarray, lens8: np.ndarray, nsym: int,
+           saturated: bool | None = None):
+    """The decoded values of ``src`` (a ``Var`` or ``Spans`` whose values are cut at
+    ``offs``, starting at 0) as ``(offsets int64[n+1], bytes uint8)``: the readable page
+    decoder's ``Var``. Offsets that are not a well-formed cut of the bytes are left to the
+    readable decoder (``None``)."""
+    from reference_impl.file import parallel
+
+    m = int(offs[-1])
+    data = np.ascontiguousarray(src.bytes(0, m), np.uint8)
+    offs = np.ascontiguousarray(offs, np.int64)
+    if not _well_formed(offs, len(data)):
+        return None
+    lens = np.ascontiguousarray(lens8[:256], np.uint8)
+    out_offs = np.empty(len(offs), np.int64)
+    err, pos = _sizes(data, offs, lens, int(nsym), out_offs)
+    if err == 1:
+        raise FormatError("FSST escape code at the end of a value", rule=RULE)
+    if err == 2:
+        raise FormatError(f"FSST code {int(data[pos])} outside the {nsym}-symbol table", rule=RULE)
+    total = int(out_offs[-1])
+    out = np.empty(total, np.uint8)
+    table = np.ascontiguousarray(sym[:256], np.uint8)
+    if saturated is None:
+        saturated = parallel.saturated()
+    n = len(offs) - 1
+    if saturated or total < 2 * PIECE_BYTES or n < 2:
+        _expand(data, offs, table, lens, out_offs, out, 0, n)
+    else:
+        cuts = np.unique(np.searchsorted(out_offs, np.arange(0, total, PIECE_BYTES), side="right") - 1)
+        bounds = [int(c) for c in cuts] + [n]
+        spans = [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+        parallel.map_ordered(lambda s: _expand(data, offs, table, lens, out_offs, out, s[0], s[1]),
+                             spans)
+    return out_offs, out
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+@jit
+def _tokens(data, offsets, seg, short, single, slots, symbols, masks, lengths, out, out_len):
+    """Tokenise every value greedily, segment by segment, into ``out`` (escape + literal for
+    a byte no symbol covers); ``out_len[v]`` gets value ``v``'s compressed length. Returns
+    the bytes written. ``data`` is padded with 8 zero bytes."""
+    o = 0
+    nslots = slots.shape[0]
+    for v in range(len(offsets) - 1):
+        start = offsets[v]
+        end = offsets[v + 1]
+        o0 = o
+        s = start
+        while s < end:
+            seg_end = min(s + seg, end)
+            pos = s
+            while pos < seg_end:
+                room = seg_end - pos
+                b0 = data[pos]
+                if room == 1:
+                    tok = single[b0]
+                else:
+                    pair = np.int64(b0) | (np.int64(data[pos + 1]) << 8)
+                    tok = short[pair]
+                    if nslots:
+                        word = np.uint64(0)
+                        for k in range(8):
+                            word |= np.uint64(data[pos + k]) << np.uint64(8 * k)
+                        for k in range(nslots):
+                            code = slots[k, pair]
+                            if ((word & masks[code]) == symbols[code]
+                                    and lengths[code] <= room):
+                                tok = np.uint16(code) | (np.uint16(lengths[code]) << np.uint16(8))
+                                break
+                code = tok & 0xFF
+                out[o] = code
+                o += 1
+                if code == ESCAPE:
+                    out[o] = b0
+                    o += 1
+                pos += tok >> 8
+            s = seg_end
+        out_len[v] = o - o0
+    return o
+
+
+def encode_block(matcher, offsets: np.ndarray, data: np.ndarray, segment: int):
+    """``(compressed length per value, compressed bytes)``: what the readable encoder's
+    ``_encode_block`` returns for the same matcher, offsets (from 0) and bytes."""
+    offsets = np.ascontiguousarray(offsets, np.int64)
+    m = len(data)
+    padded = np.zeros(m + 8, np.uint8)
+    padded[:m] = data
+    out = np.empty(2 * m, np.uint8)
+    lengths = np.zeros(len(offsets) - 1, np.int64)
+    slots = matcher.slots if len(matcher.slots) else np.zeros((0, 65536), np.uint8)
+    size = _tokens(padded, offsets, int(segment), matcher.short, matcher.single,
+                   np.ascontiguousarray(slots), matcher.symbols, matcher.masks, matcher.lengths,
+                   out, lengths)
+    return lengths, out[:size].copy()
