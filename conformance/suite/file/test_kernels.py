@@ -301,14 +301,25 @@ def test_type_census_reads_identically_without_kernels(tmp_path, pylance, storag
     assert read > 200, storage  # (and every refusal was the same both ways)
 
 
-def test_file_format_tests_pass_without_kernels():
-    """The 2.1/2.2 decoder, FSST encoder and fast-path tests, in a subprocess with the
-    kernels switched off: the readable path, as a kit without numba runs it."""
+def _pytest_without_kernels(tests: list[str]) -> None:
     env = dict(os.environ, **{kernels.ENV: "0"})
-    tests = ["conformance/suite/file/test_file_v2_1.py", "conformance/suite/file/test_fsst_encoder.py",
-             "conformance/suite/file/test_file_hostile.py"]
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0",
                            "-x", "-m", "not slow and not compat", *tests], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    assert " passed" in proc.stdout
+    assert " passed" in proc.stdout and " failed" not in proc.stdout
+
+
+def test_file_format_tests_pass_without_kernels():
+    """The 2.1/2.2 decoder tests in a subprocess with the kernels switched off: the readable
+    path, as a kit without numba runs it (the ordinary test command runs both paths)."""
+    _pytest_without_kernels(["conformance/suite/file/test_file_v2_1.py"])
+
+
+@pytest.mark.slow
+def test_more_file_tests_pass_without_kernels():
+    """The FSST encoder, hostile-file and fast-path tests, the same way (slow profile)."""
+    _pytest_without_kernels(["conformance/suite/file/test_fsst_encoder.py",
+                             "conformance/suite/file/test_file_hostile.py",
+                             "conformance/suite/file/test_file_fast_paths.py",
+                             "conformance/suite/file/test_writer_fast_paths.py"])

@@ -21,7 +21,7 @@ import numpy as np
 
 from reference_impl.errors import FormatError
 
-from ._jit import jit
+from ._jit import jit, store_u64
 
 ESCAPE = 255
 RULE = "ENC-030"  # as reference_impl.file.encodings.v2_1.fsst.RULE
@@ -56,32 +56,30 @@ def _sizes(data, offs, lens, nsym, out_offs):
 
 
 @jit
-def _expand(data, offs, sym, lens, out_offs, out, v0, v1):
-    """Write the decoded bytes of values ``v0`` to ``v1`` (already checked by :func:`_sizes`).
-    A symbol is copied as 8 bytes whatever its length (one store, the extra bytes overwritten
-    by the next token), except within 8 bytes of the end of these values' output, which
-    another call may be writing."""
-    limit = out_offs[v1] - 8
-    for v in range(v0, v1):
-        i = offs[v]
-        end = offs[v + 1]
-        o = out_offs[v]
-        while i < end:
-            c = data[i]
-            if c == ESCAPE:
-                out[o] = data[i + 1]
-                o += 1
-                i += 2
+def _expand(data, a, b, sym8, sym64, lens, o, out, limit):
+    """Write the decoded bytes of compressed bytes ``a`` to ``b`` (whole values, already
+    checked by :func:`_sizes`) into ``out`` from ``o``. Tokens never cross a value's end, so
+    the values are walked as one stream. A symbol is stored as its whole 8-byte word (one
+    store; the bytes past its length are overwritten by the next token), except past
+    ``limit``, 8 bytes before the end of this stretch's output, which another call may be
+    writing."""
+    i = a
+    while i < b:
+        c = data[i]
+        if c == ESCAPE:
+            out[o] = data[i + 1]
+            o += 1
+            i += 2
+        else:
+            n = lens[c]
+            if o <= limit:
+                store_u64(out, o, sym64[c])
             else:
-                n = lens[c]
-                if o <= limit:
-                    for k in range(8):
-                        out[o + k] = sym[c, k]
-                else:
-                    for k in range(n):
-                        out[o + k] = sym[c, k]
-                o += n
-                i += 1
+                for k in range(n):
+                    out[o + k] = sym8[c, k]
+            o += n
+            i += 1
+    return o
 
 
 def _well_formed(offs: np.ndarray, size: int) -> bool:
@@ -111,18 +109,22 @@ def decode(src, offs: np.ndarray, sym: np.ndarray, lens8: np.ndarray, nsym: int,
         raise FormatError(f"FSST code {int(data[pos])} outside the {nsym}-symbol table", rule=RULE)
     total = int(out_offs[-1])
     out = np.empty(total, np.uint8)
-    table = np.ascontiguousarray(sym[:256], np.uint8)
+    sym8 = np.ascontiguousarray(sym[:256], np.uint8)
+    sym64 = sym8.view(np.uint64).reshape(256)  # (native order: stored back as the same bytes)
     if saturated is None:
         saturated = parallel.saturated()
     n = len(offs) - 1
+
+    def expand(span):
+        v0, v1 = span
+        _expand(data, offs[v0], offs[v1], sym8, sym64, lens, out_offs[v0], out, out_offs[v1] - 8)
+
     if saturated or total < 2 * PIECE_BYTES or n < 2:
-        _expand(data, offs, table, lens, out_offs, out, 0, n)
+        expand((0, n))
     else:
         cuts = np.unique(np.searchsorted(out_offs, np.arange(0, total, PIECE_BYTES), side="right") - 1)
         bounds = [int(c) for c in cuts] + [n]
-        spans = [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
-        parallel.map_ordered(lambda s: _expand(data, offs, table, lens, out_offs, out, s[0], s[1]),
-                             spans)
+        parallel.map_ordered(expand, [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a])
     return out_offs, out
 
 

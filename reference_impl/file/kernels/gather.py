@@ -1,12 +1,17 @@
 """Compiled twin of :func:`reference_impl.file.encodings.v2_1.chunks.gather_ranges`: the
 byte ranges ``data[s:s+n]``, concatenated. The wrapper checks every range against ``data``
-before the loop runs, with the readable function's ``ValueError``."""
+before the loop runs, with the readable function's ``ValueError``. It pays for many short
+ranges (one value each: the readable function builds an index of every byte for them); for
+long ones the readable function's one ``memcpy`` a range is as fast, so it is left to it."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ._jit import jit
+
+#: ranges averaging more bytes than this are left to the readable function (``None``)
+LONG_RANGE = 48
 
 
 @jit
@@ -15,11 +20,17 @@ def _gather(data, starts, lengths, out):
     for j in range(len(starts)):
         s = starts[j]
         n = lengths[j]
-        out[o:o + n] = data[s:s + n]
+        if n > 32:
+            out[o:o + n] = data[s:s + n]
+        else:
+            for k in range(n):
+                out[o + k] = data[s + k]
         o += n
 
 
-def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray):
+    """The concatenated ranges, as the readable twin gives them (the same ``ValueError`` for
+    a range outside ``data``), or ``None`` when the ranges are long (the readable copy wins)."""
     starts = np.ascontiguousarray(starts, np.int64).reshape(-1)
     lengths = np.ascontiguousarray(lengths, np.int64).reshape(-1)
     if len(starts) != len(lengths):
@@ -35,6 +46,8 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     elif lengths.min() < 0:
         raise ValueError("gather_ranges: a range lies outside the data")
     total = int(lengths[live].sum())
+    if total > LONG_RANGE * len(starts):
+        return None  # long ranges: the readable function's one memcpy a range is as fast
     out = np.empty(total, data.dtype)
     _gather(np.ascontiguousarray(data), np.where(live, starts, 0), lengths, out)
     return out

@@ -43,8 +43,8 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, *,
     of 1-5 KiB strings took 5 GiB of int64 indices before). Ranges may overlap and come in
     any order; a range outside ``data`` raises ValueError (callers check them first)."""
     fast = kernels.kernel("gather_ranges") if piece is None else None
-    if fast is not None:  # the compiled twin, when installed (one pass, no index arrays)
-        return fast(data, starts, lengths)
+    if fast is not None and (got := fast(data, starts, lengths)) is not None:
+        return got  # the compiled twin, when installed (one pass, no index arrays)
     piece = GATHER_PIECE if piece is None else max(1, int(piece))
     starts = np.asarray(starts, np.int64).reshape(-1)
     lengths = np.asarray(lengths, np.int64).reshape(-1)
