@@ -114,7 +114,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 KINDS = ("ints", "floats", "strings", "lists", "structs", "nullable", "mixed", "basic")
-VERSIONS = ("2.0", "2.1", "2.2")
+VERSIONS = ("2.0", "2.1", "2.2", "2.3")
 OPS = ("scan", "deep", "write")
 
 
@@ -234,6 +234,28 @@ def run_case(root: str, rows: int, version: str, kind: str, ops, repeat: int):
         yield line("write", o, t)
 
 
+def start_busy(n: int) -> list:
+    """``n`` processes spinning ``while True: pass``, process ``i`` pinned to core ``i`` (mod
+    the cores) with ``taskset`` where it exists: the "both cores busy" condition."""
+    import subprocess
+
+    procs = []
+    cores = os.cpu_count() or 1
+    for i in range(n):
+        cmd = [sys.executable, "-c", "while True: pass"]
+        if shutil.which("taskset"):
+            cmd = ["taskset", "-c", str(i % cores), *cmd]
+        procs.append(subprocess.Popen(cmd))
+    time.sleep(1.0)
+    return procs
+
+
+def stop_busy(procs: list) -> None:
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", default="1000000", help="comma-separated row counts (1000000,10000000)")
@@ -243,11 +265,18 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", default=None, help="keep the datasets here (reused across runs)")
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
+    ap.add_argument("--busy", type=int, default=0,
+                    help="load the machine with this many spinning processes, pinned one a core "
+                         "(2 on this machine: both cores busy) while timing")
     args = ap.parse_args(argv)
+    from reference_impl.file import kernels
+
     ops = args.ops.split(",")
     root = args.dir or tempfile.mkdtemp(prefix="bench-dataset-")
     os.makedirs(root, exist_ok=True)
-    print(f"# cores {os.cpu_count()}, load {os.getloadavg()}, data in {root}", flush=True)
+    print(f"# cores {os.cpu_count()}, load {os.getloadavg()}, data in {root}, kernels "
+          f"{'on' if kernels.enabled() else 'off'}, busy {args.busy}", flush=True)
+    busy = start_busy(args.busy) if args.busy else []
     if not args.json:
         print(f"{'op':<6}{'rows':>10} {'ver':<4}{'kind':<10}{'ours s':>9}{'pylance s':>11}{'ratio':>7}"
               f"{'load':>6}", flush=True)
@@ -263,6 +292,7 @@ def main(argv=None) -> int:
                                   f"{rec['pylance_s']:>11.3f}{rec['ratio']:>7.2f}{rec['load1']:>6.1f}",
                                   flush=True)
     finally:
+        stop_busy(busy)
         if args.dir is None:
             shutil.rmtree(root, ignore_errors=True)
     return 0

@@ -323,3 +323,65 @@ def test_more_file_tests_pass_without_kernels():
                              "conformance/suite/file/test_file_hostile.py",
                              "conformance/suite/file/test_file_fast_paths.py",
                              "conformance/suite/file/test_writer_fast_paths.py"])
+
+
+# --------------------------------------------------------------------------- threads
+
+
+def test_decode_threads_follow_the_cgroup_quota(tmp_path, monkeypatch):
+    from reference_impl.file import parallel
+
+    quota = tmp_path / "cpu.max"
+    quota.write_text("max 100000\n")
+    assert parallel.cgroup_cpus(str(quota)) is None
+    quota.write_text("150000 100000\n")
+    assert parallel.cgroup_cpus(str(quota)) == 1.5
+    assert parallel.cgroup_cpus(str(tmp_path / "absent")) is None
+    monkeypatch.delenv(parallel.ENV, raising=False)
+    monkeypatch.setattr(parallel, "cgroup_cpus", lambda: 1.0)
+    assert parallel.threads() == 1
+    monkeypatch.setattr(parallel, "cgroup_cpus", lambda: None)
+    assert parallel.threads() == max(1, min(len(os.sched_getaffinity(0)), 8))
+
+
+@needs_kernels
+def test_kernels_start_no_threads_of_their_own():
+    """A decode and an encode through the kernels leave numba's threading layer unstarted
+    (the kit's decode pool is the only pool: no oversubscription)."""
+    import threading
+
+    import numba.np.ufunc.parallel as numba_parallel
+
+    before = threading.active_count()
+    table = _table([2] * 100, 3)
+    values = np.random.default_rng(3).integers(0, 100, 5000).astype(np.uint8)
+    offs = np.arange(0, 5001, 50, dtype=np.int64)
+    fsst.decode(table, Var(offs, values), saturated=True)
+    fsst_enc.encode(fsst_enc.build_symbol_table((offs, values)), offs, values)
+    assert not numba_parallel._is_initialized
+    assert threading.active_count() == before
+
+
+# --------------------------------------------------------------------------- bit-packing
+
+
+@needs_kernels
+@given(st.sampled_from([8, 16, 32, 64]), st.integers(0, 64), st.integers(0, 3), st.integers(0, 2**32 - 1))
+@example(64, 64, 2, 0)
+@example(16, 5, 1, 7)
+def test_fastlanes_pack_kernel_equals_readable(T, W, k, seed):
+    """The writer's packing, kernel against the readable ``fastlanes_pack`` (values wider
+    than ``W`` bits too: only their low bits are kept), and unpacked back."""
+    from reference_impl.file.encode.v2_1 import bitpacking as enc_bits
+
+    W = min(W, T)
+    dt = bitpacking.UINT[T]
+    rng = np.random.default_rng(seed)
+    blocks = rng.integers(0, 256, k * 1024 * (T // 8), dtype=np.uint8).view(dt).reshape(k, 1024)
+    fast, slow = both(lambda: enc_bits.fastlanes_pack_fast(blocks, T, W))
+    ref = enc_bits.fastlanes_pack(blocks, T, W)
+    assert fast[0] == slow[0] == "ok"
+    assert fast[1].dtype == ref.dtype and np.array_equal(fast[1], ref) and np.array_equal(slow[1], ref)
+    if W:
+        low = blocks & dt((1 << W) - 1) if W < T else blocks
+        assert np.array_equal(bitpacking.unpack_blocks(fast[1], T, W), low)

@@ -2,8 +2,8 @@
 
 The readable modules (``reference_impl/file/encodings``, ``reference_impl/file/encode``) are
 the definition of every step; a newcomer reads them and never needs this package. For the few
-loops that dominate a scan or a write (FSST decompression and training, FastLanes
-bit-unpacking, gathering byte ranges) this package holds a twin compiled with numba
+loops that dominate a scan or a write (FSST decompression and tokenising, FastLanes
+bit-unpacking and bit-packing, gathering byte ranges) this package holds a twin compiled with numba
 (the ``kernels`` extra: ``pip install lance-conformance[kernels]``). The readable modules reach
 a kernel only through :func:`kernel`, one call at the top of the function it replaces::
 
@@ -41,6 +41,7 @@ KERNELS = {
     "fsst_decode": ("fsst", "decode"),
     "fsst_encode_block": ("fsst", "encode_block"),
     "unpack_blocks": ("bitpacking", "unpack_blocks"),
+    "fastlanes_pack": ("bitpacking", "fastlanes_pack"),
     "gather_ranges": ("gather", "gather_ranges"),
 }
 

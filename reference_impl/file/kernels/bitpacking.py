@@ -49,3 +49,37 @@ def unpack_blocks(words: np.ndarray, T: int, W: int) -> np.ndarray:
     src = np.ascontiguousarray(words, dt).reshape(k, -1)
     _unpack(src, int(T), int(W), rows, out)
     return out
+
+
+@jit
+def _pack(blocks, T, W, rows, out):
+    k = blocks.shape[0]
+    lanes = 1024 // T
+    mask = np.uint64(0xFFFFFFFFFFFFFFFF) if W >= 64 else (np.uint64(1) << np.uint64(W)) - np.uint64(1)
+    for b in range(k):
+        for r in range(T):
+            bit = r * W
+            w = bit // T
+            s = bit % T
+            base = rows[r]
+            two = s + W > T
+            for lane in range(lanes):
+                v = np.uint64(blocks[b, base + lane]) & mask
+                i = w * lanes + lane
+                out[b, i] = np.uint64(out[b, i]) | (v << np.uint64(s))
+                if two:
+                    j = i + lanes
+                    out[b, j] = np.uint64(out[b, j]) | (v >> np.uint64(T - s))
+
+
+def fastlanes_pack(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
+    """``(B, 1024)`` values of ``T`` bits -> ``(B, W*LANES)`` words at width ``W``, as the
+    writer's readable ``fastlanes_pack`` (only the low ``W`` bits of each value are kept)."""
+    dt = UINT[T]
+    B = blocks.shape[0]
+    out = np.zeros((B, W * (1024 // T)), dt)
+    if W == 0 or B == 0:
+        return out
+    rows = np.array([FL_ORDER[r // 8] * 16 + (r % 8) * 128 for r in range(T)], np.int64)
+    _pack(np.ascontiguousarray(blocks, dt).reshape(B, 1024), int(T), int(W), rows, out)
+    return out
