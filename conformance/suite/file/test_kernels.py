@@ -138,8 +138,9 @@ def test_fsst_decode_kernel_equals_readable(case):
 
 @needs_kernels
 def test_fsst_decode_kernel_splits_a_large_page_over_threads(monkeypatch):
-    """A page of more output than two pieces is expanded in value ranges on the decode
-    threads: the same bytes as one expansion and as the readable decoder."""
+    """A page of more than two pieces is sized and expanded in value ranges on the decode
+    threads: the same bytes as one expansion and as the readable decoder, and the same
+    refusal of a bad token in a later piece."""
     from reference_impl.file.kernels import fsst as kfsst
 
     monkeypatch.setattr(kfsst, "PIECE_BYTES", 64)
@@ -155,6 +156,13 @@ def test_fsst_decode_kernel_splits_a_large_page_over_threads(monkeypatch):
     with readable():
         ref = fsst.decode(table, comp)
     assert _same_var(split, whole) and _same_var(split, ref)
+    # a damaged value in a later piece: the same refusal, split or not, as the readable path
+    bad = np.frombuffer(b"".join(values), np.uint8).copy()
+    bad[int(offs[400])] = 250  # a code outside the 200-symbol table
+    comp = Var(offs, bad)
+    for sat in (False, True):
+        fast, slow = both(lambda sat=sat: fsst.decode(table, comp, saturated=sat))
+        assert fast == slow == ("refused", "FormatError", "ENC-030")
 
 
 # --------------------------------------------------------------------------- bit-unpacking

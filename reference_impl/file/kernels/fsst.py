@@ -25,34 +25,33 @@ from ._jit import jit, store_u64
 
 ESCAPE = 255
 RULE = "ENC-030"  # as reference_impl.file.encodings.v2_1.fsst.RULE
-#: output bytes of one expansion run on a decode thread (a page is split when threads are idle)
-PIECE_BYTES = 1 << 22
+#: compressed bytes of one piece run on a decode thread (a page is split when threads are idle)
+PIECE_BYTES = 1 << 20
 
 
 @jit
-def _sizes(data, offs, lens, nsym, out_offs):
-    """Decoded size of every value into ``out_offs`` (``out_offs[0] = 0``); returns
-    ``(0, 0)``, or ``(1, position)`` for an escape ending a value, ``(2, position)`` for a
-    code outside the table."""
+def _sizes(data, offs, lens, nsym, out_offs, v0, v1):
+    """Decoded size of values ``v0`` to ``v1``: ``out_offs[v + 1]`` gets the decoded bytes
+    of values ``v0..v`` (counted from ``v0``). Returns ``(0, 0, total)``, or ``(1, position,
+    0)`` for an escape ending a value, ``(2, position, 0)`` for a code outside the table."""
     total = 0
-    out_offs[0] = 0
-    for v in range(len(offs) - 1):
+    for v in range(v0, v1):
         i = offs[v]
         end = offs[v + 1]
         while i < end:
             c = data[i]
             if c == ESCAPE:
                 if i + 1 >= end:
-                    return 1, i
+                    return 1, i, 0
                 total += 1
                 i += 2
             else:
                 if c >= nsym:
-                    return 2, i
+                    return 2, i, 0
                 total += lens[c]
                 i += 1
         out_offs[v + 1] = total
-    return 0, 0
+    return 0, 0, total
 
 
 @jit
@@ -101,30 +100,45 @@ def decode(src, offs: np.ndarray, sym: np.ndarray, lens8: np.ndarray, nsym: int,
     if not _well_formed(offs, len(data)):
         return None
     lens = np.ascontiguousarray(lens8[:256], np.uint8)
-    out_offs = np.empty(len(offs), np.int64)
-    err, pos = _sizes(data, offs, lens, int(nsym), out_offs)
-    if err == 1:
-        raise FormatError("FSST escape code at the end of a value", rule=RULE)
-    if err == 2:
-        raise FormatError(f"FSST code {int(data[pos])} outside the {nsym}-symbol table", rule=RULE)
-    total = int(out_offs[-1])
-    out = np.empty(total, np.uint8)
-    sym8 = np.ascontiguousarray(sym[:256], np.uint8)
-    sym64 = sym8.view(np.uint64).reshape(256)  # (native order: stored back as the same bytes)
+    n = len(offs) - 1
     if saturated is None:
         saturated = parallel.saturated()
-    n = len(offs) - 1
+    # pieces of whole values, about PIECE_BYTES compressed bytes each: sized, then expanded,
+    # on the decode threads (one piece when the threads are busy with other items)
+    if saturated or m < 2 * PIECE_BYTES or n < 2:
+        spans = [(0, n)]
+    else:
+        cuts = np.unique(np.searchsorted(offs, np.arange(0, m, PIECE_BYTES), side="right") - 1)
+        bounds = [int(c) for c in cuts] + [n]
+        spans = [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
+    out_offs = np.empty(len(offs), np.int64)
+    out_offs[0] = 0
+
+    def size(span):
+        return _sizes(data, offs, lens, int(nsym), out_offs, span[0], span[1])
+
+    sized = [size(spans[0])] if len(spans) == 1 else parallel.map_ordered(size, spans)
+    base = 0
+    for (v0, v1), (err, pos, total) in zip(spans, sized, strict=True):
+        if err == 1:
+            raise FormatError("FSST escape code at the end of a value", rule=RULE)
+        if err == 2:
+            raise FormatError(f"FSST code {int(data[pos])} outside the {nsym}-symbol table", rule=RULE)
+        if base:
+            out_offs[v0 + 1:v1 + 1] += base
+        base += total
+    out = np.empty(base, np.uint8)
+    sym8 = np.ascontiguousarray(sym[:256], np.uint8)
+    sym64 = sym8.view(np.uint64).reshape(256)  # (native order: stored back as the same bytes)
 
     def expand(span):
         v0, v1 = span
         _expand(data, offs[v0], offs[v1], sym8, sym64, lens, out_offs[v0], out, out_offs[v1] - 8)
 
-    if saturated or total < 2 * PIECE_BYTES or n < 2:
-        expand((0, n))
+    if len(spans) == 1:
+        expand(spans[0])
     else:
-        cuts = np.unique(np.searchsorted(out_offs, np.arange(0, total, PIECE_BYTES), side="right") - 1)
-        bounds = [int(c) for c in cuts] + [n]
-        parallel.map_ordered(expand, [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a])
+        parallel.map_ordered(expand, spans)
     return out_offs, out
 
 
