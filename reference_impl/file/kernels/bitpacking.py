@@ -46,8 +46,8 @@ def unpack_blocks(words: np.ndarray, T: int, W: int) -> np.ndarray:
     if W == 0 or k == 0:
         return out
     rows = np.array([FL_ORDER[r // 8] * 16 + (r % 8) * 128 for r in range(T)], np.int64)
-    src = np.ascontiguousarray(words, dt).reshape(k, -1)
-    _unpack(src, int(T), int(W), rows, out)
+    src = words if words.dtype == dt and words.ndim == 2 else np.asarray(words, dt).reshape(k, -1)
+    _unpack(src, int(T), int(W), rows, out)  # (a strided view is read where it lies)
     return out
 
 
