@@ -148,6 +148,8 @@ def test_fsst_decode_kernel_splits_a_large_page_over_threads(monkeypatch):
     lengths = rng.integers(1, 9, 200).tolist()
     table = _table(lengths, 5)
     values = [bytes(rng.integers(0, 200, int(rng.integers(0, 30)), dtype=np.uint8)) for _ in range(500)]
+    values[:3] = [b"", b"", b""]  # empty values before the first cut (once left unsized)
+    values[100:120] = [b""] * 20
     offs = np.zeros(len(values) + 1, np.int64)
     np.cumsum([len(v) for v in values], out=offs[1:])
     comp = Var(offs, np.frombuffer(b"".join(values), np.uint8))

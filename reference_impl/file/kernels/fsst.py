@@ -108,8 +108,8 @@ def decode(src, offs: np.ndarray, sym: np.ndarray, lens8: np.ndarray, nsym: int,
     if saturated or m < 2 * PIECE_BYTES or n < 2:
         spans = [(0, n)]
     else:
-        cuts = np.unique(np.searchsorted(offs, np.arange(0, m, PIECE_BYTES), side="right") - 1)
-        bounds = [int(c) for c in cuts] + [n]
+        cuts = np.searchsorted(offs, np.arange(PIECE_BYTES, m, PIECE_BYTES), side="right") - 1
+        bounds = [0, *sorted({int(c) for c in cuts} - {0, n}), n]  # every value in one span
         spans = [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
     out_offs = np.empty(len(offs), np.int64)
     out_offs[0] = 0
@@ -127,6 +127,8 @@ def decode(src, offs: np.ndarray, sym: np.ndarray, lens8: np.ndarray, nsym: int,
         if base:
             out_offs[v0 + 1:v1 + 1] += base
         base += total
+    if not _well_formed(out_offs, base):  # (cannot happen: every value lies in one span)
+        return None
     out = np.empty(base, np.uint8)
     sym8 = np.ascontiguousarray(sym[:256], np.uint8)
     sym64 = sym8.view(np.uint64).reshape(256)  # (native order: stored back as the same bytes)
