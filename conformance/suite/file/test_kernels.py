@@ -395,3 +395,17 @@ def test_fastlanes_pack_kernel_equals_readable(T, W, k, seed):
     if W:
         low = blocks & dt((1 << W) - 1) if W < T else blocks
         assert np.array_equal(bitpacking.unpack_blocks(fast[1], T, W), low)
+
+
+@needs_kernels
+def test_bit_kernels_leave_shapes_they_do_not_expect_to_the_readable_functions():
+    """Words or blocks of the wrong shape, or a width above ``T``: the kernels decline
+    (no read or write outside the arrays) and the readable function's refusal stands."""
+    from reference_impl.file.encode.v2_1 import bitpacking as enc_bits
+
+    words = np.zeros((2, 3 * 32 - 1), np.uint32)  # one word short of width 3
+    fast, slow = both(lambda: bitpacking.unpack_blocks(words, 32, 3))
+    assert fast == slow and fast[0] == "refused"
+    blocks = np.zeros((2, 1000), np.uint16)
+    fast, slow = both(lambda: enc_bits.fastlanes_pack_fast(blocks, 16, 4))
+    assert fast[0] == slow[0] == "refused"

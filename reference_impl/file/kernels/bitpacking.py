@@ -5,8 +5,9 @@ A block of 1024 values of ``T`` bits is ``W * LANES`` words (``LANES = 1024 / T`
 of lane ``l`` is bits ``[r*W, r*W + W)`` of lane ``l``'s words and goes to output position
 ``FL_ORDER[r // 8] * 16 + (r % 8) * 128 + l``. The readable function does one numpy step per
 row over all blocks; this loop does the same arithmetic block by block, in 64-bit registers,
-and stores the low ``T`` bits. Its inputs are shapes the caller has already checked (the
-words array is exactly ``(k, W * LANES)``), so there is nothing untrusted left to bound.
+and stores the low ``T`` bits. The wrappers check the shapes every index relies on (``W <=
+T``, words exactly ``(k, W * LANES)``, blocks ``(B, 1024)``) and leave anything else to the
+readable functions (``None``), which refuse it as they always have.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def unpack_blocks(words: np.ndarray, T: int, W: int) -> np.ndarray:
     dt = UINT[T]
     k = words.shape[0]
     out = np.zeros((k, 1024), dt)
+    if not 0 <= W <= T or words.ndim != 2 or words.shape[1] != W * (1024 // T):
+        return None  # not a block shape: the readable function says what is wrong
     if W == 0 or k == 0:
         return out
     rows = np.array([FL_ORDER[r // 8] * 16 + (r % 8) * 128 for r in range(T)], np.int64)
@@ -77,9 +80,11 @@ def fastlanes_pack(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
     writer's readable ``fastlanes_pack`` (only the low ``W`` bits of each value are kept)."""
     dt = UINT[T]
     B = blocks.shape[0]
+    if not 0 <= W <= T or blocks.ndim != 2 or blocks.shape[1] != 1024:
+        return None  # not a block shape: the readable function says what is wrong
     out = np.zeros((B, W * (1024 // T)), dt)
     if W == 0 or B == 0:
         return out
     rows = np.array([FL_ORDER[r // 8] * 16 + (r % 8) * 128 for r in range(T)], np.int64)
-    _pack(np.ascontiguousarray(blocks, dt).reshape(B, 1024), int(T), int(W), rows, out)
+    _pack(np.ascontiguousarray(blocks, dt), int(T), int(W), rows, out)
     return out

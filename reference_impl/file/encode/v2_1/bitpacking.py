@@ -68,8 +68,8 @@ def fastlanes_pack_fast(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
     (row, block, lane) array, so that each shift-and-or step works on one contiguous row of
     all blocks, shifting into a reused buffer."""
     fast = kernels.kernel("fastlanes_pack")  # the compiled twin, when installed
-    if fast is not None:
-        return fast(blocks, T, W)
+    if fast is not None and (got := fast(blocks, T, W)) is not None:
+        return got
     dt = UINT[T]
     lanes = BLOCK // T
     B = blocks.shape[0]
