@@ -44,8 +44,31 @@ _pool_pid: int | None = None
 _local = threading.local()
 
 
+def cgroup_cpus(path: str = "/sys/fs/cgroup/cpu.max") -> float | None:
+    """The CPUs a cgroup v2 quota grants this process (``quota / period``), or ``None``
+    when there is no quota (``max``) or no such file (not Linux, cgroup v1)."""
+    try:
+        with open(path) as f:
+            quota, period = f.read().split()[:2]
+        if quota == "max":
+            return None
+        return max(int(quota) / int(period), 0.01)
+    except (OSError, ValueError):
+        return None
+
+
 def threads() -> int:
-    """How many decode threads to use: ``$LANCE_CONFORMANCE_DECODE_THREADS`` or the CPUs (<= 8)."""
+    """How many decode threads to use: ``$LANCE_CONFORMANCE_DECODE_THREADS``, else the CPUs
+    this process may run on (its affinity mask, cut to its cgroup's CPU quota where one is
+    set), at most 8.
+
+    The load average is deliberately not subtracted: it counts this process's own threads
+    and lags by a minute, and the scheduler shares a busy core per runnable thread, so
+    giving up threads when other jobs run would only cede CPU to them. What keeps a busy
+    machine from being oversubscribed is that this pool is the only one: the compiled
+    kernels (:mod:`reference_impl.file.kernels`) are single-threaded (numba's threading
+    layer is never started) and the Arrow calls made while decoding (``take``, casts,
+    array construction) run on the calling thread, not on Arrow's CPU pool."""
     raw = os.environ.get(ENV, "")
     if raw.strip():
         try:
@@ -56,6 +79,9 @@ def threads() -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
+    quota = cgroup_cpus()
+    if quota is not None:
+        cpus = min(cpus, max(1, int(quota + 0.5)))
     return max(1, min(cpus, 8))
 
 
@@ -154,4 +180,4 @@ def map_ordered(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     return out
 
 
-__all__ = ["ENV", "map_ordered", "mark_worker_thread", "saturated", "threads"]
+__all__ = ["ENV", "cgroup_cpus", "map_ordered", "mark_worker_thread", "saturated", "threads"]

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from ....proto import encodings_v2_1_pb2 as pb
+from ... import kernels
 from ..arrow_data import fixed_bits, fixed_values
 
 BLOCK = 1024
@@ -66,6 +67,9 @@ def fastlanes_pack_fast(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
     every block gathered by strided copies (not one fancy index per row) into a row-major
     (row, block, lane) array, so that each shift-and-or step works on one contiguous row of
     all blocks, shifting into a reused buffer."""
+    fast = kernels.kernel("fastlanes_pack")  # the compiled twin, when installed
+    if fast is not None and (got := fast(blocks, T, W)) is not None:
+        return got
     dt = UINT[T]
     lanes = BLOCK // T
     B = blocks.shape[0]

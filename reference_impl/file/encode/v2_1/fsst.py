@@ -58,6 +58,7 @@ import pyarrow as pa
 
 from ....errors import InvalidInput
 from ....proto import encodings_v2_1_pb2 as pb
+from ... import kernels
 from ...parallel import map_ordered
 from ..arrow_data import is_large_variable, variable_parts
 from .variable import VariableValues, variable_encoding
@@ -323,6 +324,9 @@ def _tokenise(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
 def _encode_block(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
     """``(compressed length per value, compressed bytes)`` of the values ``offsets``
     (starting at 0) index in ``data``."""
+    fast = kernels.kernel("fsst_encode_block")  # the compiled twin, when installed
+    if fast is not None:
+        return fast(matcher, offsets, data, SEGMENT_BYTES)
     starts, ends = _segments(offsets)
     padded = _pad(data)
     is_start, packed = _walk(matcher, padded, starts, ends)

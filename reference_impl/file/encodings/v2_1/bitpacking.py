@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from reference_impl.errors import FormatError
+from reference_impl.file import kernels
 
 from .chunks import gather_ranges
 
@@ -38,6 +39,9 @@ def _out_rows(T: int) -> np.ndarray:
 
 def unpack_blocks(words: np.ndarray, T: int, W: int) -> np.ndarray:
     """Unpack ``k`` blocks given as a ``(k, W*LANES)`` array of ``T``-bit words -> ``(k, 1024)``."""
+    fast = kernels.kernel("unpack_blocks")  # the compiled twin, when installed
+    if fast is not None and (got := fast(words, T, W)) is not None:
+        return got
     dt = UINT[T]
     k = words.shape[0]
     lanes = 1024 // T

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from reference_impl.errors import FormatError
+from reference_impl.file import kernels
 
 from .values import Spans, Var
 
@@ -178,6 +179,10 @@ def decode(table: bytes, comp: Var | Spans, *, piece: int | None = None,
     offs = comp.offsets - comp.offsets[0]
     if int(offs[-1]) == 0:
         return Var(np.zeros(len(offs), np.int64), np.zeros(0, np.uint8))
+    fast = kernels.kernel("fsst_decode")  # the compiled twin, when installed
+    if fast is not None and piece is None and (
+            got := fast(comp, offs, sym, lens.astype(np.uint8), nsym, saturated)):
+        return Var(*got)
     return _decode_pieces(comp, offs, sym, lens.astype(np.uint8), nsym, piece, saturated)
 
 
