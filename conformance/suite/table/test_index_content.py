@@ -222,8 +222,8 @@ def test_a_btree_page_rewritten_with_the_reference_writer_is_caught(tmp_path, py
 
 def _fix_size(root: Path, folder: Path, pylance) -> None:
     """Rewrite the index section so IndexFile.size_bytes matches the rewritten file."""
-    from reference_impl.dataset import open_dataset
     from conformance.fixtures.corruption import latest_manifest, rewrite_manifest
+    from reference_impl.dataset import open_dataset
 
     ds = open_dataset(str(root))
     section = ds.index_section
