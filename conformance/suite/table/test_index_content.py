@@ -222,8 +222,8 @@ def test_a_btree_page_rewritten_with_the_reference_writer_is_caught(tmp_path, py
 
 def _fix_size(root: Path, folder: Path, pylance) -> None:
     """Rewrite the index section so IndexFile.size_bytes matches the rewritten file."""
-    from reference_impl.dataset import open_dataset
     from conformance.fixtures.corruption import latest_manifest, rewrite_manifest
+    from reference_impl.dataset import open_dataset
 
     ds = open_dataset(str(root))
     section = ds.index_section
@@ -366,3 +366,23 @@ def test_release_indexes_are_read_and_draw_no_error(tmp_path, release):
     report = validate(str(root), versions="all", deep=True)
     assert not report.rules_violated(None) & CONTENT_RULES, report.render("text")
     assert not report.not_judged, report.not_judged  # each index was read and judged
+
+
+def test_a_posting_of_a_whole_fragment_stands_for_its_rows():
+    """A row map entry of size 0 names every row of its fragment: held against the data's
+    rows of that fragment (live and deleted)."""
+    from types import SimpleNamespace
+
+    from reference_impl.index import IndexContent, check_index
+
+    keys = pa.array(["x", "y"])
+    entries = pa.table({"value": pa.array(["y"]), "row_id": pa.array([F1], pa.uint64()),
+                        "key": pa.array([1], pa.int64())})
+    content = IndexContent("bitmap", "bitmap-v0", entries,
+                           extra={"full": [(0, 0)], "keys": keys, "n_keys": 2})
+    index = SimpleNamespace(name="s_idx", kind="bitmap")
+    data = _data([0, 2, F1], ["x", "x", "y"], deleted_row_ids=np.asarray([1], np.uint64))
+    assert list(check_index(content, index, data)) == []
+    data = _data([0, 2, F1], ["x", "z", "y"], deleted_row_ids=np.asarray([1], np.uint64))
+    (d,) = check_index(content, index, data)
+    assert d.rule == VALUE_DIFFERS and d.row_id == 2 and d.value == "x"
