@@ -186,6 +186,19 @@ ENGLISH_STOP_WORDS = frozenset((
     "a an and are as at be but by for if in into is it no not of on or such that the their "
     "then there these they this to was will with").split())
 _TOKEN_CHARS = ("Lu", "Ll", "Lt", "Lm", "Lo", "Nd")
+_ALNUM_RUNS = re.compile(r"[^\W_]+")
+#: the stop words' stems' possible beginnings (a token starting so may stem to a stop word)
+_STOP_PREFIXES = tuple(sorted({w[:-1] for w in ENGLISH_STOP_WORDS if len(w) > 1}))
+_unsure_cache: dict[str, bool] = {}
+
+
+def _may_stem_to_stop_word(token: str) -> bool:
+    hit = _unsure_cache.get(token)
+    if hit is None:
+        hit = len(token) <= 8 and token.startswith(_STOP_PREFIXES)
+        if len(_unsure_cache) < 1 << 20:
+            _unsure_cache[token] = hit
+    return hit
 
 
 def split_simple(text: str) -> list[str] | None:
@@ -194,11 +207,13 @@ def split_simple(text: str) -> list[str] | None:
     writer's notion of alphanumeric (then the text is not judged)."""
     import unicodedata
 
+    if text.isascii():
+        return _ALNUM_RUNS.findall(text)
     for c in text:
         if not c.isascii() and not c.isspace() and unicodedata.category(c) not in _TOKEN_CHARS:
             if c.isalnum() or unicodedata.category(c).startswith(("M", "N")):
                 return None
-    return re.findall(r"[^\W_]+", text)
+    return _ALNUM_RUNS.findall(text)
 
 
 def split_whitespace(text: str) -> list[str]:
@@ -254,9 +269,8 @@ def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
     kept = [t for t in tokens if t not in ENGLISH_STOP_WORDS]
     if not params.get("stem", False):
         return len(kept), len(kept)
-    prefixes = {w[:-1] for w in ENGLISH_STOP_WORDS if len(w) > 1}
-    unsure = [t for t in kept if any(t.startswith(p) for p in prefixes) and len(t) <= 8]
-    return len(kept) - len(unsure), len(kept)
+    unsure = sum(1 for t in kept if _may_stem_to_stop_word(t))
+    return len(kept) - unsure, len(kept)
 
 
 RULE_DOCUMENTS = "INDEX-125"

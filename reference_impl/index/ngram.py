@@ -164,7 +164,47 @@ RULE_OUTSIDE = "INDEX-124"
 def expected_postings(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(position, token, exact)``: for each row (by position in ``values``) the tokens it
     must be listed under (null rows: the null token), and per row whether that set is exact
-    (ASCII or null text) or only certain (non-ASCII text)."""
+    (ASCII or null text) or only certain (non-ASCII text). The readable form:
+    :func:`expected_postings_readable`; this one does the ASCII rows with numpy."""
+    texts = values.to_pylist()
+    n = len(texts)
+    exact = np.ones(n, dtype=bool)
+    is_ascii = np.fromiter((t is not None and t.isascii() for t in texts), bool, count=n)
+    pos_parts, tok_parts = [], []
+    ascii_rows = np.flatnonzero(is_ascii)
+    if len(ascii_rows):
+        encoded = [texts[i].encode("ascii") for i in ascii_rows]
+        lengths = np.fromiter((len(b) for b in encoded), np.int64, count=len(encoded))
+        # rows joined by one separator byte, which no trigram spans
+        flat = np.frombuffer(b"\x00".join(encoded), np.uint8)
+        codes = _CODES[flat].astype(np.uint64)
+        row_of = np.repeat(ascii_rows, lengths + 1)[:len(flat)]
+        if len(flat) >= 3:
+            a, b, c = codes[:-2], codes[1:-1], codes[2:]
+            keep = (a > 0) & (b > 0) & (c > 0)
+            tok = (a * SPAN * SPAN + b * SPAN + c)[keep]
+            pos = row_of[:-2][keep].astype(np.uint64)
+            pair = np.unique((pos << np.uint64(16)) | tok)
+            pos_parts.append(pair >> np.uint64(16))
+            tok_parts.append(pair & np.uint64(0xFFFF))
+    for i, text in enumerate(texts):
+        if is_ascii[i]:
+            continue
+        if text is None:
+            pos_parts.append(np.array([i], np.uint64))
+            tok_parts.append(np.array([NULL_TOKEN], np.uint64))
+            continue
+        grams, ok = trigrams(text)
+        exact[i] = ok
+        pos_parts.append(np.full(len(grams), i, np.uint64))
+        tok_parts.append(np.array([token_of(g) for g in grams], np.uint64))
+    if not pos_parts:
+        return np.zeros(0, np.uint64), np.zeros(0, np.uint64), exact
+    return np.concatenate(pos_parts), np.concatenate(tok_parts), exact
+
+
+def expected_postings_readable(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The readable form of :func:`expected_postings` (one row at a time)."""
     pos_out, tok_out = [], []
     exact = np.ones(len(values), dtype=bool)
     for i, text in enumerate(values.to_pylist()):
@@ -178,6 +218,13 @@ def expected_postings(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndar
             pos_out.append(i)
             tok_out.append(token_of(g))
     return (np.asarray(pos_out, dtype=np.uint64), np.asarray(tok_out, dtype=np.uint64), exact)
+
+
+#: byte -> its trigram digit (1..36 for ASCII digits and letters of either case, 0 otherwise)
+_CODES = np.zeros(256, np.uint8)
+for _i, _ch in enumerate(_ALPHABET):
+    _CODES[ord(_ch)] = _i + 1
+    _CODES[ord(_ch.upper())] = _i + 1
 
 
 def check(content, index, data, remap=None):
