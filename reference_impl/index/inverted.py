@@ -286,6 +286,7 @@ def check(content, index, data, remap=None):
     recorded settings, a null row listed with tokens; a document outside the covered
     fragments (INDEX-124); postings that disagree with the documents (INDEX-127)."""
     from reference_impl.index import Disagreement
+    from reference_impl.index.ngram import members, sorted_unique
 
     name = index.name
     docs = content.entries
@@ -321,10 +322,10 @@ def check(content, index, data, remap=None):
     # under stable row ids an updated row keeps its id in a new fragment: the entry of its
     # old value is a deleted row's (pylance drops it), not a row outside the index
     outside = (state == data.OUTSIDE) & (not data.stable_row_ids)
-    for r in np.unique(doc_ids[outside]):
+    for r in sorted_unique(doc_ids[outside]):
         yield Disagreement(RULE_OUTSIDE, f"INVERTED index {name!r}: document {int(r)} is no "
                            "row of the fragments the index covers", int(r), None)
-    uniq = np.unique(doc_ids)
+    uniq = sorted_unique(doc_ids)
     if len(uniq) != len(doc_ids):
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: "
                            f"{len(doc_ids) - len(uniq)} rows are documents more than once")
@@ -337,7 +338,7 @@ def check(content, index, data, remap=None):
         postings = postings.set_column(postings.schema.get_field_index("row_id"), "row_id",
                                        pa.array(prow, pa.uint64()))
     freq = postings.column("frequency").to_numpy().astype(np.float64)
-    stray = ~np.isin(prow, doc_ids)
+    stray = ~members(prow, uniq)
     if stray.any():
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: {int(stray.sum())} "
                            "postings name rows that are not documents", int(prow[stray][0]))

@@ -110,9 +110,27 @@ def read(files, index):
                         "row_id": pa.array(rows, pa.uint64())})
     bad = [t for t in tokens if t != NULL_TOKEN and names[t] is None]
     summary = {"ngrams": len(tokens), "postings": int(len(rows)),
-               "rows": int(len(np.unique(rows)))}
+               "rows": int(len(sorted_unique(rows)))}
     return IndexContent(kind=KIND, version=VERSION, entries=entries, summary=summary,
                         extra={"invalid_tokens": bad})
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending (by a sort: numpy's hash-based ``unique`` is slow on
+    millions of uint64)."""
+    a = np.sort(np.asarray(values))
+    if len(a) < 2:
+        return a
+    return a[np.concatenate(([True], a[1:] != a[:-1]))]
+
+
+def members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """``values[i] in sorted_set`` for each i (``sorted_set`` ascending), by binary search."""
+    values = np.asarray(values)
+    if not len(sorted_set) or not len(values):
+        return np.zeros(len(values), bool)
+    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[at] == values
 
 
 # ---- tokenisation ----
@@ -184,7 +202,7 @@ def expected_postings(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndar
             keep = (a > 0) & (b > 0) & (c > 0)
             tok = (a * SPAN * SPAN + b * SPAN + c)[keep]
             pos = row_of[:-2][keep].astype(np.uint64)
-            pair = np.unique((pos << np.uint64(16)) | tok)
+            pair = sorted_unique((pos << np.uint64(16)) | tok)
             pos_parts.append(pair >> np.uint64(16))
             tok_parts.append(pair & np.uint64(0xFFFF))
     for i, text in enumerate(texts):
@@ -244,11 +262,11 @@ def check(content, index, data, remap=None):
     if remap is not None:
         idx_rows = remap.forward(idx_rows)[0]
     live = state == data.LIVE
-    have = np.unique((data.positions(idx_rows[live]).astype(np.uint64) << np.uint64(16))
+    have = sorted_unique((data.positions(idx_rows[live]).astype(np.uint64) << np.uint64(16))
                      | idx_tok[live])
     pos, tok, exact = expected_postings(data.values)
     want = (pos << np.uint64(16)) | tok
-    missing = ~np.isin(want, have)
+    missing = ~members(want, have)
     values, rows = data.values, data.row_ids
     for k in np.flatnonzero(missing):
         i = int(pos[k])
@@ -261,7 +279,7 @@ def check(content, index, data, remap=None):
                                f"holds {values[i].as_py()!r} but is not listed under its "
                                f"trigram {gram!r}", int(rows[i]), values[i].as_py(),
                                {"ngram": gram})
-    for key in have[~np.isin(have, want)]:
+    for key in have[~members(have, sorted_unique(want))]:
         i, t = int(key >> np.uint64(16)), int(key & np.uint64(0xFFFF))
         if not exact[i]:
             continue  # non-ASCII text: the writer's folding may make the trigram
@@ -272,7 +290,7 @@ def check(content, index, data, remap=None):
     # under stable row ids an updated row keeps its id in a new fragment: the entry of its
     # old value is a deleted row's (pylance drops it), not a row outside the index
     outside = (state == data.OUTSIDE) & (not data.stable_row_ids)
-    for r in np.unique(idx_rows[outside]):
+    for r in sorted_unique(idx_rows[outside]):
         yield Disagreement(RULE_OUTSIDE, f"NGRAM index {name!r}: row {int(r)} is listed but "
                            "is no row of the fragments the index covers", int(r), None)
 
