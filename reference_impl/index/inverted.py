@@ -186,6 +186,19 @@ ENGLISH_STOP_WORDS = frozenset((
     "a an and are as at be but by for if in into is it no not of on or such that the their "
     "then there these they this to was will with").split())
 _TOKEN_CHARS = ("Lu", "Ll", "Lt", "Lm", "Lo", "Nd")
+_ALNUM_RUNS = re.compile(r"[^\W_]+")
+#: the stop words' stems' possible beginnings (a token starting so may stem to a stop word)
+_STOP_PREFIXES = tuple(sorted({w[:-1] for w in ENGLISH_STOP_WORDS if len(w) > 1}))
+_unsure_cache: dict[str, bool] = {}
+
+
+def _may_stem_to_stop_word(token: str) -> bool:
+    hit = _unsure_cache.get(token)
+    if hit is None:
+        hit = len(token) <= 8 and token.startswith(_STOP_PREFIXES)
+        if len(_unsure_cache) < 1 << 20:
+            _unsure_cache[token] = hit
+    return hit
 
 
 def split_simple(text: str) -> list[str] | None:
@@ -194,11 +207,13 @@ def split_simple(text: str) -> list[str] | None:
     writer's notion of alphanumeric (then the text is not judged)."""
     import unicodedata
 
+    if text.isascii():
+        return _ALNUM_RUNS.findall(text)
     for c in text:
         if not c.isascii() and not c.isspace() and unicodedata.category(c) not in _TOKEN_CHARS:
             if c.isalnum() or unicodedata.category(c).startswith(("M", "N")):
                 return None
-    return re.findall(r"[^\W_]+", text)
+    return _ALNUM_RUNS.findall(text)
 
 
 def split_whitespace(text: str) -> list[str]:
@@ -254,9 +269,8 @@ def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
     kept = [t for t in tokens if t not in ENGLISH_STOP_WORDS]
     if not params.get("stem", False):
         return len(kept), len(kept)
-    prefixes = {w[:-1] for w in ENGLISH_STOP_WORDS if len(w) > 1}
-    unsure = [t for t in kept if any(t.startswith(p) for p in prefixes) and len(t) <= 8]
-    return len(kept) - len(unsure), len(kept)
+    unsure = sum(1 for t in kept if _may_stem_to_stop_word(t))
+    return len(kept) - unsure, len(kept)
 
 
 RULE_DOCUMENTS = "INDEX-125"
@@ -272,6 +286,7 @@ def check(content, index, data, remap=None):
     recorded settings, a null row listed with tokens; a document outside the covered
     fragments (INDEX-124); postings that disagree with the documents (INDEX-127)."""
     from reference_impl.index import Disagreement
+    from reference_impl.index.ngram import members, sorted_unique
 
     name = index.name
     docs = content.entries
@@ -307,10 +322,10 @@ def check(content, index, data, remap=None):
     # under stable row ids an updated row keeps its id in a new fragment: the entry of its
     # old value is a deleted row's (pylance drops it), not a row outside the index
     outside = (state == data.OUTSIDE) & (not data.stable_row_ids)
-    for r in np.unique(doc_ids[outside]):
+    for r in sorted_unique(doc_ids[outside]):
         yield Disagreement(RULE_OUTSIDE, f"INVERTED index {name!r}: document {int(r)} is no "
                            "row of the fragments the index covers", int(r), None)
-    uniq = np.unique(doc_ids)
+    uniq = sorted_unique(doc_ids)
     if len(uniq) != len(doc_ids):
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: "
                            f"{len(doc_ids) - len(uniq)} rows are documents more than once")
@@ -323,7 +338,7 @@ def check(content, index, data, remap=None):
         postings = postings.set_column(postings.schema.get_field_index("row_id"), "row_id",
                                        pa.array(prow, pa.uint64()))
     freq = postings.column("frequency").to_numpy().astype(np.float64)
-    stray = ~np.isin(prow, doc_ids)
+    stray = ~members(prow, uniq)
     if stray.any():
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: {int(stray.sum())} "
                            "postings name rows that are not documents", int(prow[stray][0]))

@@ -481,3 +481,17 @@ def test_zone_indexes_of_every_value_type_draw_no_error(tmp_path):
     report = validate(uri, deep=True)
     assert [f.message for f in report.findings if f.rule in TEXT_RULES] == []
     assert not getattr(report, "not_judged", None)
+
+
+def test_ngram_expected_postings_numpy_form_equals_readable():
+    rng = np.random.default_rng(5)
+    alphabet = list("abcXYZ019 -_!é") + ["ß", "Ünï"]
+    texts = ["".join(rng.choice(alphabet, rng.integers(0, 12))) for _ in range(300)] + [None, ""]
+    values = pa.array(texts)
+
+    def pairs(out):
+        pos, tok, exact = out
+        return sorted(zip(pos.tolist(), tok.tolist(), strict=True)), exact.tolist()
+
+    assert pairs(ngram.expected_postings(values)) == \
+        pairs(ngram.expected_postings_readable(values))
