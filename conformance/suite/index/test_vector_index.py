@@ -430,3 +430,18 @@ def test_pq_screen_equals_the_exact_judgement():
     fast = q.wrong_codes(x, codes)
     assert fast.tolist() == q.wrong_codes_exact(x, codes).tolist()
     assert 5 in fast and 250 < len(fast) <= 291
+
+
+@pytest.mark.interop
+def test_own_index_after_compaction_with_deferred_remap(tmp_path):
+    import lance
+
+    path = tmp_path / "t"
+    ds = _build(path, "IVF_PQ", max_rows_per_file=200)
+    ds.delete("id % 5 = 0")
+    lance.dataset(str(path)).optimize.compact_files(target_rows_per_fragment=5000,
+                                                    defer_index_remap=True)
+    names = {i["name"] for i in lance.dataset(str(path)).list_indices()}
+    assert "__lance_frag_reuse" in names  # the index still names the rows before compaction
+    report = validate(str(path), versions="all", deep=True)
+    assert not _errors(report), _errors(report)

@@ -86,6 +86,10 @@ def check(content, index, data) -> Iterator:
     stable = bool(data.stable_row_ids)
     ex = content.extra
     rows = content.entries.column("row_id").to_numpy().astype(np.uint64)
+    if getattr(data, "moves", None):
+        # a compaction whose index remap was deferred: the rows are named as they were
+        # before it, and readers translate them through the fragment reuse index
+        rows = data.translate(rows)
     part = content.entries.column("partition").to_numpy().astype(np.int64)
     out: dict[str, list] = {}
 
