@@ -36,7 +36,6 @@ from typing import Any, ClassVar
 
 from reference_impl.io import ObjectStore
 
-
 #: ``TableContext.cache`` key of what the rules met and could not judge: ``{key: note}``, the
 #: note a sentence naming the thing (an index, its kind and layout) and why. The engine puts
 #: the notes on the report (``Report.not_judged``); a branch's context shares main's.

@@ -257,7 +257,14 @@ def read_index(files: IndexFiles, index) -> IndexContent:
 def check_index(content: IndexContent, index, data: IndexedData) -> Iterator[Disagreement]:
     """Hold the decoded ``content`` of ``index`` against ``data`` (the rows it covers): the
     kind module's ``check``. A kind read but not yet checked is ``UnsupportedIndex``."""
-    module = reader_module(content.kind)
+    kind = content.kind
+    values = data.values.type
+    if kind == "bitmap" and index.kind is None and (pa.types.is_list(values)
+                                                    or pa.types.is_large_list(values)):
+        # releases before index details (up to 0.18) do not say LABEL_LIST: its files are a
+        # BITMAP's, over the items of a list column
+        kind = "label_list"
+    module = reader_module(kind)
     check = getattr(module, "check", None)
     if check is None:
         raise UnsupportedIndex(f"index kind {index.kind!r} is read but not checked against its "

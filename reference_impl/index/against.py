@@ -123,6 +123,11 @@ def hold_pairs(index_name: str, data: IndexedData, rows, values: pa.Array, *,
     yield from _outside(index_name, data, rows, values, kind, place)
     live = np.nonzero(kind == IndexedData.LIVE)[0]
     live_values = values.take(pa.array(live, pa.int64()))
+    place_live = None if place is None else (lambda j: place(int(live[j])))
+    if every_row and data_rows is None:
+        # one value per row: compare each named row's value with the data's, in place
+        yield from _hold_one_value(index_name, data, rows[live], live_values, place_live)
+        return
     try:
         icodes, dcodes = codes(live_values, data_values)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
@@ -146,8 +151,34 @@ def hold_pairs(index_name: str, data: IndexedData, rows, values: pa.Array, *,
         lacking = lacking[keep]
     data_rows_all = data.row_ids[data_pos]
     yield from _differs(index_name, data, rows[live], live_values, np.nonzero(extra)[0],
-                        data_rows_all, data_values, lacking,
-                        None if place is None else (lambda j: place(int(live[j]))))
+                        data_rows_all, data_values, lacking, place_live)
+
+
+def _hold_one_value(index_name: str, data: IndexedData, rows: np.ndarray, values: pa.Array,
+                    place) -> Iterator[Disagreement]:
+    """The index names live rows ``rows`` under ``values``; the data holds one value per row.
+    Each named value is compared with the value at its row (nulls equal nulls, NaN equals
+    NaN); every live row must be named."""
+    pos = data.positions(rows).astype(np.int64)
+    held = _plain(data.values).take(pa.array(pos, pa.int64()))
+    try:
+        if values.type != held.type:
+            values = values.cast(held.type)
+        same = pc.fill_null(pc.equal(values, held), False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        yield Disagreement(VALUE_DIFFERS, f"index {index_name!r} holds values of type "
+                           f"{values.type}, which do not compare with the column "
+                           f"{data.field_name!r} of type {held.type}: {exc}")
+        return
+    same = pc.or_(same, pc.and_(values.is_null(), held.is_null()))
+    if pa.types.is_floating(held.type):
+        same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(values), pc.is_nan(held)), False))
+    named = np.zeros(len(data.row_ids), bool)
+    named[pos] = True
+    yield from _missing(index_name, data, np.nonzero(~named)[0])
+    wrong = np.nonzero(~same.to_numpy(zero_copy_only=False))[0]
+    yield from _differs(index_name, data, rows, values, wrong, data.row_ids, data.values,
+                        np.zeros(0, np.int64), place)
 
 
 def _capped(items: list, rule: str, what: str, index_name: str) -> Iterator[Disagreement]:

@@ -179,14 +179,6 @@ def distinct_keys(name: str, keys_in_entries: pa.Table, n_keys: int) -> Iterator
 
 
 def check(content: IndexContent, index, data: IndexedData) -> Iterator[Disagreement]:
-    if index.kind is None and (pa.types.is_list(data.values.type)
-                               or pa.types.is_large_list(data.values.type)):
-        # releases before index details (up to 0.18) do not say LABEL_LIST: its files are a
-        # BITMAP's, over the items of a list column
-        from . import label_list
-
-        yield from label_list.check(content, index, data)
-        return
     e = expand_full(content.entries, content.extra["full"], content.extra["keys"], data)
     keys = e.column("key").to_numpy()
     yield from hold_pairs(index.name, data, e.column("row_id").to_numpy(),

@@ -222,8 +222,8 @@ def test_a_btree_page_rewritten_with_the_reference_writer_is_caught(tmp_path, py
 
 def _fix_size(root: Path, folder: Path, pylance) -> None:
     """Rewrite the index section so IndexFile.size_bytes matches the rewritten file."""
-    from reference_impl.dataset import open_dataset
     from conformance.fixtures.corruption import latest_manifest, rewrite_manifest
+    from reference_impl.dataset import open_dataset
 
     ds = open_dataset(str(root))
     section = ds.index_section
@@ -313,3 +313,76 @@ def test_dump_index_writes_its_entries_as_jsonl_and_arrow(tmp_path, capsys):
     assert main(["dump", str(FIXTURES / "INDEX-015" / "table"), "--index", "a_idx",
                  "--out", str(out)]) == 1
     assert "not the layout" in capsys.readouterr().err
+
+
+# -- other releases' own indexes (compat: each release in its own virtualenv) ----------------
+
+_RELEASE_PROGRAM = r"""
+import sys
+import numpy as np, pyarrow as pa, lance
+root = sys.argv[1]
+def rows(lo, hi):
+    i = np.arange(lo, hi)
+    return pa.table({"id": pa.array(i, pa.int64()),
+                     "s": pa.array([None if k % 17 == 0 else f"v{k % 7}" for k in i]),
+                     "l": pa.array([None if k % 19 == 0 else [f"a{k % 5}", f"b{k % 3}"]
+                                    for k in i], pa.list_(pa.string()))})
+ds = lance.write_dataset(rows(0, 900), root, max_rows_per_file=300)
+made = []
+for column, kind in (("id", "BTREE"), ("s", "BITMAP"), ("l", "LABEL_LIST")):
+    try:
+        ds.create_scalar_index(column, kind)
+        made.append(kind)
+    except Exception:
+        pass  # a kind this release does not build
+ds = lance.write_dataset(rows(900, 1200), root, mode="append")
+ds.delete("id % 10 = 3")
+try:
+    lance.dataset(root).optimize.optimize_indices()
+except Exception:
+    pass
+print(",".join(made))
+"""
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("release", ["pylance==0.10.18", "pylance==0.38.3"])
+def test_release_indexes_are_read_and_draw_no_error(tmp_path, release):
+    import subprocess
+
+    from conformance.releases.venvs import Release, ReleaseUnavailable, ensure_venv
+    from conformance.suite.parts import unavailable
+
+    try:
+        python = ensure_venv(Release.parse(release))
+    except ReleaseUnavailable as exc:
+        unavailable(release, str(exc))
+    root = tmp_path / "t"
+    done = subprocess.run([str(python), "-c", _RELEASE_PROGRAM, str(root)], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    made = done.stdout.strip().splitlines()[-1].split(",")
+    assert "BTREE" in made  # every release builds a BTREE
+    report = validate(str(root), versions="all", deep=True)
+    assert not report.rules_violated(None) & CONTENT_RULES, report.render("text")
+    assert not report.not_judged, report.not_judged  # each index was read and judged
+
+
+def test_a_posting_of_a_whole_fragment_stands_for_its_rows():
+    """A row map entry of size 0 names every row of its fragment: held against the data's
+    rows of that fragment (live and deleted)."""
+    from types import SimpleNamespace
+
+    from reference_impl.index import IndexContent, check_index
+
+    keys = pa.array(["x", "y"])
+    entries = pa.table({"value": pa.array(["y"]), "row_id": pa.array([F1], pa.uint64()),
+                        "key": pa.array([1], pa.int64())})
+    content = IndexContent("bitmap", "bitmap-v0", entries,
+                           extra={"full": [(0, 0)], "keys": keys, "n_keys": 2})
+    index = SimpleNamespace(name="s_idx", kind="bitmap")
+    data = _data([0, 2, F1], ["x", "x", "y"], deleted_row_ids=np.asarray([1], np.uint64))
+    assert list(check_index(content, index, data)) == []
+    data = _data([0, 2, F1], ["x", "z", "y"], deleted_row_ids=np.asarray([1], np.uint64))
+    (d,) = check_index(content, index, data)
+    assert d.rule == VALUE_DIFFERS and d.row_id == 2 and d.value == "x"
