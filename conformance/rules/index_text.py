@@ -7,18 +7,75 @@ ids"), by the kind module's ``check``; the machinery (one decode per index, one 
 column, findings naming the index and the row) is :mod:`conformance.rules.index_content`'s.
 An index that would answer a query with rows other than the data's is an error. Inexact
 indexes (zones, filters, n-grams) are rechecked by readers, so only a row the index *loses*
-makes an answer wrong; a row listed where it does not belong is a warning. Rows outside the
-covered fragments are INDEX-103, undecodable files INDEX-100, and an index the kit cannot
-read is named on the report ("not judged"), as for every kind.
+makes an answer wrong; a row listed where it does not belong is a warning. Entries outside
+the covered fragments are INDEX-124, undecodable files INDEX-100, and an index the kit cannot
+read is named on the report ("not judged"), as for every kind. When the version has a
+fragment reuse index (a compaction whose index remap was deferred), the checks translate
+the index's row addresses through it, as a reader does.
 """
 
 from __future__ import annotations
 
-from .index_content import findings
-from .registry import rule
+import importlib
+
+from reference_impl.errors import LanceError, UnsupportedIndex
+
+from .index import _loc, indices
+from .index_content import indexed_data, judged
+from .registry import Finding, rule
 
 _SEC = "IndexMetadata"
 _BITMAP = "A bitmap of the included fragment ids."
+KINDS = ("ngram", "zonemap", "bloomfilter", "inverted")
+_REMAP = "index_text.remap"
+_HELD = "index_text.held"
+
+
+def _remap(ctx):
+    """The version's fragment reuse index as a :class:`Remap` (None without one, or when
+    it does not decode: INDEX-020 reports that)."""
+    if _REMAP not in ctx.cache:
+        from reference_impl.errors import FormatError
+        from reference_impl.index.remapped import Remap
+
+        found = None
+        for i in indices(ctx):
+            if i.kind == "fragment_reuse" and i.details is not None and i.details.message:
+                try:
+                    found = Remap.of(i.details.message, store=ctx.store, path=ctx.manifest_key)
+                except (FormatError, LanceError):
+                    found = None
+        ctx.cache[_REMAP] = found
+    return ctx.cache[_REMAP]
+
+
+def _held(ctx, i, o) -> list:
+    """The disagreements of index ``i`` (outcome ``o`` of the shared machinery); when the
+    version has a fragment reuse index, the kind's check runs again with its translation, as
+    a reader answers through it."""
+    remap = _remap(ctx)
+    if remap is None or not o.disagreements or o.content is None or i.kind not in KINDS:
+        return o.disagreements
+    key = (_HELD, i.uuid, ctx.version)
+    if key not in ctx.cache:
+        module = importlib.import_module(f"reference_impl.index.{i.kind}")
+        try:
+            ctx.cache[key] = list(module.check(o.content, i, indexed_data(ctx, i), remap=remap))
+        except (UnsupportedIndex, LanceError):
+            ctx.cache[key] = o.disagreements
+    return ctx.cache[key]
+
+
+def findings(ctx, rule_id: str):
+    """The findings of rule ``rule_id``: one per disagreement, naming index, row, value."""
+    for i, o in judged(ctx):
+        for d in _held(ctx, i, o):
+            if d.rule != rule_id:
+                continue
+            extra = dict(d.where)
+            if d.row_id is not None:
+                extra["row"] = int(d.row_id)
+            yield Finding(d.message, _loc(ctx, i, **extra))
 
 
 @rule("INDEX-120", title="ZONEMAP zones bound every row they cover", severity="error",
@@ -59,12 +116,16 @@ def ngram_exact(ctx):
     yield from findings(ctx, "INDEX-123")
 
 
-@rule("INDEX-124", title="ZONEMAP and BLOOMFILTER zones lie in the fragments the index covers",
-      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+@rule("INDEX-124", title="text and zone indexes name no row or zone outside the fragments "
+      "they cover", severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
       pylance="pylance answers from the index for the fragments of its bitmap and scans the "
-              "others: a zone on another fragment answers for rows it was not built from",
-      releases="zones of fragments the version no longer has may remain (their rows are "
-               "deleted rows)")
+              "others: an entry on another fragment answers for rows it was not built from, "
+              "or twice",
+      releases="entries of fragments the version no longer has may remain (deleted rows); "
+               "after compact_files(defer_index_remap=True) entries name the old fragments "
+               "and readers translate them through the fragment reuse index, as the kit does; "
+               "under stable row ids an updated row keeps its id in a new fragment and the "
+               "entry of its old value is a deleted row's")
 def outside_bitmap(ctx):
     yield from findings(ctx, "INDEX-124")
 

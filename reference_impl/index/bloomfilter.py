@@ -136,13 +136,14 @@ def value_hashes(array: pa.Array):
 RULE_FILTER = "INDEX-121"
 
 
-def check(content, index, data):
+def check(content, index, data, remap=None):
     """Yield a :class:`Disagreement` for each way the filters disagree with the rows they
     cover: a live row in no zone, a value its zone's filter does not hold, a null in a zone
     without ``has_null`` (INDEX-121: a filter through the index loses the row), and a zone
-    on a fragment the index does not cover (INDEX-124)."""
+    on a fragment the index does not cover (INDEX-124). ``remap`` translates addresses
+    through a deferred compaction."""
     from reference_impl.index import Disagreement
-    from reference_impl.index.zonemap import addresses_of, outside_zones, zone_of
+    from reference_impl.index.zonemap import addresses_of, outside_zones, zones_of_rows
 
     entries = content.entries
     addresses = addresses_of(data, "BLOOMFILTER")
@@ -151,7 +152,7 @@ def check(content, index, data):
         raise UnsupportedIndex(f"BLOOMFILTER values of type {data.values.type} are not hashed "
                                "here: the filters are not held against the data", kind=KIND)
     hashes, valid = hashed
-    zone = zone_of(entries, addresses)
+    zone = zones_of_rows(entries, addresses, remap)
     for i in np.flatnonzero(zone < 0):
         yield Disagreement(RULE_FILTER, f"BLOOMFILTER index {index.name!r}: row "
                            f"{int(addresses[i])} (value {data.values[int(i)].as_py()!r}) is in "
@@ -174,4 +175,4 @@ def check(content, index, data):
                 f"{entries.column('zone_start')[int(z)].as_py()}+"
                 f"{entries.column('zone_length')[int(z)].as_py()}) does not hold",
                 int(addresses[i]), v, {"zone": int(z)})
-    yield from outside_zones(entries, index, data, "BLOOMFILTER")
+    yield from outside_zones(entries, index, data, "BLOOMFILTER", remap)

@@ -108,14 +108,14 @@ def _legacy(files, index):
         raise FormatError(f"INVERTED offsets list {len(offsets)} entries for {len(ids)} tokens",
                           path=path)
     ends = offsets[1:] + [n]
-    if any(not 0 <= a <= b <= n for a, b in zip(offsets, ends)):
+    if any(not 0 <= a <= b <= n for a, b in zip(offsets, ends, strict=True)):
         raise FormatError("INVERTED offsets are not ascending within invert.lance", path=path)
-    by_id = dict(zip(ids.tolist(), tokens.column("_token").to_pylist()))
+    by_id = dict(zip(ids.tolist(), tokens.column("_token").to_pylist(), strict=True))
     if len(by_id) != len(ids) or set(by_id) != set(range(len(ids))):
         raise FormatError("INVERTED token ids are not 0..n-1, each once",
                           path=files.key("tokens.lance"))
     token_of_row = np.empty(n, dtype=object)
-    for tid, (a, b) in enumerate(zip(offsets, ends)):
+    for tid, (a, b) in enumerate(zip(offsets, ends, strict=True)):
         token_of_row[a:b] = by_id[tid]
     postings = pa.table({"token": pa.array(token_of_row.tolist(), pa.string()),
                          "row_id": invert.column("_rowid").cast(pa.uint64()),
@@ -186,6 +186,19 @@ ENGLISH_STOP_WORDS = frozenset((
     "a an and are as at be but by for if in into is it no not of on or such that the their "
     "then there these they this to was will with").split())
 _TOKEN_CHARS = ("Lu", "Ll", "Lt", "Lm", "Lo", "Nd")
+_ALNUM_RUNS = re.compile(r"[^\W_]+")
+#: the stop words' stems' possible beginnings (a token starting so may stem to a stop word)
+_STOP_PREFIXES = tuple(sorted({w[:-1] for w in ENGLISH_STOP_WORDS if len(w) > 1}))
+_unsure_cache: dict[str, bool] = {}
+
+
+def _may_stem_to_stop_word(token: str) -> bool:
+    hit = _unsure_cache.get(token)
+    if hit is None:
+        hit = len(token) <= 8 and token.startswith(_STOP_PREFIXES)
+        if len(_unsure_cache) < 1 << 20:
+            _unsure_cache[token] = hit
+    return hit
 
 
 def split_simple(text: str) -> list[str] | None:
@@ -194,11 +207,13 @@ def split_simple(text: str) -> list[str] | None:
     writer's notion of alphanumeric (then the text is not judged)."""
     import unicodedata
 
+    if text.isascii():
+        return _ALNUM_RUNS.findall(text)
     for c in text:
         if not c.isascii() and not c.isspace() and unicodedata.category(c) not in _TOKEN_CHARS:
             if c.isalnum() or unicodedata.category(c).startswith(("M", "N")):
                 return None
-    return re.findall(r"[^\W_]+", text)
+    return _ALNUM_RUNS.findall(text)
 
 
 def split_whitespace(text: str) -> list[str]:
@@ -254,31 +269,33 @@ def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
     kept = [t for t in tokens if t not in ENGLISH_STOP_WORDS]
     if not params.get("stem", False):
         return len(kept), len(kept)
-    prefixes = {w[:-1] for w in ENGLISH_STOP_WORDS if len(w) > 1}
-    unsure = [t for t in kept if any(t.startswith(p) for p in prefixes) and len(t) <= 8]
-    return len(kept) - len(unsure), len(kept)
+    unsure = sum(1 for t in kept if _may_stem_to_stop_word(t))
+    return len(kept) - unsure, len(kept)
 
 
 RULE_DOCUMENTS = "INDEX-125"
 RULE_POSTINGS = "INDEX-126"
 RULE_CONSISTENT = "INDEX-127"
-RULE_OUTSIDE = "INDEX-103"
+RULE_OUTSIDE = "INDEX-124"
 
 
-def check(content, index, data):
+def check(content, index, data, remap=None):
     """Yield a :class:`Disagreement` for each way the documents disagree with the rows they
     cover (INDEX-125): a row with tokens that is not a document (a search through the index
     never finds it), a document whose token count is outside what its text gives under the
     recorded settings, a null row listed with tokens; a document outside the covered
-    fragments (INDEX-103); postings that disagree with the documents (INDEX-127)."""
+    fragments (INDEX-124); postings that disagree with the documents (INDEX-127)."""
     from reference_impl.index import Disagreement
+    from reference_impl.index.ngram import members, sorted_unique
 
     name = index.name
     docs = content.entries
     params = content.extra.get("params")
     doc_ids = docs.column("row_id").to_numpy().astype(np.uint64)
     counts = docs.column("num_tokens").to_numpy().astype(np.int64)
-    state = data.classify(doc_ids)
+    state = classify(data, doc_ids, remap)
+    if remap is not None:
+        doc_ids = remap.forward(doc_ids)[0]
     live = state == data.LIVE
     count_at = np.full(len(data.row_ids), -1, np.int64)
     count_at[data.positions(doc_ids[live])] = counts[live]
@@ -305,10 +322,10 @@ def check(content, index, data):
     # under stable row ids an updated row keeps its id in a new fragment: the entry of its
     # old value is a deleted row's (pylance drops it), not a row outside the index
     outside = (state == data.OUTSIDE) & (not data.stable_row_ids)
-    for r in np.unique(doc_ids[outside]):
+    for r in sorted_unique(doc_ids[outside]):
         yield Disagreement(RULE_OUTSIDE, f"INVERTED index {name!r}: document {int(r)} is no "
                            "row of the fragments the index covers", int(r), None)
-    uniq = np.unique(doc_ids)
+    uniq = sorted_unique(doc_ids)
     if len(uniq) != len(doc_ids):
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: "
                            f"{len(doc_ids) - len(uniq)} rows are documents more than once")
@@ -316,16 +333,20 @@ def check(content, index, data):
     if postings is None or not postings.num_rows:
         return
     prow = postings.column("row_id").to_numpy().astype(np.uint64)
+    if remap is not None:
+        prow = remap.forward(prow)[0]
+        postings = postings.set_column(postings.schema.get_field_index("row_id"), "row_id",
+                                       pa.array(prow, pa.uint64()))
     freq = postings.column("frequency").to_numpy().astype(np.float64)
-    stray = ~np.isin(prow, doc_ids)
+    stray = ~members(prow, uniq)
     if stray.any():
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: {int(stray.sum())} "
                            "postings name rows that are not documents", int(prow[stray][0]))
     yield from _postings_against_text(postings, name, data, params)
     rows, inv = np.unique(prow, return_inverse=True)
     sums = np.rint(np.bincount(inv, weights=freq)).astype(np.int64)
-    by_doc = dict(zip(doc_ids.tolist(), counts.tolist()))
-    for r, s in zip(rows.tolist(), sums.tolist()):
+    by_doc = dict(zip(doc_ids.tolist(), counts.tolist(), strict=True))
+    for r, s in zip(rows.tolist(), sums.tolist(), strict=True):
         if r in by_doc and s != by_doc[r]:
             yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: row {r}: its "
                                f"postings' frequencies sum to {s}, its document counts "
@@ -343,7 +364,7 @@ def _postings_against_text(postings: pa.Table, name: str, data, params):
     at = data.positions(prow[live])
     listed: dict[int, set[str]] = {}
     for i, tok in zip(at.tolist(), np.asarray(postings.column("token").to_pylist(),
-                                              dtype=object)[live].tolist()):
+                                              dtype=object)[live].tolist(), strict=True):
         listed.setdefault(i, set()).add(tok)
     for i, text in enumerate(data.values.to_pylist()):
         if text is None:
@@ -361,3 +382,10 @@ def _postings_against_text(postings: pa.Table, name: str, data, params):
             yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "
                                f"{text!r} but is listed under the token {tok!r}", rid, text,
                                {"token": tok})
+
+
+def classify(data, rows: np.ndarray, remap=None) -> np.ndarray:
+    """As :func:`reference_impl.index.ngram.classify`."""
+    from reference_impl.index.ngram import classify as by_ngram
+
+    return by_ngram(data, rows, remap)

@@ -25,6 +25,12 @@ import pyarrow as pa
 from reference_impl.errors import FormatError, UnsupportedIndex
 
 KIND = "json"
+#: The BTREE rule "keys are sorted". Not applied to a JSON index's BTREE: pylance 0.38.3 and
+#: 4.0.2 write its page as several sorted runs (one per batch of the build) and answer every
+#: equality and range query on the path right through it (checked against their scans for
+#: every value), so the order is no property readers rely on there; the (row, value) pairs
+#: are still held against the data.
+BTREE_ORDER_RULE = "INDEX-104"
 _KEYS = re.compile(r"^(\$\.)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -102,4 +108,7 @@ def check(content, index, data):
         raise UnsupportedIndex(f"JSON index {index.name!r}: the values of {path!r} do not all "
                                f"convert to the target's {value_type} ({exc})", kind=KIND) from None
     module = reader_module(target.kind)
-    yield from module.check(inner, target, dataclasses.replace(data, values=values))
+    for d in module.check(inner, target, dataclasses.replace(data, values=values)):
+        if target.kind == "btree" and d.rule == BTREE_ORDER_RULE:
+            continue  # see BTREE_ORDER_RULE
+        yield d

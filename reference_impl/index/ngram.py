@@ -82,7 +82,8 @@ def read(files, index):
     tokens = table.column("tokens").to_pylist()
     tok_out, row_out = [], []
     total = 0
-    for i, (token, raw) in enumerate(zip(tokens, table.column("posting_list").to_pylist())):
+    for i, (token, raw) in enumerate(zip(tokens, table.column("posting_list").to_pylist(),
+                                               strict=True)):
         if token is None or raw is None:
             raise FormatError(f"NGRAM row {i}: null token or posting list", path=path)
         if len(raw) > MAX_POSTING_BYTES:
@@ -109,9 +110,27 @@ def read(files, index):
                         "row_id": pa.array(rows, pa.uint64())})
     bad = [t for t in tokens if t != NULL_TOKEN and names[t] is None]
     summary = {"ngrams": len(tokens), "postings": int(len(rows)),
-               "rows": int(len(np.unique(rows)))}
+               "rows": int(len(sorted_unique(rows)))}
     return IndexContent(kind=KIND, version=VERSION, entries=entries, summary=summary,
                         extra={"invalid_tokens": bad})
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, ascending (by a sort: numpy's hash-based ``unique`` is slow on
+    millions of uint64)."""
+    a = np.sort(np.asarray(values))
+    if len(a) < 2:
+        return a
+    return a[np.concatenate(([True], a[1:] != a[:-1]))]
+
+
+def members(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """``values[i] in sorted_set`` for each i (``sorted_set`` ascending), by binary search."""
+    values = np.asarray(values)
+    if not len(sorted_set) or not len(values):
+        return np.zeros(len(values), bool)
+    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[at] == values
 
 
 # ---- tokenisation ----
@@ -157,13 +176,53 @@ def _windows_ascii_runs(s: str) -> set[str]:
 
 RULE_COMPLETE = "INDEX-122"
 RULE_EXACT = "INDEX-123"
-RULE_OUTSIDE = "INDEX-103"
+RULE_OUTSIDE = "INDEX-124"
 
 
 def expected_postings(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(position, token, exact)``: for each row (by position in ``values``) the tokens it
     must be listed under (null rows: the null token), and per row whether that set is exact
-    (ASCII or null text) or only certain (non-ASCII text)."""
+    (ASCII or null text) or only certain (non-ASCII text). The readable form:
+    :func:`expected_postings_readable`; this one does the ASCII rows with numpy."""
+    texts = values.to_pylist()
+    n = len(texts)
+    exact = np.ones(n, dtype=bool)
+    is_ascii = np.fromiter((t is not None and t.isascii() for t in texts), bool, count=n)
+    pos_parts, tok_parts = [], []
+    ascii_rows = np.flatnonzero(is_ascii)
+    if len(ascii_rows):
+        encoded = [texts[i].encode("ascii") for i in ascii_rows]
+        lengths = np.fromiter((len(b) for b in encoded), np.int64, count=len(encoded))
+        # rows joined by one separator byte, which no trigram spans
+        flat = np.frombuffer(b"\x00".join(encoded), np.uint8)
+        codes = _CODES[flat].astype(np.uint64)
+        row_of = np.repeat(ascii_rows, lengths + 1)[:len(flat)]
+        if len(flat) >= 3:
+            a, b, c = codes[:-2], codes[1:-1], codes[2:]
+            keep = (a > 0) & (b > 0) & (c > 0)
+            tok = (a * SPAN * SPAN + b * SPAN + c)[keep]
+            pos = row_of[:-2][keep].astype(np.uint64)
+            pair = sorted_unique((pos << np.uint64(16)) | tok)
+            pos_parts.append(pair >> np.uint64(16))
+            tok_parts.append(pair & np.uint64(0xFFFF))
+    for i, text in enumerate(texts):
+        if is_ascii[i]:
+            continue
+        if text is None:
+            pos_parts.append(np.array([i], np.uint64))
+            tok_parts.append(np.array([NULL_TOKEN], np.uint64))
+            continue
+        grams, ok = trigrams(text)
+        exact[i] = ok
+        pos_parts.append(np.full(len(grams), i, np.uint64))
+        tok_parts.append(np.array([token_of(g) for g in grams], np.uint64))
+    if not pos_parts:
+        return np.zeros(0, np.uint64), np.zeros(0, np.uint64), exact
+    return np.concatenate(pos_parts), np.concatenate(tok_parts), exact
+
+
+def expected_postings_readable(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The readable form of :func:`expected_postings` (one row at a time)."""
     pos_out, tok_out = [], []
     exact = np.ones(len(values), dtype=bool)
     for i, text in enumerate(values.to_pylist()):
@@ -179,25 +238,35 @@ def expected_postings(values: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndar
     return (np.asarray(pos_out, dtype=np.uint64), np.asarray(tok_out, dtype=np.uint64), exact)
 
 
-def check(content, index, data):
+#: byte -> its trigram digit (1..36 for ASCII digits and letters of either case, 0 otherwise)
+_CODES = np.zeros(256, np.uint8)
+for _i, _ch in enumerate(_ALPHABET):
+    _CODES[ord(_ch)] = _i + 1
+    _CODES[ord(_ch.upper())] = _i + 1
+
+
+def check(content, index, data, remap=None):
     """Yield a :class:`Disagreement` for each way the postings disagree with the rows they
     cover: a row not listed under a trigram its text holds (INDEX-122: ``contains`` through
     the index loses it), a row of ASCII text listed under a trigram it lacks or a null row
     not under the null token (INDEX-123: answers stay right after the recheck), a row of a
-    fragment the index does not cover (INDEX-103)."""
+    fragment the index does not cover (INDEX-124). ``remap`` translates row addresses
+    through a deferred compaction."""
     from reference_impl.index import Disagreement
 
     entries = content.entries
     name = index.name
     idx_rows = entries.column("row_id").to_numpy().astype(np.uint64)
     idx_tok = entries.column("token").to_numpy().astype(np.uint64)
-    state = data.classify(idx_rows)
+    state = classify(data, idx_rows, remap)
+    if remap is not None:
+        idx_rows = remap.forward(idx_rows)[0]
     live = state == data.LIVE
-    have = np.unique((data.positions(idx_rows[live]).astype(np.uint64) << np.uint64(16))
+    have = sorted_unique((data.positions(idx_rows[live]).astype(np.uint64) << np.uint64(16))
                      | idx_tok[live])
     pos, tok, exact = expected_postings(data.values)
     want = (pos << np.uint64(16)) | tok
-    missing = ~np.isin(want, have)
+    missing = ~members(want, have)
     values, rows = data.values, data.row_ids
     for k in np.flatnonzero(missing):
         i = int(pos[k])
@@ -210,7 +279,7 @@ def check(content, index, data):
                                f"holds {values[i].as_py()!r} but is not listed under its "
                                f"trigram {gram!r}", int(rows[i]), values[i].as_py(),
                                {"ngram": gram})
-    for key in have[~np.isin(have, want)]:
+    for key in have[~members(have, sorted_unique(want))]:
         i, t = int(key >> np.uint64(16)), int(key & np.uint64(0xFFFF))
         if not exact[i]:
             continue  # non-ASCII text: the writer's folding may make the trigram
@@ -221,6 +290,17 @@ def check(content, index, data):
     # under stable row ids an updated row keeps its id in a new fragment: the entry of its
     # old value is a deleted row's (pylance drops it), not a row outside the index
     outside = (state == data.OUTSIDE) & (not data.stable_row_ids)
-    for r in np.unique(idx_rows[outside]):
+    for r in sorted_unique(idx_rows[outside]):
         yield Disagreement(RULE_OUTSIDE, f"NGRAM index {name!r}: row {int(r)} is listed but "
                            "is no row of the fragments the index covers", int(r), None)
+
+
+def classify(data, rows: np.ndarray, remap=None) -> np.ndarray:
+    """``data.classify`` of the rows an index names; with ``remap``, rows a deferred
+    compaction moved are classified where they went, and rows it dropped are deleted."""
+    if remap is None:
+        return data.classify(rows)
+    moved, dropped = remap.forward(rows)
+    state = data.classify(moved)
+    state[dropped] = data.DELETED
+    return state
