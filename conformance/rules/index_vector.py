@@ -62,7 +62,9 @@ def vector_flat_values(ctx):
               "the nearest codewords of the row ranks the row as another vector",
       releases="l2 and cosine indexes encode the residual (the vector, unit-scaled for cosine, "
                "minus its partition's centroid) in every release seen; dot indexes encode the "
-               "vector itself from 0.20.0 on and the residual in 0.10.18; 14.0.2 stores each "
+               "vector itself from 0.20.0 on; 0.10.18 the residual at build, and the codeword "
+               "of largest inner product for rows optimize_indices adds (a dot code is "
+               "judged wrong only under every reading); 14.0.2 stores each "
                "partition's codes sub-space-major (storage_metadata transposed: true). A code "
                "is wrong only when another codeword is strictly nearer beyond float tolerance")
 def vector_pq_codes(ctx):

@@ -224,29 +224,24 @@ def reader_module(kind: str | None):
 #: Releases up to 0.18 write no index details for scalar indexes; their kind is told by the
 #: files (as those releases' readers tell it): file names -> kind. A BITMAP's files over a
 #: list column are a LABEL_LIST (the bitmap module's check tells them apart by the data).
-#: ``index.idx`` is the name every release gives a vector index's file, and no scalar
-#: index's (releases up to 0.2x wrote no details for vector indexes either).
 KIND_BY_FILES: tuple[tuple[frozenset, str], ...] = (
     (frozenset({"page_data.lance", "page_lookup.lance"}), "btree"),
     (frozenset({"bitmap_page_lookup.lance"}), "bitmap"),
+    # every release names a vector index's (first) file index.idx, and no scalar index's;
+    # releases up to 0.2x write no details for vector indexes either
     (frozenset({"index.idx"}), "vector"),
 )
 
 
-def kind_of(files: IndexFiles | None, index) -> str | None:
+def kind_of(files: IndexFiles, index) -> str | None:
     """The kind of ``index``: its details' kind, else the kind its files tell (None)."""
-    if index.kind is not None or files is None:
+    if index.kind is not None:
         return index.kind
     names = set(files.names())
     for needed, kind in KIND_BY_FILES:
         if needed <= names:
             return kind
     return None
-
-
-def index_kind(index, files: IndexFiles | None = None) -> str | None:
-    """:func:`kind_of` with its arguments the other way round."""
-    return kind_of(files, index)
 
 
 def read_index(files: IndexFiles, index) -> IndexContent:

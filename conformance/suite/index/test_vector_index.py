@@ -402,3 +402,31 @@ def test_older_releases_own_indexes_draw_no_error(tmp_path, release, kind, metri
     report = validate(str(path), versions="all", deep=True)
     assert not _errors(report), _errors(report)
     assert not any("vec_idx" in n for n in report.not_judged), report.not_judged
+
+
+# -- the float32 screens equal the float64 judgements -------------------------------------------
+
+@pytest.mark.parametrize("metric", ["l2", "dot"])
+def test_assignment_screen_equals_the_exact_judgement(metric):
+    rng = np.random.default_rng(7)
+    c = rng.standard_normal((16, 12)).astype(np.float32)
+    x = rng.standard_normal((5000, 12)).astype(np.float32)
+    x[:50] = (c[0] + c[1]) / 2  # exact ties between two centres
+    p = ivf.distances(x, c, metric).argmin(1)
+    p[100:400] = rng.integers(0, 16, 300)  # some rows moved
+    p[:25] = 1
+    fast = ivf.misassigned(x, p, c, metric)
+    assert fast.tolist() == ivf.misassigned_exact(x, p, c, metric).tolist()
+    assert 200 < len(fast) < 300 and not (fast < 50).any()
+
+
+def test_pq_screen_equals_the_exact_judgement():
+    rng = np.random.default_rng(8)
+    q = pq.from_codebook(8, 4, 16, rng.standard_normal(256 * 16))
+    x = rng.standard_normal((4000, 16))
+    codes = q.encode(x)
+    codes[10:300, 2] = rng.integers(0, 256, 290)
+    codes[5, 0] = 300  # out of range
+    fast = q.wrong_codes(x, codes)
+    assert fast.tolist() == q.wrong_codes_exact(x, codes).tolist()
+    assert 5 in fast and 250 < len(fast) <= 291

@@ -13,8 +13,9 @@ from pylance 0.8.14's legacy layout to 14.0.2's Lance-file layout; see the modul
 * FLAT: the stored vector is the prepared vector;
 * PQ: the code is the nearest codewords of the prepared vector minus its partition's centroid
   (``l2``, ``cosine``: the residual) or of the prepared vector itself (``dot``, pylance 0.20.0
-  to 14.0.2; 0.10.18's legacy IVF_PQ encodes the residual for dot too, so a dot index is
-  judged by whichever of the two readings its codes agree with more);
+  to 14.0.2; 0.10.18's legacy IVF_PQ encodes the residual of the rows it builds with, and
+  gives the rows optimize_indices adds the codeword of largest inner product with the vector,
+  so a dot code is wrong only when it is wrong under all three readings);
 * SQ: the code is the quantisation of the prepared vector with the index's bounds;
 * HNSW: each partition's graph is consistent over the partition's rows.
 
@@ -171,11 +172,13 @@ def check(content, index, data) -> Iterator:
             target = resid if residual else x
             bad = q.wrong_codes(target, codes)
             if metric == "dot" and len(bad):
-                # dot-product indexes: pylance 0.10.18 encodes the residual, 0.20.0 and later
-                # the vector itself; the index is judged by the reading its codes agree with
-                other = q.wrong_codes(resid, codes)
-                if len(other) < len(bad):
-                    target, bad, residual = resid, other, True
+                # dot-product indexes: 0.20.0 and later encode the vector itself; pylance
+                # 0.10.18 encodes the residual when it builds the index, and gives the rows
+                # optimize_indices adds the codeword of largest inner product with the vector,
+                # in one index. A code is wrong only when it is wrong under every reading
+                bad = np.intersect1d(bad, q.wrong_codes(resid, codes))
+                if len(bad):
+                    bad = bad[q.wrong_codes_by_inner_product(x[bad], codes[bad])]
             for i in bad[:MAX_PER_RULE + 1]:
                 r = int(rows[at[i]])
                 want = q.encode(target[i:i + 1])[0].tolist()
