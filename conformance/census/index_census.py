@@ -14,6 +14,9 @@ approximate kind as :func:`conformance.census.indexes.nearest_agrees` says). The
 
 * ``agree``: the release answers right and the kit reports no error and its decoded answers
   equal the scan's (a pass);
+* for a table built wrong on purpose (the ``swap``), ``caught`` when the kit flags it and
+  ``missed`` otherwise, whatever the release's answers to these queries (a zone map of
+  reversed rows may still answer them right);
 * ``caught``: the release answers wrong and the kit reports an error or its decoded answers
   differ (a pass: the wrong index is flagged);
 * ``false error``: the release answers right and the kit reports an error, or its decoded
@@ -70,17 +73,19 @@ def judge_case(case: Case) -> Cell:
     if case.status != "built":
         return Cell(**base, release_agrees=None, verdict="not built",
                     detail=f"{case.status}: {case.data.get('why', '')}"[:300])
-    truth = case.release_agrees
+    bad = _release_disagreements(case)
+    truth = not bad
     errors = _validate(case.table)
     decoded, differing = _decode_and_answer(case)
     flagged = bool(errors) or bool(differing)
-    if truth:
+    if case.expected == "wrong":  # built wrong on purpose (the swap): it must be flagged
+        verdict = "caught" if flagged else "missed"
+    elif truth:
         verdict = "false error" if flagged else ("agree" if decoded == "yes" else "not decoded")
     else:
         verdict = "caught" if flagged else "missed"
     parts = []
     if not truth:
-        bad = case.release_disagreements()
         parts.append("the release answers through its index other than its scan: "
                      + "; ".join(f"{q['query']}" for q in bad[:3]))
     if errors:
@@ -93,6 +98,43 @@ def judge_case(case: Case) -> Cell:
         parts.append(f"not decoded: {decoded}")
     return Cell(**base, release_agrees=truth, verdict=verdict, detail=" | ".join(parts)[:900],
                 errors=errors, decoded=decoded, differing=differing)
+
+
+def _release_disagreements(case: Case) -> list[dict]:
+    """The queries the release answers through its index other than its data
+    (:meth:`Case.release_disagreements`), less the full-text answers that differ only in rows
+    of fragments no index covers: how a release searches unindexed fragments says nothing
+    about its index (pylance 0.20.0 returns every row of an unindexed fragment for any
+    term)."""
+    bad = case.release_disagreements()
+    if not any(q["kind"] == "fts" for q in bad):
+        return bad
+    try:
+        unindexed = _unindexed_ids(case.table)
+    except Exception:  # noqa: BLE001 - then every disagreement stands
+        return bad
+    out = []
+    for q in bad:
+        got, want = set(q["indexed"].get("ids") or []), set(q.get("data") or [])
+        if q["kind"] == "fts" and got - unindexed == want - unindexed:
+            continue
+        out.append(q)
+    return out
+
+
+def _unindexed_ids(table: Path) -> set[int]:
+    """The ``id`` of every live row of a fragment no user index covers."""
+    from reference_impl.dataset import open_dataset
+    from reference_impl.table.index import decode_index_section
+
+    ds = open_dataset(str(table))
+    covered = set()
+    for i in decode_index_section(ds.index_section):
+        if not i.name.startswith("__") and i.fragment_ids is not None:
+            covered |= {int(x) for x in i.fragment_ids}
+    t = ds.to_table(columns=["id"], with_row_address=True)
+    frags = [a >> 32 for a in t.column("_rowaddr").to_pylist()]
+    return {i for i, f in zip(t.column("id").to_pylist(), frags, strict=True) if f not in covered}
 
 
 def _validate(table: Path) -> list[str]:

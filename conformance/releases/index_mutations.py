@@ -265,8 +265,15 @@ def code_replace(case: dict, table: Path) -> Edited:
         codes = t.column(col).to_pylist()
         j = max(same, key=lambda k: sum(abs(int(x) - int(y)) for x, y in
                                         zip(codes[k], codes[i], strict=True)))
+        meta = {k.decode() if isinstance(k, bytes) else k: v
+                for k, v in (t.schema.metadata or {}).items()}
+        transposed = b'"transposed":true' in bytes(meta.get("storage_metadata", b"")).replace(
+            b" ", b"")
+        note = (" (this layout stores each partition's codes transposed, so the bytes changed "
+                "belong to several rows' codes)" if transposed else "")
         return _set(t, col, {i: codes[j]}), \
-            f"{col} of row id 5 replaced by row id {rows[j]}'s ({codes[i]} -> {codes[j]})"
+            (f"{col} value at the position of row id 5 replaced by the value at row id "
+             f"{rows[j]}'s ({codes[i]} -> {codes[j]}){note}")
 
     return Edited("auxiliary.idx", rewrite_index_file(table, "auxiliary.idx", change))
 

@@ -154,6 +154,19 @@ def test_the_verdict_of_a_cell(tmp_path, monkeypatch, agrees, errors, differ, de
     assert cell.failed == (verdict in ("false error", "missed"))
 
 
+@pytest.mark.parametrize("flagged,verdict", [(True, "caught"), (False, "missed")])
+def test_a_table_built_wrong_must_be_flagged_whatever_the_answers(tmp_path, monkeypatch,
+                                                                  flagged, verdict):
+    """A swapped index whose release still answers these queries right (a zone map of the
+    reversed rows) is wrong all the same: flagged it is caught, silent it is missed."""
+    monkeypatch.setattr(index_census, "_validate",
+                        lambda table: ["INDEX-120: outside its zone"] if flagged else [])
+    monkeypatch.setattr(index_census, "_decode_and_answer", lambda case: ("yes", []))
+    case = _case(tmp_path, agrees=True)
+    case.data["expected"] = "wrong"
+    assert index_census.judge_case(case).verdict == verdict
+
+
 def test_a_case_not_built_is_named_not_judged(tmp_path):
     cell = index_census.judge_case(_case(tmp_path, agrees=True, status="skipped"))
     assert cell.verdict == "not built" and not cell.ok and not cell.failed
