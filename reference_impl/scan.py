@@ -16,8 +16,9 @@ For every fragment, in manifest order (spec 001 "Fragments", "Schema Evolution",
    dataset uses stable row ids, in which case it comes from the fragment's row id
    sequence. Both are ``uint64`` and appended after the data columns, ``_rowid`` first.
 
-A ``filter`` (a ``pyarrow.compute.Expression``) is applied to the assembled rows before
-the projection, like pylance does.
+A ``filter`` (a ``pyarrow.compute.Expression``, or the text of a filter of
+:mod:`reference_impl.predicate`: a row is kept only where it is true) is applied to the
+assembled rows before the projection, like pylance does.
 
 Data files are read by version: legacy 0.1 by :mod:`reference_impl.file.legacy`, 2.0 and 2.1+
 by :class:`reference_impl.file.reader.LanceFileReader` (one read path for scans, ``take``,
@@ -101,7 +102,11 @@ def to_table(
     from reference_impl.table.jsonb import decode_json_columns
 
     table = decode_json_columns(table)
-    if filter is not None:
+    if isinstance(filter, str):  # a filter as users write it (reference_impl/predicate.py)
+        from reference_impl.predicate import matches
+
+        table = table.filter(matches(table, filter))
+    elif filter is not None:
         table = table.filter(filter)
     names = list(columns) if columns is not None else [f.name for f in full]
     if with_row_id:
