@@ -35,6 +35,16 @@ needs_kernels = pytest.mark.skipif(not kernels.available(),
                                    reason="numba (the kernels extra) is not installed")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def kernels_on_small_inputs():
+    """Every input goes to the kernels here, however small (``kernels.MIN_WORK`` keeps small
+    ones on the readable path in ordinary runs)."""
+    before = kernels.MIN_WORK
+    kernels.MIN_WORK = 0
+    yield
+    kernels.MIN_WORK = before
+
+
 @contextlib.contextmanager
 def readable():
     """Run the block on the readable path (as a kit without numba does)."""
@@ -409,3 +419,10 @@ def test_bit_kernels_leave_shapes_they_do_not_expect_to_the_readable_functions()
     blocks = np.zeros((2, 1000), np.uint16)
     fast, slow = both(lambda: enc_bits.fastlanes_pack_fast(blocks, 16, 4))
     assert fast[0] == slow[0] == "refused"
+
+
+def test_small_inputs_stay_on_the_readable_path(monkeypatch):
+    monkeypatch.setattr(kernels, "MIN_WORK", 1 << 16)
+    assert kernels.kernel("fsst_decode", 100) is None
+    if kernels.available():
+        assert kernels.kernel("fsst_decode", 1 << 16) is not None

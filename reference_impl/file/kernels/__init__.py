@@ -65,8 +65,17 @@ def enabled() -> bool:
     return available()
 
 
-def kernel(name: str):
-    """The kernel ``name`` (see :data:`KERNELS`), or ``None`` to run the readable path."""
+#: inputs smaller than this many bytes stay on the readable path: importing numba and loading
+#: the compiled kernels costs about a second of CPU once per process, which small files (most
+#: of a validation run, most tests) never repay
+MIN_WORK = 1 << 16
+
+
+def kernel(name: str, work: int | None = None):
+    """The kernel ``name`` (see :data:`KERNELS`), or ``None`` to run the readable path (also
+    when ``work``, the input's size in bytes, is below :data:`MIN_WORK`)."""
+    if work is not None and work < MIN_WORK:
+        return None
     if not enabled():
         return None
     try:

@@ -67,7 +67,7 @@ def fastlanes_pack_fast(blocks: np.ndarray, T: int, W: int) -> np.ndarray:
     every block gathered by strided copies (not one fancy index per row) into a row-major
     (row, block, lane) array, so that each shift-and-or step works on one contiguous row of
     all blocks, shifting into a reused buffer."""
-    fast = kernels.kernel("fastlanes_pack")  # the compiled twin, when installed
+    fast = kernels.kernel("fastlanes_pack", blocks.nbytes)  # the compiled twin, when installed
     if fast is not None and (got := fast(blocks, T, W)) is not None:
         return got
     dt = UINT[T]

@@ -324,7 +324,7 @@ def _tokenise(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
 def _encode_block(matcher: _Matcher, offsets: np.ndarray, data: np.ndarray):
     """``(compressed length per value, compressed bytes)`` of the values ``offsets``
     (starting at 0) index in ``data``."""
-    fast = kernels.kernel("fsst_encode_block")  # the compiled twin, when installed
+    fast = kernels.kernel("fsst_encode_block", len(data))  # the compiled twin, when installed
     if fast is not None:
         return fast(matcher, offsets, data, SEGMENT_BYTES)
     starts, ends = _segments(offsets)

@@ -39,7 +39,7 @@ def _out_rows(T: int) -> np.ndarray:
 
 def unpack_blocks(words: np.ndarray, T: int, W: int) -> np.ndarray:
     """Unpack ``k`` blocks given as a ``(k, W*LANES)`` array of ``T``-bit words -> ``(k, 1024)``."""
-    fast = kernels.kernel("unpack_blocks")  # the compiled twin, when installed
+    fast = kernels.kernel("unpack_blocks", words.nbytes)  # the compiled twin, when installed
     if fast is not None and (got := fast(words, T, W)) is not None:
         return got
     dt = UINT[T]

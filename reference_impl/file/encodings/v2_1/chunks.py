@@ -42,7 +42,7 @@ def gather_ranges(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, *,
     byte. So no index array ever exceeds a few MB, however large the page (a page of 670 MB
     of 1-5 KiB strings took 5 GiB of int64 indices before). Ranges may overlap and come in
     any order; a range outside ``data`` raises ValueError (callers check them first)."""
-    fast = kernels.kernel("gather_ranges") if piece is None else None
+    fast = kernels.kernel("gather_ranges", 16 * len(starts)) if piece is None else None
     if fast is not None and (got := fast(data, starts, lengths)) is not None:
         return got  # the compiled twin, when installed (one pass, no index arrays)
     piece = GATHER_PIECE if piece is None else max(1, int(piece))

@@ -179,7 +179,7 @@ def decode(table: bytes, comp: Var | Spans, *, piece: int | None = None,
     offs = comp.offsets - comp.offsets[0]
     if int(offs[-1]) == 0:
         return Var(np.zeros(len(offs), np.int64), np.zeros(0, np.uint8))
-    fast = kernels.kernel("fsst_decode")  # the compiled twin, when installed
+    fast = kernels.kernel("fsst_decode", int(offs[-1]))  # the compiled twin, when installed
     if fast is not None and piece is None and (
             got := fast(comp, offs, sym, lens.astype(np.uint8), nsym, saturated)):
         return Var(*got)
