@@ -391,7 +391,9 @@ ds.optimize.optimize_indices()
 @pytest.mark.parametrize("release,kind,metric", [
     ("pylance==0.10.18", "IVF_PQ", "l2"), ("pylance==0.10.18", "IVF_PQ", "dot"),
     ("pylance==0.38.3", "IVF_PQ", "cosine"), ("pylance==0.38.3", "IVF_SQ", "l2"),
-    ("pylance==0.38.3", "IVF_HNSW_SQ", "l2")])
+    ("pylance==0.38.3", "IVF_HNSW_SQ", "l2"),
+    # 0.26.1 keeps the PQ codebook in storage_metadata; 9.0.1 assigns cosine rows by cosine
+    ("pylance==0.26.1", "IVF_PQ", "l2"), ("pylance==9.0.1", "IVF_FLAT", "cosine")])
 def test_older_releases_own_indexes_draw_no_error(tmp_path, release, kind, metric):
     from conformance.releases.venvs import Release, ensure_venv
 
