@@ -171,12 +171,6 @@ def test_own_index_after_append_delete_update_compaction_optimize(tmp_path, stab
 
 
 @pytest.mark.interop
-@pytest.mark.xfail(strict=True, reason=(
-    "false INDEX-103 of the shared row classification (reference_impl.index.IndexedData."
-    "classify, idx-scalar): under stable row ids an update moves row id 400 to a new fragment "
-    "and compaction then drops its deleted old place, so the segment still naming the stale "
-    "entry is judged to name a row outside its fragments; pylance 14.0.2 never returns it "
-    "through the index (checked by hand: same k nearest with and without the index)"))
 def test_own_index_after_update_and_compaction_under_stable_row_ids(tmp_path):
     _lifecycle(tmp_path / "t", stable=True, update=True)
     report = validate(str(tmp_path / "t"), versions="all", deep=True)

@@ -75,10 +75,17 @@ def test_nulls_are_values_of_their_own():
         [VALUE_DIFFERS] * 2
 
 
-def test_stable_row_ids_classify_rows_of_other_fragments_as_outside():
+def test_stable_row_ids_of_other_fragments_are_stale_not_outside():
+    """Under stable row ids an id live in an uncovered fragment is a row an update moved out
+    of the index's fragments: stale, as a deleted row is (readers drop hits outside the covered
+    fragments); with row addresses a live row of an uncovered fragment is outside."""
     data = _data([5, 6], [1, 2], stable=True, elsewhere_row_ids=np.asarray([9], np.uint64))
     kinds = data.classify(np.asarray([5, 9, 100], np.uint64))
-    assert kinds.tolist() == [IndexedData.LIVE, IndexedData.OUTSIDE, IndexedData.DELETED]
+    assert kinds.tolist() == [IndexedData.LIVE, IndexedData.DELETED, IndexedData.DELETED]
+    frag1 = (1 << 32) + 3
+    by_address = _data([5, 6], [1, 2])
+    assert by_address.classify(np.asarray([5, frag1], np.uint64)).tolist() == \
+        [IndexedData.LIVE, IndexedData.OUTSIDE]
 
 
 def test_deferred_remap_moves_are_followed():
