@@ -5,6 +5,13 @@ Usage::
 
     lance-conformance dump URI [--version N|TAG] [--branch NAME] [--columns a,b]
                            [--with-row-id] [--with-row-address] --out FILE.arrow|FILE.jsonl
+    lance-conformance dump URI [--version N|TAG] [--branch NAME] --index NAME --out FILE
+
+``--index NAME`` writes the logical content of that index instead of the rows, as
+:mod:`reference_impl.index` decodes it: one row per entry, a leading ``segment`` column (the
+uuid of the segment holding it) and the kind's columns (BTREE: ``value``, ``row_id``,
+``page``; BITMAP and LABEL_LIST: ``value``, ``row_id``, ``key``). An index kind or layout
+the reader does not know is refused (exit 1) with what it is.
 
 ``.arrow`` (or ``.ipc``/``.feather``) writes an Arrow IPC **file** with the exact scan
 schema. ``.jsonl``/``.json`` writes one JSON object per row, keys in column order, with
@@ -63,6 +70,8 @@ def register(subparsers) -> None:
     )
     p.add_argument("--with-row-id", action="store_true", help="add the _rowid column")
     p.add_argument("--with-row-address", action="store_true", help="add the _rowaddr column")
+    p.add_argument("--index", default=None, metavar="NAME",
+                   help="write the logical content of index NAME instead of the rows")
     p.add_argument("--out", required=True, help="output file: *.arrow (IPC file) or *.jsonl")
     p.set_defaults(func=run)
 
@@ -92,12 +101,17 @@ def run(args) -> int:
     columns = [c for c in args.columns.split(",") if c] if args.columns is not None else None
     try:
         ds = open_dataset(args.uri, version, branch=args.branch)
-        table = to_table(
-            ds,
-            columns=columns,
-            with_row_id=args.with_row_id,
-            with_row_address=args.with_row_address,
-        )
+        if getattr(args, "index", None):
+            from reference_impl.index.of_dataset import entries
+
+            table = entries(ds, args.index)
+        else:
+            table = to_table(
+                ds,
+                columns=columns,
+                with_row_id=args.with_row_id,
+                with_row_address=args.with_row_address,
+            )
     except (NotFound, StoreError) as exc:
         print(f"lance-conformance dump: {exc}", file=sys.stderr)
         return 2

@@ -5,7 +5,8 @@ Prints a readable tree (or ``--json``): the version list with each version's man
 deletion files, row-id sequence summaries, the transaction of every version, feature flags
 by name, config and table metadata, base paths, tags and branches, every ref of the table
 (main, each branch, each tag) with its versions, indices (with their
-fragment bitmaps) and any protobuf field this implementation does not know.
+fragment bitmaps, and each index's decoded content: kind, layout version, rows covered, value
+range, pages or postings) and any protobuf field this implementation does not know.
 
 Exit codes: 0 done, 1 the dataset is broken (a format error), 2 usage error or the dataset
 cannot be reached.
@@ -250,10 +251,30 @@ def inspect_dataset(uri: str, version=None, *, branch=None, storage_options=None
     from reference_impl.table.index import index_report
     report["index_details"] = index_report(mf.index_section, path=mf.key)
     # -- end decoded indexes
+    # -- index content: what each index's files hold (reference_impl.index.of_dataset)
+    from reference_impl.index.of_dataset import summaries
+    report["index_content"] = summaries(ds)
     report["unknown_fields"] = [
         {"where": where, "field": n, "wire_type": wt, "length": len(raw)}
         for where, items in mf.unknown_fields.items() for n, wt, raw in items]
     return report
+
+
+def _content_line(c: dict) -> str:
+    """One line of an index's decoded content summary."""
+    head = (f"{c['name']} {c.get('kind') or 'unknown kind'} {c.get('version', '')}".rstrip()
+            + f": covers {c['rows_covered']} rows of fragments {c['fragments_covered']}")
+    if "not_read" in c:
+        return f"{head}; not read: {c['not_read']}"
+    if "error" in c:
+        return f"{head}; does not decode: {c['error']}"
+    parts = [f"{c['entries']} entries"]
+    if c.get("min") is not None or c.get("max") is not None:
+        parts.append(f"values {c.get('min')!r}..{c.get('max')!r}")
+    for k in ("pages", "postings", "partitions", "nulls"):
+        if c.get(k) is not None:
+            parts.append(f"{k} {c[k]}")
+    return f"{head}; " + ", ".join(parts)
 
 
 def _refs_with_versions(ds, tags: dict, branches: dict) -> list[dict]:
@@ -363,6 +384,10 @@ def render_tree(r: dict) -> str:
         for line in render_report(r["index_details"]):
             add(f"│   {line}")
     # -- end decoded indexes
+    if r.get("index_content"):
+        add("├─ index content")
+        for c in r["index_content"]:
+            add(f"│   {_content_line(c)}")
     add(f"└─ unknown protobuf fields: {'(none)' if not r['unknown_fields'] else ''}")
     for u in r["unknown_fields"]:
         add(f"    {u['where']}: field {u['field']} wire type {u['wire_type']} {u['length']} B")

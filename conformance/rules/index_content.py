@@ -106,6 +106,7 @@ def _identity(ctx, i: ix.Index, covered: list, gone: np.ndarray, stable: bool) -
     h.update(repr((tuple(i.fields), stable, gone.tolist())).encode())
     fid = i.fields[0] if i.fields else None
     h.update(repr(_field_path(ctx.manifest, fid) if fid is not None else None).encode())
+    h.update(_reuse(ctx)[2].encode())
     for f in covered:
         h.update(f.SerializeToString(deterministic=True))
     if stable:
@@ -131,7 +132,7 @@ def _scan(ctx, fragments: list, top: str | None) -> pa.Table:
     table = ctx.table
     ds = Dataset(table.uri, table.store, table.main_store or table.store, table.branch, mf,
                  table.storage_options)
-    return to_table(ds, columns=[top] if top else [], with_row_id=True)
+    return to_table(ds, columns=[top] if top else [], with_row_id=True, with_row_address=True)
 
 
 def _deleted_rows(ctx, fragments: list, stable: bool) -> np.ndarray:
@@ -158,7 +159,12 @@ def _deleted_rows(ctx, fragments: list, stable: bool) -> np.ndarray:
             out.append((np.uint64(f.id) << np.uint64(32)) | offsets.astype(np.uint64))
     if not out:
         return np.zeros(0, np.uint64)
-    return np.unique(np.concatenate(out))
+    return _sorted_unique(np.concatenate(out))
+
+
+def _sorted_unique(a: np.ndarray) -> np.ndarray:
+    a = np.sort(a)
+    return a[np.concatenate([[True], a[1:] != a[:-1]])] if len(a) else a
 
 
 def _deletion_name(f) -> str:
@@ -177,14 +183,17 @@ def _elsewhere_rows(ctx, fragments: list) -> np.ndarray:
         ids = fragment_row_ids(ctx.store, f)
         if ids is not None:
             parts.append(np.asarray(ids, np.uint64))
-    return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+    return _sorted_unique(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
 
 
-def indexed_data(ctx, i: ix.Index) -> rindex.IndexedData:
+def indexed_data(ctx, i: ix.Index, *, addresses: bool = False) -> rindex.IndexedData:
     """The rows index ``i`` covers in this version, as the data holds them (cached per
-    field and covered data, so the indexes of one column share one decode)."""
-    covered, gone, stable = _coverage(ctx, i)
-    key = (tuple(i.fields), _identity(ctx, i, covered, gone, stable))
+    field and covered data, so the indexes of one column share one decode). Rows are named
+    as the table names them (stable row ids when its flags say so), or by their addresses
+    when ``addresses`` (an index that names rows by address whatever the table's flags)."""
+    covered, gone, table_stable = _coverage(ctx, i)
+    stable = table_stable and not addresses
+    key = (tuple(i.fields), stable, _identity(ctx, i, covered, gone, table_stable))
     kept = ctx.table.cache.setdefault(_DATA, OrderedDict())
     if key in kept:
         kept.move_to_end(key)
@@ -195,9 +204,9 @@ def indexed_data(ctx, i: ix.Index) -> rindex.IndexedData:
         raise FormatError(f"index {i.name!r} names field id {fid}, which is not in the schema",
                           rule="INDEX-004")
     table = _scan(ctx, covered, path[0])
-    from reference_impl.scan import ROW_ID
+    from reference_impl.scan import ROW_ADDR, ROW_ID
 
-    rows = table.column(ROW_ID).to_numpy().astype(np.uint64)
+    rows = table.column(ROW_ID if stable else ROW_ADDR).to_numpy().astype(np.uint64)
     values = table.column(path[0])
     for name in path[1:]:
         import pyarrow.compute as pc
@@ -215,18 +224,57 @@ def indexed_data(ctx, i: ix.Index) -> rindex.IndexedData:
         deleted_row_ids=_deleted_rows(ctx, covered, stable), gone_fragment_ids=gone,
         elsewhere_row_ids=_elsewhere_rows(
             ctx, [f for f in ctx.manifest.fragments if int(f.id) not in ids]) if stable
-        else np.zeros(0, np.uint64))
+        else np.zeros(0, np.uint64),
+        moves=[] if stable else _reuse(ctx)[0])
     kept[key] = data
     while len(kept) > _DATA_KEPT:
         kept.popitem(last=False)
     return data
 
 
+def _reuse(ctx):
+    """``(moves, groups, digest)`` of the version's fragment reuse index: the row moves of compactions
+    whose index remap was deferred, oldest first, as ``(old, new)`` arrays sorted by old
+    address; ``groups`` as ``(old fragment ids, new fragment ids)``. Empty without one (or
+    when it does not decode: INDEX-020 reports that)."""
+    if "index_content.reuse" not in ctx.cache:
+        from reference_impl.table import fragment_reuse
+
+        moves, groups = [], []
+        for i in indices(ctx):
+            if i.kind != "fragment_reuse" or i.details is None or not i.details.known:
+                continue
+            try:
+                versions = fragment_reuse.decode_versions(i.details.message, store=ctx.store,
+                                                          path=ctx.manifest_key)
+                for v in sorted(versions, key=lambda v: v.dataset_version):
+                    for g in v.groups:
+                        old, new = fragment_reuse.group_mapping(g, path=ctx.manifest_key)
+                        order = np.argsort(old, kind="stable")
+                        moves.append((old[order], new[order]))
+                        groups.append(({d.id for d in g.old_fragments},
+                                       {d.id for d in g.new_fragments}))
+            except (FormatError, LanceError):
+                moves, groups = [], []
+        digest = hashlib.sha256()
+        for old, new in moves:
+            digest.update(old.tobytes())
+            digest.update(new.tobytes())
+        ctx.cache["index_content.reuse"] = (moves, groups, digest.hexdigest())
+    return ctx.cache["index_content.reuse"]
+
+
 def _coverage(ctx, i: ix.Index):
-    """(covered fragment messages in id order, bitmap ids gone from the version, stable)."""
+    """(covered fragment messages in id order, bitmap ids gone from the version, stable).
+    Under a deferred remap the bitmap may still name the fragments a compaction replaced:
+    a group whose old fragments the bitmap names all covers its new fragments too, as
+    readers take it."""
     bitmap = i.fragment_ids if i.fragment_ids is not None else np.zeros(0, np.uint32)
     present = {int(f.id): f for f in ctx.manifest.fragments}
     want = set(int(x) for x in bitmap)
+    for old, new in _reuse(ctx)[1]:
+        if old and old <= want:
+            want |= new
     covered = [present[k] for k in sorted(want & set(present))]
     gone = np.asarray(sorted(want - set(present)), np.uint32)
     return covered, gone, _stable(ctx.manifest)
@@ -262,7 +310,13 @@ def outcome(ctx, i: ix.Index) -> Outcome:
         if isinstance(content, Exception):
             raise content
         out.content = content
-        data = indexed_data(ctx, i)
+        try:
+            data = indexed_data(ctx, i, addresses=bool(content.extra.get("row_addresses")))
+        except LanceError as exc:
+            # the data, not the index, does not read: the data's own rules report that
+            out.unsupported = f"the rows it covers do not read: {exc}"
+            done[key] = out
+            return out
         out.rows = len(data)
         out.disagreements = list(rindex.check_index(content, i, data))
     except UnsupportedIndex as exc:

@@ -59,7 +59,9 @@ class IndexContent:
     an Arrow table whose columns depend on the kind (each kind module documents them; value
     indexes have a ``row_id`` column of uint64 row addresses or stable row ids). ``summary`` is
     a small JSON-able dict for ``inspect`` (rows covered, partitions, value range, ...).
-    ``extra`` holds kind-specific decoded parts (centroids, codebooks, zones, graphs)."""
+    ``extra`` holds kind-specific decoded parts (centroids, codebooks, zones, graphs);
+    ``extra["row_addresses"] = True`` says the index names rows by their addresses even in a
+    table with stable row ids (pylance 14.0.2's BTREE of index_version 1 does)."""
 
     kind: str
     version: str
@@ -121,7 +123,11 @@ class IndexedData:
       file removes (an index may keep them: readers drop them through the deletion files);
     * ``elsewhere_row_ids`` (uint64, ascending; stable row ids only) are live rows of the
       version outside the covered fragments, which an index must not name. With row
-      addresses the fragment id in the address tells the same.
+      addresses the fragment id in the address tells the same;
+    * ``moves``: the row moves a compaction recorded without rewriting the index (the fragment
+      reuse index, ``defer_index_remap``), oldest first, each ``(old, new)`` uint64 arrays
+      sorted by ``old``, ``new`` = ``DROPPED`` for a row the compaction dropped. The rows an
+      index names are translated through them before they are judged, as readers do.
     """
 
     field_id: int
@@ -133,7 +139,10 @@ class IndexedData:
     deleted_row_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     gone_fragment_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     elsewhere_row_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    moves: list = field(default_factory=list)
 
+    #: ``moves`` target of a row a compaction dropped
+    DROPPED = np.uint64((1 << 64) - 1)
     #: what :meth:`classify` says of a row an index names
     LIVE, DELETED, OUTSIDE = 0, 1, 2
 
@@ -147,6 +156,7 @@ class IndexedData:
         live row of a fragment the index does not cover, or a place no row was ever at)."""
         rows = np.asarray(rows, np.uint64)
         out = np.full(len(rows), self.OUTSIDE, np.int8)
+        out[rows == self.DROPPED] = self.DELETED
         out[_members(rows, self.deleted_row_ids)] = self.DELETED
         if self.stable_row_ids:
             unknown = ~_members(rows, self.elsewhere_row_ids)
@@ -156,6 +166,18 @@ class IndexedData:
             out[_members(frags, self.gone_fragment_ids)] = self.DELETED
         out[_members(rows, self.row_ids)] = self.LIVE
         return out
+
+    def translate(self, rows) -> np.ndarray:
+        """``rows`` as they are after the recorded moves (``DROPPED`` for dropped rows); a
+        row no move names is unchanged. Moves apply in order, so a row moved twice follows
+        both."""
+        rows = np.array(rows, np.uint64)
+        for old, new in self.moves:
+            if not len(old):
+                continue
+            hit = _members(rows, old) & (rows != self.DROPPED)
+            rows[hit] = new[np.searchsorted(old, rows[hit])]
+        return rows
 
     def positions(self, rows) -> np.ndarray:
         """The position in ``row_ids`` of each of ``rows`` (which must be live rows)."""
@@ -199,15 +221,42 @@ def reader_module(kind: str | None):
                                kind=kind) from None
 
 
+#: Releases up to 0.18 write no index details for scalar indexes; their kind is told by the
+#: files (as those releases' readers tell it): file names -> kind. A BITMAP's files over a
+#: list column are a LABEL_LIST (the bitmap module's check tells them apart by the data).
+KIND_BY_FILES: tuple[tuple[frozenset, str], ...] = (
+    (frozenset({"page_data.lance", "page_lookup.lance"}), "btree"),
+    (frozenset({"bitmap_page_lookup.lance"}), "bitmap"),
+)
+
+
+def kind_of(files: IndexFiles, index) -> str | None:
+    """The kind of ``index``: its details' kind, else the kind its files tell (None)."""
+    if index.kind is not None:
+        return index.kind
+    names = set(files.names())
+    for needed, kind in KIND_BY_FILES:
+        if needed <= names:
+            return kind
+    return None
+
+
 def read_index(files: IndexFiles, index) -> IndexContent:
     """Decode the files of ``index`` (a :class:`reference_impl.table.index.Index`)."""
-    return reader_module(index.kind).read(files, index)
+    return reader_module(kind_of(files, index)).read(files, index)
 
 
 def check_index(content: IndexContent, index, data: IndexedData) -> Iterator[Disagreement]:
     """Hold the decoded ``content`` of ``index`` against ``data`` (the rows it covers): the
     kind module's ``check``. A kind read but not yet checked is ``UnsupportedIndex``."""
-    module = reader_module(index.kind)
+    kind = content.kind
+    values = data.values.type
+    if kind == "bitmap" and index.kind is None and (pa.types.is_list(values)
+                                                    or pa.types.is_large_list(values)):
+        # releases before index details (up to 0.18) do not say LABEL_LIST: its files are a
+        # BITMAP's, over the items of a list column
+        kind = "label_list"
+    module = reader_module(kind)
     check = getattr(module, "check", None)
     if check is None:
         raise UnsupportedIndex(f"index kind {index.kind!r} is read but not checked against its "

@@ -1,5 +1,8 @@
 """Holding an index against its data: the comparisons every value index shares.
 
+Rows an index names are first translated through the moves of a deferred remap
+(:meth:`IndexedData.translate`), as readers translate them.
+
 A value index (BTREE, BITMAP, LABEL_LIST, ...) says, in the end, a set of ``(value, row)``
 pairs: "row r holds value v". The data says the same kind of set for the rows the index covers
 (:class:`reference_impl.index.IndexedData`). This module compares the two sets, all at once
@@ -66,28 +69,30 @@ def _plain(a) -> pa.Array:
     return a
 
 
-def _unmatched(rows_a, codes_a, rows_b, codes_b) -> tuple[np.ndarray, np.ndarray]:
+def _unmatched(pos_a, codes_a, pos_b, codes_b) -> tuple[np.ndarray, np.ndarray]:
     """Masks over the pairs of side a and side b: True where a pair of one side has no equal
-    pair on the other (duplicates within one side count once)."""
-    na = len(rows_a)
-    rows = np.concatenate([rows_a, rows_b]).astype(np.uint64)
-    cds = np.concatenate([codes_a, codes_b]).astype(np.int64)
-    side = np.concatenate([np.zeros(na, np.int8), np.ones(len(rows_b), np.int8)])
-    order = np.lexsort((side, cds, rows))
-    r, c, s = rows[order], cds[order], side[order]
-    same_pair = (r[1:] == r[:-1]) & (c[1:] == c[:-1])
-    matched = np.zeros(len(r), bool)
-    both = same_pair & (s[1:] != s[:-1])
-    matched[1:] |= both
-    matched[:-1] |= both
-    # a duplicate on one side is matched when its group is (it sorts next to its twin)
-    dup = same_pair & (s[1:] == s[:-1])
-    if dup.any():
-        grp = np.concatenate([[0], np.cumsum(~same_pair)])
-        hit = np.zeros(grp[-1] + 1, bool)
-        np.logical_or.at(hit, grp, matched)
-        matched = hit[grp]
-    out = np.empty(len(r), bool)
+    pair on the other (duplicates within one side count once). A pair is ``(position of the
+    row among the data's live rows, value code)``; both are small non-negative integers, so
+    each pair is one int64 key and the whole comparison is one sort."""
+    na = len(pos_a)
+    width = np.int64(max(int(codes_a.max(initial=-1)), int(codes_b.max(initial=-1))) + 2)
+    key = np.concatenate([pos_a.astype(np.int64) * width + (codes_a + 1),
+                          pos_b.astype(np.int64) * width + (codes_b + 1)])
+    tagged = key * 2 + np.concatenate([np.zeros(na, np.int64), np.ones(len(pos_b), np.int64)])
+    order = np.argsort(tagged)
+    t = tagged[order]
+    pair = t >> 1
+    # a pair is matched when its run of equal keys holds both sides
+    start = np.concatenate([[True], pair[1:] != pair[:-1]]) if len(t) else np.zeros(0, bool)
+    run = np.cumsum(start) - 1
+    n_runs = int(run[-1]) + 1 if len(t) else 0
+    has_a = np.zeros(n_runs, bool)
+    has_b = np.zeros(n_runs, bool)
+    side = (t & 1).astype(bool)
+    has_a[run[~side]] = True
+    has_b[run[side]] = True
+    matched = has_a[run] & has_b[run]
+    out = np.empty(len(t), bool)
     out[order] = ~matched
     return out[:na], out[na:]
 
@@ -102,35 +107,78 @@ def hold_pairs(index_name: str, data: IndexedData, rows, values: pa.Array, *,
     ``every_row``: the index names every live covered row (BTREE, BITMAP), so a row it does
     not name at all is ``ROW_MISSING``. ``where(i)`` gives the place in the index of pair i
     (a page, a key) for the messages."""
-    rows = np.asarray(rows, np.uint64)
+    rows = data.translate(rows) if data.moves else np.asarray(rows, np.uint64)
+    values = _plain(values)
+    # work in row order: every membership test below is then a merge of sorted arrays
+    order = np.argsort(rows, kind="stable")
+    rows = rows[order]
+    values = values.take(pa.array(order, pa.int64()))
+    place = None if where is None else (lambda j: where(int(order[j])))
     if data_rows is None:
-        data_rows, data_values = data.row_ids, data.values
-    data_rows = np.asarray(data_rows, np.uint64)
+        data_pos = np.arange(len(data.row_ids), dtype=np.int64)
+        data_values = data.values
+    else:
+        data_pos = data.positions(np.asarray(data_rows, np.uint64)).astype(np.int64)
     kind = data.classify(rows)
-    yield from _outside(index_name, data, rows, values, kind, where)
+    yield from _outside(index_name, data, rows, values, kind, place)
     live = np.nonzero(kind == IndexedData.LIVE)[0]
+    live_values = values.take(pa.array(live, pa.int64()))
+    place_live = None if place is None else (lambda j: place(int(live[j])))
+    if every_row and data_rows is None:
+        # one value per row: compare each named row's value with the data's, in place
+        yield from _hold_one_value(index_name, data, rows[live], live_values, place_live)
+        return
     try:
-        icodes, dcodes = codes(values.take(pa.array(live, pa.int64())), data_values)
+        icodes, dcodes = codes(live_values, data_values)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
         yield Disagreement(VALUE_DIFFERS, f"index {index_name!r} holds values of type "
                            f"{values.type}, which do not compare with the column "
                            f"{data.field_name!r} of type {data_values.type}: {exc}")
         return
-    extra, missing = _unmatched(rows[live], icodes, data_rows, dcodes)
-    named = np.unique(rows[live])
+    live_pos = data.positions(rows[live]).astype(np.int64)
+    extra, missing = _unmatched(live_pos, icodes, data_pos, dcodes)
+    named = np.zeros(len(data.row_ids), bool)
+    named[live_pos] = True
     if every_row:
-        absent = np.ones(len(data.row_ids), bool)
-        absent[data.positions(named)] = False
-        yield from _missing(index_name, data, np.nonzero(absent)[0])
-    else:
-        absent = np.zeros(len(data.row_ids), bool)
-    # the pairs of the data the index lacks, on rows it names (or on rows with labels)
+        yield from _missing(index_name, data, np.nonzero(~named)[0])
+    # the data's pairs the index lacks, on rows it names (a row it names nowhere is missing)
     lacking = np.nonzero(missing)[0]
     if every_row:
-        lacking = lacking[~absent[data.positions(data_rows[lacking])]]
-    yield from _differs(index_name, data, rows[live], values.take(pa.array(live, pa.int64())),
-                        np.nonzero(extra)[0], data_rows, data_values, lacking,
-                        None if where is None else (lambda j: where(int(live[j]))))
+        # one value per row: a row named under a wrong value is said once, by that value
+        wrong = np.zeros(len(data.row_ids), bool)
+        wrong[live_pos[extra]] = True
+        keep = named[data_pos[lacking]] & ~wrong[data_pos[lacking]]
+        lacking = lacking[keep]
+    data_rows_all = data.row_ids[data_pos]
+    yield from _differs(index_name, data, rows[live], live_values, np.nonzero(extra)[0],
+                        data_rows_all, data_values, lacking, place_live)
+
+
+def _hold_one_value(index_name: str, data: IndexedData, rows: np.ndarray, values: pa.Array,
+                    place) -> Iterator[Disagreement]:
+    """The index names live rows ``rows`` under ``values``; the data holds one value per row.
+    Each named value is compared with the value at its row (nulls equal nulls, NaN equals
+    NaN); every live row must be named."""
+    pos = data.positions(rows).astype(np.int64)
+    held = _plain(data.values).take(pa.array(pos, pa.int64()))
+    try:
+        if values.type != held.type:
+            values = values.cast(held.type)
+        same = pc.fill_null(pc.equal(values, held), False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        yield Disagreement(VALUE_DIFFERS, f"index {index_name!r} holds values of type "
+                           f"{values.type}, which do not compare with the column "
+                           f"{data.field_name!r} of type {held.type}: {exc}")
+        return
+    same = pc.or_(same, pc.and_(values.is_null(), held.is_null()))
+    if pa.types.is_floating(held.type):
+        same = pc.or_(same, pc.fill_null(pc.and_(pc.is_nan(values), pc.is_nan(held)), False))
+    named = np.zeros(len(data.row_ids), bool)
+    named[pos] = True
+    yield from _missing(index_name, data, np.nonzero(~named)[0])
+    wrong = np.nonzero(~same.to_numpy(zero_copy_only=False))[0]
+    yield from _differs(index_name, data, rows, values, wrong, data.row_ids, data.values,
+                        np.zeros(0, np.int64), place)
 
 
 def _capped(items: list, rule: str, what: str, index_name: str) -> Iterator[Disagreement]:

@@ -81,6 +81,21 @@ def decode_row_map(raw: bytes, *, path: str | None = None) -> tuple[np.ndarray, 
     return rows, full
 
 
+def encode_row_map(rows) -> bytes:
+    """The serialized row-address tree map of ``rows`` (uint64): the inverse of
+    :func:`decode_row_map`, every fragment as a bitmap of its offsets (never "full")."""
+    from pyroaring import BitMap
+
+    rows = np.unique(np.asarray(rows, np.uint64))
+    frags = (rows >> np.uint64(32)).astype(np.uint32)
+    out = [struct.pack("<I", len(np.unique(frags)))]
+    for frag in np.unique(frags):
+        bm = BitMap((rows[frags == frag] & np.uint64(0xFFFFFFFF)).astype(np.uint32).tolist())
+        raw = bm.serialize()
+        out.append(struct.pack("<II", int(frag), len(raw)) + raw)
+    return b"".join(out)
+
+
 def read_postings(files: IndexFiles, kind: str) -> tuple[pa.Table, list, dict, int]:
     """``(entries, full, metadata, keys)`` of a ``bitmap_page_lookup.lance`` file."""
     if not files.has(FILE):

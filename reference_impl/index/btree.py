@@ -3,13 +3,19 @@
 Files (``_indices/{uuid}/``), both Lance files:
 
 * ``page_data.lance``: columns ``values`` (the indexed column's type) and ``ids`` (uint64 row
-  addresses, or stable row ids), one row per indexed row, sorted by value with nulls first.
+  addresses, or stable row ids; named ``row_ids`` by releases up to 0.2x), one row per
+  indexed row, sorted by value with nulls first.
   Page ``p`` is the run of rows ``[p * batch_size, (p + 1) * batch_size)``;
 * ``page_lookup.lance``: one row per page: ``min``, ``max`` (the page's first and last value
   as sorted, so ``min`` is null when the page starts with nulls), ``null_count`` (uint32, the
   nulls in the page) and ``page_idx`` (uint32). Its schema metadata may say ``batch_size``
   (default 4096) and ``range_partitioned`` (``"false"``; a range-partitioned index is a layout
   this module does not read).
+
+Row ids. ``index_version`` 0 names rows as the table does (row addresses, or stable row ids
+when the table has them); pylance 14.0.2 writes ``index_version`` 1 for a BTREE of a table with
+stable row ids, and names rows there by their addresses (its queries read them so), so an
+index_version of 1 or more is read as naming addresses.
 
 Logical form (:attr:`IndexContent.entries`): columns ``value``, ``row_id`` (uint64) and
 ``page`` (int64) in file order; ``extra["lookup"]`` is the lookup table.
@@ -63,9 +69,10 @@ def read(files: IndexFiles, index) -> IndexContent:
     lookup = lookup_reader.read_all()
     data = files.read_table(DATA_FILE)
     _need(lookup, ("min", "max", "null_count", "page_idx"), files.key(LOOKUP_FILE))
-    _need(data, ("values", "ids"), files.key(DATA_FILE))
+    id_column = "ids" if "ids" in data.column_names else "row_ids"
+    _need(data, ("values", id_column), files.key(DATA_FILE))
     n = data.num_rows
-    ids = data.column("ids")
+    ids = data.column(id_column)
     if not pa.types.is_integer(ids.type):
         raise FormatError(f"BTREE ids are {ids.type}, not row ids", rule="INDEX-100",
                           path=files.key(DATA_FILE))
@@ -80,8 +87,11 @@ def read(files: IndexFiles, index) -> IndexContent:
                "batch_size": batch_size, "nulls": int(values.null_count),
                "min": _py(pc.min(nonnull)) if len(nonnull) else None,
                "max": _py(pc.max(nonnull)) if len(nonnull) else None}
-    return IndexContent(KIND, "btree-v0", entries, summary,
-                        {"lookup": lookup, "batch_size": batch_size})
+    version = f"btree-v{index.index_version or 0}"
+    summary["version"] = version
+    return IndexContent(KIND, version, entries, summary,
+                        {"lookup": lookup, "batch_size": batch_size,
+                         "row_addresses": (index.index_version or 0) >= 1})
 
 
 def _py(scalar):
@@ -116,7 +126,7 @@ def _sorted(name: str, values: pa.Array, pages: np.ndarray) -> Iterator[Disagree
         for i in late_nulls[:MAX_PER_RULE]:
             out.append(Disagreement(KEYS_SORTED, f"index {name!r} holds a null key at entry {i} "
                                     f"(page {pages[i]}), after non-null keys: nulls sort first",
-                                    where={"page": int(pages[i]), "entry": int(i)}))
+                                    where={"page": int(pages[i]), "position": int(i)}))
     order = np.nonzero(valid)[0]
     if len(order) > 1:
         vv = values.take(pa.array(order, pa.int64()))
@@ -127,7 +137,7 @@ def _sorted(name: str, values: pa.Array, pages: np.ndarray) -> Iterator[Disagree
             out.append(Disagreement(
                 KEYS_SORTED, f"index {name!r} keys are not sorted: entry {i} (page {pages[i]}) "
                 f"holds {value_text(vv[int(j) + 1].as_py())} after {value_text(vv[int(j)].as_py())}",
-                value=vv[int(j) + 1].as_py(), where={"page": int(pages[i]), "entry": i}))
+                value=vv[int(j) + 1].as_py(), where={"page": int(pages[i]), "position": i}))
         if len(bad) > MAX_PER_RULE:
             out.append(Disagreement(KEYS_SORTED, f"index {name!r}: {len(bad) - MAX_PER_RULE} "
                                     f"more keys out of order"))

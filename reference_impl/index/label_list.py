@@ -56,7 +56,7 @@ def labels(data: IndexedData, *, null_items: bool) -> tuple[np.ndarray, pa.Array
 def check(content: IndexContent, index, data: IndexedData) -> Iterator[Disagreement]:
     e = expand_full(content.entries, content.extra["full"], content.extra["keys"], data)
     keys = e.column("key").to_numpy()
-    rows, items = labels(data, null_items=content.extra["null_items"])
+    rows, items = labels(data, null_items=content.extra.get("null_items", False))
     yield from hold_pairs(index.name, data, e.column("row_id").to_numpy(),
                           e.column("value").combine_chunks(), data_rows=rows,
                           data_values=items, every_row=False,
