@@ -306,6 +306,7 @@ def test_golden_fixtures_read_identically_without_kernels():
 @pytest.mark.parametrize("storage", [pytest.param("2.0", marks=pytest.mark.slow),
                                      pytest.param("2.1", marks=pytest.mark.slow), "2.2",
                                      pytest.param("2.3", marks=pytest.mark.slow)])
+@pytest.mark.timeout(1800)
 def test_type_census_reads_identically_without_kernels(tmp_path, pylance, storage):
     """Every type of the census catalogue in every variant (``conformance/census/type_program.py``:
     ~460 tables a storage version), written by pylance 14.0.2: our reader gives the same
@@ -322,14 +323,17 @@ def test_type_census_reads_identically_without_kernels(tmp_path, pylance, storag
 
 
 def _pytest_without_kernels(tests: list[str]) -> None:
-    env = dict(os.environ, **{kernels.ENV: "0"})
+    # the default hypothesis profile whatever this run's (the slow profile's 1,000 examples a
+    # test would make the child run for an hour)
+    env = dict(os.environ, **{kernels.ENV: "0", "HYPOTHESIS_PROFILE": "default"})
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0",
                            "-x", "-m", "not slow and not compat", *tests], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=1800)
+                          capture_output=True, text=True, timeout=3500)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout and " failed" not in proc.stdout
 
 
+@pytest.mark.timeout(1200)
 def test_file_format_tests_pass_without_kernels():
     """The 2.1/2.2 decoder tests in a subprocess with the kernels switched off: the readable
     path, as a kit without numba runs it (the ordinary test command runs both paths)."""
@@ -337,6 +341,7 @@ def test_file_format_tests_pass_without_kernels():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_more_file_tests_pass_without_kernels():
     """The FSST encoder, hostile-file and fast-path tests, the same way (slow profile)."""
     _pytest_without_kernels(["conformance/suite/file/test_fsst_encoder.py",
