@@ -142,6 +142,10 @@ def check(content, index, data, remap=None):
     without ``has_null`` (INDEX-121: a filter through the index loses the row), and a zone
     on a fragment the index does not cover (INDEX-124). ``remap`` translates addresses
     through a deferred compaction."""
+    if remap is None:
+        from reference_impl.index.remapped import Remap
+
+        remap = Remap.of_moves(getattr(data, "moves", None))
     from reference_impl.index import Disagreement
     from reference_impl.index.zonemap import addresses_of, outside_zones, zones_of_rows
 

@@ -285,6 +285,10 @@ def check(content, index, data, remap=None):
     never finds it), a document whose token count is outside what its text gives under the
     recorded settings, a null row listed with tokens; a document outside the covered
     fragments (INDEX-124); postings that disagree with the documents (INDEX-127)."""
+    if remap is None:
+        from reference_impl.index.remapped import Remap
+
+        remap = Remap.of_moves(getattr(data, "moves", None))
     from reference_impl.index import Disagreement
     from reference_impl.index.ngram import members, sorted_unique
 

@@ -252,6 +252,10 @@ def check(content, index, data, remap=None):
     not under the null token (INDEX-123: answers stay right after the recheck), a row of a
     fragment the index does not cover (INDEX-124). ``remap`` translates row addresses
     through a deferred compaction."""
+    if remap is None:
+        from reference_impl.index.remapped import Remap
+
+        remap = Remap.of_moves(getattr(data, "moves", None))
     from reference_impl.index import Disagreement
 
     entries = content.entries

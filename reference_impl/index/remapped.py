@@ -48,6 +48,18 @@ class Remap:
                 steps.append((old[order], new[order]))
         return cls(steps, frozenset(frags))
 
+    @classmethod
+    def of_moves(cls, moves) -> Remap | None:
+        """From ``IndexedData.moves`` (``(old, new)`` arrays sorted by old, oldest first);
+        None when there are none."""
+        steps = [(np.asarray(o, np.uint64), np.asarray(n, np.uint64)) for o, n in moves or ()]
+        if not steps:
+            return None
+        frags = set()
+        for old, _new in steps:
+            frags.update(np.unique(old >> np.uint64(32)).astype(np.int64).tolist())
+        return cls(steps, frozenset(frags))
+
     def forward(self, addrs) -> tuple[np.ndarray, np.ndarray]:
         """``(addresses, dropped)``: each address after every compaction (unchanged when no
         compaction moved it), and whether a compaction dropped it (a deleted row)."""

@@ -122,6 +122,10 @@ def check(content, index, data, remap=None):
     cover: a live row in no zone, or whose value its zone's statistics exclude (INDEX-120:
     a filter through the index loses it), and a zone on a fragment the index does not cover
     (INDEX-124). ``remap`` translates addresses through a deferred compaction."""
+    if remap is None:
+        from reference_impl.index.remapped import Remap
+
+        remap = Remap.of_moves(getattr(data, "moves", None))
     import pyarrow.compute as pc
 
     from reference_impl.index import Disagreement
