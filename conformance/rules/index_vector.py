@@ -85,9 +85,10 @@ def vector_sq_values(ctx):
       severity="error", spec="004", section=_SEC, deep=True, clause=_CLAUSE,
       pylance="pylance searches only the partitions whose centroids are nearest the query: a "
               "row filed under another partition is missed by the queries it answers",
-      releases="l2: squared Euclidean; cosine: the unit-scaled vector by L2 to the centroids; "
-               "dot: the inner product (every release seen). Ties within float tolerance are "
-               "not judged")
+      releases="l2: squared Euclidean; cosine: the unit-scaled vector by L2 to the centroids "
+               "(0.2x-0.36, 13.0.0, 14.0.2) or by cosine to them (1.0.4-11.0.0; a row is "
+               "misplaced only under both); dot: the inner product (every release seen). Ties "
+               "within float tolerance are not judged")
 def vector_assignment(ctx):
     yield from findings(ctx, "INDEX-145")
 

@@ -371,15 +371,15 @@ def test_upstream_v0_8_14_index_missing_a_fragment_in_its_bitmap(tmp_path):
 
 _BUILD = """
 import sys, lance, numpy as np, pyarrow as pa
-n, d = 600, 8
+n, d = 1000, 16
 vec = np.random.default_rng(0).standard_normal((n, d)).astype(np.float32)
 t = pa.table({"id": pa.array(np.arange(n)),
               "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), d)})
 kind, metric, path = sys.argv[1], sys.argv[2], sys.argv[3]
-ds = lance.write_dataset(t, path, max_rows_per_file=200)
-kw = dict(num_partitions=2, metric=metric)
+ds = lance.write_dataset(t, path, max_rows_per_file=300)
+kw = dict(num_partitions=4, metric=metric)
 if "PQ" in kind:
-    kw["num_sub_vectors"] = 2
+    kw["num_sub_vectors"] = 4
 ds.create_index("vec", kind, **kw)
 ds.delete("id < 50")
 ds = lance.write_dataset(t.slice(0, 100), path, mode="append")
@@ -391,7 +391,9 @@ ds.optimize.optimize_indices()
 @pytest.mark.parametrize("release,kind,metric", [
     ("pylance==0.10.18", "IVF_PQ", "l2"), ("pylance==0.10.18", "IVF_PQ", "dot"),
     ("pylance==0.38.3", "IVF_PQ", "cosine"), ("pylance==0.38.3", "IVF_SQ", "l2"),
-    ("pylance==0.38.3", "IVF_HNSW_SQ", "l2")])
+    ("pylance==0.38.3", "IVF_HNSW_SQ", "l2"),
+    # 0.26.1 keeps the PQ codebook in storage_metadata; 9.0.1 assigns cosine rows by cosine
+    ("pylance==0.26.1", "IVF_PQ", "l2"), ("pylance==9.0.1", "IVF_FLAT", "cosine")])
 def test_older_releases_own_indexes_draw_no_error(tmp_path, release, kind, metric):
     from conformance.releases.venvs import Release, ensure_venv
 
@@ -430,3 +432,18 @@ def test_pq_screen_equals_the_exact_judgement():
     fast = q.wrong_codes(x, codes)
     assert fast.tolist() == q.wrong_codes_exact(x, codes).tolist()
     assert 5 in fast and 250 < len(fast) <= 291
+
+
+@pytest.mark.interop
+def test_own_index_after_compaction_with_deferred_remap(tmp_path):
+    import lance
+
+    path = tmp_path / "t"
+    ds = _build(path, "IVF_PQ", max_rows_per_file=200)
+    ds.delete("id % 5 = 0")
+    lance.dataset(str(path)).optimize.compact_files(target_rows_per_fragment=5000,
+                                                    defer_index_remap=True)
+    names = {i["name"] for i in lance.dataset(str(path)).list_indices()}
+    assert "__lance_frag_reuse" in names  # the index still names the rows before compaction
+    report = validate(str(path), versions="all", deep=True)
+    assert not _errors(report), _errors(report)

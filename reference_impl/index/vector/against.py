@@ -8,8 +8,9 @@ from pylance 0.8.14's legacy layout to 14.0.2's Lance-file layout; see the modul
   holds, may remain);
 * its partition is the one whose centroid is nearest to the row's vector. The vector is first
   prepared by the metric: ``cosine`` scales it to unit length and then uses L2 to the
-  (not unit) centroids; ``l2`` uses it as is with L2; ``dot`` uses it as is with the negative
-  inner product (pylance 14.0.2 trains unit-length centroids for dot);
+  (not unit) centroids (0.2x-0.36, 13.0.0, 14.0.2) or the cosine to them (1.0.4 to 11.0.0;
+  a row is misplaced only under both); ``l2`` uses it as is with L2; ``dot`` uses it as is
+  with the negative inner product (pylance 14.0.2 trains unit-length centroids for dot);
 * FLAT: the stored vector is the prepared vector;
 * PQ: the code is the nearest codewords of the prepared vector minus its partition's centroid
   (``l2``, ``cosine``: the residual) or of the prepared vector itself (``dot``, pylance 0.20.0
@@ -86,6 +87,10 @@ def check(content, index, data) -> Iterator:
     stable = bool(data.stable_row_ids)
     ex = content.extra
     rows = content.entries.column("row_id").to_numpy().astype(np.uint64)
+    if getattr(data, "moves", None):
+        # a compaction whose index remap was deferred: the rows are named as they were
+        # before it, and readers translate them through the fragment reuse index
+        rows = data.translate(rows)
     part = content.entries.column("partition").to_numpy().astype(np.int64)
     out: dict[str, list] = {}
 
@@ -146,6 +151,13 @@ def check(content, index, data) -> Iterator:
                 f"{int(p[i])} of {ncent}", row=int(rows[at[i]]), partition=int(p[i]))
         idx = np.nonzero(ok)[0]
         bad = ivf_mod.misassigned(x[idx], p[idx], centroids, assign_metric)
+        if metric == "cosine" and len(bad):
+            # cosine: pylance 0.2x-0.36 and 13.0.0-14.0.2 assign the unit vector by L2 to the
+            # centroids; 1.0.4-11.0.0 by cosine to them (the inner product with the unit
+            # centroids). A row is misplaced only when it is under both rules
+            unit_c = ivf_mod.normalize(np.asarray(centroids, dtype=np.float64))
+            again = ivf_mod.misassigned(x[idx[bad]], p[idx[bad]], unit_c, "dot")
+            bad = bad[again]
         if len(bad):
             d = ivf_mod.distances(x[idx[bad[:MAX_PER_RULE + 1]]], centroids, assign_metric)
             for k, b in enumerate(bad[:MAX_PER_RULE + 1]):

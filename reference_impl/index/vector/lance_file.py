@@ -17,7 +17,10 @@ Both are Lance files (v2.x). Schema metadata says what they hold:
                           row counts
     ``storage_metadata``  JSON list of one JSON text: ``{"dim"}`` (flat), ``{"dim",
                           "num_bits", "bounds": {"start", "end"}}`` (SQ), ``{"codebook_position",
-                          "nbits", "num_sub_vectors", "dimension", "transposed"}`` (PQ)
+                          "nbits", "num_sub_vectors", "dimension", "transposed"}`` (PQ: the
+                          codebook Tensor is global buffer ``codebook_position``, or, in
+                          0.2x releases, its protobuf bytes as the JSON list
+                          ``codebook_tensor``)
     columns               ``_rowid: uint64`` and ``flat`` / ``__sq_code`` / ``__pq_code``
 """
 
@@ -139,11 +142,18 @@ def read(files) -> dict:
         except (KeyError, TypeError, ValueError):
             raise FormatError(f"PQ storage metadata {smeta} lacks a field", rule=RULE_LAYOUT,
                               path=apath) from None
-        if smeta.get("codebook_tensor"):
-            raise UnsupportedIndex("a PQ codebook inside storage_metadata is not read",
-                               kind="vector", version=f"lance-file/{sub_index}", path=apath)
-        tensor = ivf_mod.parse_message(pq_mod_tensor(), aux.container.read_global_buffer(pos),
-                                       what="PQ codebook buffer", path=apath)
+        inline = smeta.get("codebook_tensor")
+        if inline:
+            # pylance 0.2x (seen: 0.26.1) keeps the Tensor's protobuf bytes in the JSON as a
+            # list of byte values, and codebook_position 0
+            try:
+                raw = bytes(int(b) for b in inline)
+            except (TypeError, ValueError):
+                raise FormatError("storage_metadata codebook_tensor is not a list of bytes",
+                                  rule=RULE_LAYOUT, path=apath) from None
+        else:
+            raw = aux.container.read_global_buffer(pos)
+        tensor = ivf_mod.parse_message(pq_mod_tensor(), raw, what="PQ codebook", path=apath)
         cb = ivf_mod.tensor_array(tensor, what="PQ codebook", path=apath)
         parts["pq"] = pq_mod.from_codebook(nbits, m, dim, cb, path=apath)
         if width != m:
