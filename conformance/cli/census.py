@@ -306,7 +306,8 @@ def run_indexes(args: argparse.Namespace) -> int:
     command = "lance-conformance census indexes" + (
         f" --releases {args.releases}" if args.releases else "") + (
         f" --kinds {args.kinds}" if args.kinds else "") + (
-        f" --scenarios {args.scenarios}" if args.scenarios else "")
+        f" --scenarios {args.scenarios}" if args.scenarios else "") + (
+        f" --out {args.out}" if args.out else "") + (" --no-build" if args.no_build else "")
     if args.md_out:
         Path(args.md_out).write_text(index_census.markdown(cells, command=command,
                                                            summary=summary))
