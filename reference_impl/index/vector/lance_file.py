@@ -132,15 +132,18 @@ def read(files) -> dict:
             parts["sq"] = sq_mod.ScalarQuantizer(int(smeta["num_bits"]), float(bounds["start"]),
                                                  float(bounds["end"]))
         except (KeyError, TypeError, ValueError):
-            raise FormatError(f"SQ storage metadata {smeta} lacks num_bits or bounds",
-                              rule=RULE_LAYOUT, path=apath) from None
+            raise FormatError(f"SQ storage metadata (keys {_keys(smeta)}) lacks num_bits or "
+                              "bounds", rule=RULE_LAYOUT, path=apath) from None
         parts["codes"] = values
     else:
         try:
-            m, nbits = int(smeta["num_sub_vectors"]), int(smeta["nbits"])
+            # the number of bits is "nbits" (pylance 0.26.1 on) or "num_bits" (0.20.0)
+            bits = smeta["nbits"] if "nbits" in smeta else smeta["num_bits"]
+            m, nbits = int(smeta["num_sub_vectors"]), int(bits)
             dim, pos = int(smeta["dimension"]), int(smeta["codebook_position"])
         except (KeyError, TypeError, ValueError):
-            raise FormatError(f"PQ storage metadata {smeta} lacks a field", rule=RULE_LAYOUT,
+            raise FormatError(f"PQ storage metadata (keys {_keys(smeta)}) lacks num_sub_vectors, "
+                              "nbits, dimension or codebook_position", rule=RULE_LAYOUT,
                               path=apath) from None
         inline = smeta.get("codebook_tensor")
         if inline:
@@ -168,6 +171,15 @@ def read(files) -> dict:
         parts["hnsw"] = hnsw_mod.graphs(gtable, graph_ivf.offsets, graph_ivf.lengths, metas,
                                         path=ipath)
     return parts
+
+
+def _keys(meta) -> str:
+    """The keys of a storage metadata object, for a message of bounded length (its values may
+    be a whole codebook)."""
+    if not isinstance(meta, dict):
+        return type(meta).__name__
+    names = sorted(str(k)[:40] for k in meta)
+    return ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
 
 
 def pq_mod_tensor():
