@@ -311,11 +311,7 @@ def test_mutate_index_content_cli(tiny_corpus, tmp_path, capsys):
 #: False errors of the kit known when this test was written, each named with its reason (the
 #: test tolerates them and no other; remove an entry once its cause is fixed). (kind prefix,
 #: scenario, rule):
-KNOWN_FALSE_ERRORS = {
-    # the vector content rules do not yet translate an index's old row addresses through a
-    # deferred remap's fragment reuse index (the scalar and text rules do)
-    ("IVF_", "compact-deferred", "INDEX-101"),
-}
+KNOWN_FALSE_ERRORS: set[tuple[str, str, str]] = set()
 
 
 def _known(cell) -> bool:
