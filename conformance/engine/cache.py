@@ -156,11 +156,12 @@ def finding_in(d: dict) -> Violation:
 def summary_out(s: FragmentSummary) -> list:
     return [s.id, s.deletion_read_version, s.has_row_ids, s.row_id_max, s.row_version_max,
             [list(v) if isinstance(v, tuple) else v for v in s.file_versions],
-            None if s.live_row_ids is None else list(s.live_row_ids)]
+            None if s.live_row_ids is None else list(s.live_row_ids),
+            list(s.unheld_field_ids)]
 
 
 def summary_in(d: list) -> FragmentSummary:
-    fid, deletion, has_ids, rmax, vmax, versions, live = d
+    fid, deletion, has_ids, rmax, vmax, versions, live, unheld = d
     if live is not None:
         lo, hi, distinct = live
         live = (int(lo), int(hi), bool(distinct))
@@ -168,22 +169,24 @@ def summary_in(d: list) -> FragmentSummary:
                            None if rmax is None else int(rmax),
                            None if vmax is None else int(vmax),
                            tuple(tuple(v) if isinstance(v, list) else v for v in versions),
-                           live)
+                           live, tuple(int(i) for i in unheld))
 
 
 def facts_out(f: VersionFacts | None):
     if f is None:
         return None
-    return [f.timestamp_ns, f.branch, [[u, [k[0], list(k[1]), k[2]], p] for u, k, p in f.indices]]
+    return [f.timestamp_ns, f.branch, [[u, [k[0], list(k[1]), k[2]], p] for u, k, p in f.indices],
+            sorted(f.field_ids)]
 
 
 def facts_in(d) -> VersionFacts | None:
     if d is None:
         return None
-    ts, branch, indices = d
+    ts, branch, indices, field_ids = d
     return VersionFacts(None if ts is None else int(ts), None if branch is None else str(branch),
                         tuple((str(u), (str(k[0]), tuple(int(x) for x in k[1]), int(k[2])),
-                               int(p)) for u, k, p in indices))
+                               int(p)) for u, k, p in indices),
+                        frozenset(int(i) for i in field_ids))
 
 
 def ranges_in(d) -> tuple:

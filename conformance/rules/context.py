@@ -184,11 +184,13 @@ class VersionFacts:
 
     ``timestamp_ns``: ``Manifest.timestamp`` in ns, None when absent; ``branch``:
     ``Manifest.branch`` when the field is present, else None; ``indices``: one
-    ``(uuid text, (name, field ids, dataset_version), position)`` per index entry."""
+    ``(uuid text, (name, field ids, dataset_version), position)`` per index entry;
+    ``field_ids``: the ids of the version's schema (FRAG-013)."""
 
     timestamp_ns: int | None
     branch: str | None
     indices: tuple = ()
+    field_ids: frozenset = frozenset()
 
 
 def version_facts(mf) -> VersionFacts:
@@ -203,7 +205,7 @@ def version_facts(mf) -> VersionFacts:
         indices = tuple((uuid_text(im.uuid.uuid), (im.name, tuple(im.fields),
                                                    int(im.dataset_version)), pos)
                         for pos, im in enumerate(mf.index_section.indices))
-    return VersionFacts(ts, branch, indices)
+    return VersionFacts(ts, branch, indices, frozenset(int(f.id) for f in m.fields))
 
 
 # -- one fragment ------------------------------------------------------------------------------
@@ -330,9 +332,11 @@ class FragmentSummary:
     unit (``conformance.rules.summary.summarize``): its id, its deletion file's
     ``read_version`` (None without one), whether it carries a row id sequence, the largest
     row id and the largest row version of its sequences (None when absent or unreadable),
-    the normalized versions of its data files, and the row ids of its live rows as
+    the normalized versions of its data files, the row ids of its live rows as
     ``(lowest, highest, distinct)`` (None when it has no live row with a readable row id:
-    ROWID-003 leaves such a fragment out)."""
+    ROWID-003 leaves such a fragment out), and the field ids its data files name that its
+    version's schema does not hold (``unheld_field_ids``, ascending: FRAG-013 asks whether
+    any schema of the table ever held them)."""
 
     id: int
     deletion_read_version: int | None
@@ -341,6 +345,7 @@ class FragmentSummary:
     row_version_max: int | None
     file_versions: tuple = ()
     live_row_ids: tuple | None = None
+    unheld_field_ids: tuple = ()
 
 
 class _Tally:
@@ -433,6 +438,7 @@ class FragmentStats:
         self.duplicate_ids: set[int] = set()
         self.row_id_spans = _Spans()
         self.row_ids_repeated: Counter = Counter()  # fragment id -> entries repeating an id
+        self.unheld_field_ids: Counter = Counter()  # id -> fragments whose files name it
 
     def _apply(self, s: FragmentSummary, step: int) -> None:
         self.count += step
@@ -447,6 +453,10 @@ class FragmentStats:
             self.file_versions[fv] += step
             if not self.file_versions[fv]:
                 del self.file_versions[fv]
+        for fid in s.unheld_field_ids:
+            self.unheld_field_ids[fid] += step
+            if not self.unheld_field_ids[fid]:
+                del self.unheld_field_ids[fid]
         if s.live_row_ids is not None:
             lo, hi, distinct = s.live_row_ids
             (self.row_id_spans.add if step > 0 else self.row_id_spans.remove)((lo, hi, s.id))

@@ -15,6 +15,7 @@ from collections import Counter
 from .context import fragment_count
 from .datafile import data_files, file_info, normalize_version
 from .registry import Finding, rule
+from .summary import unheld_field_ids
 
 _SEC = "DataFragment"
 
@@ -135,7 +136,7 @@ def field_ids_known(ctx):
 
 @rule("FRAG-013", title="data-file field ids were held by some schema of the table",
       severity="error", spec="004", section="DataFile",
-      clause="The ids of the fields/columns in this file.", scope="table",
+      clause="The ids of the fields/columns in this file.",
       pylance="pylance 14.0.2 reads a field whose id no data file of a fragment names as "
               "nulls, and ignores the column an unknown id names: a column relabelled with "
               "an id no field ever had is data read as nulls without an error",
@@ -149,44 +150,54 @@ def field_ids_ever_held(ctx):
     An id that no schema of the table ever held names no field at all: the column it points
     at belongs to none, and the field whose column it was reads as nulls.
 
-    Judged on the newest version the run selects, against every manifest of the table,
-    and only when the history is whole (version 1's manifest is there and every manifest
-    reads): after ``cleanup_old_versions``, or in a shallow clone or a branch whose first
-    versions live elsewhere, a dropped field's schema may be gone, and nothing is said."""
-    entries = [e for e in ctx.version_entries if e.scheme != "detached"]
-    selected = [e.version for e in ctx.selected_entries() if e.scheme != "detached"]
-    if not selected or not any(e.version == 1 for e in entries):
+    Judged on every version the run checks whose whole history up to it the run checked too
+    (from version 1, every manifest read: ``--all-versions``), against the schemas of those
+    versions: with fewer versions, after ``cleanup_old_versions``, or in a shallow clone or a
+    branch whose first versions live elsewhere, a dropped field's schema may be unseen, and
+    nothing is said. The schemas come from the facts the engine records of each version and
+    the ids from the fragment summaries, so nothing is read again."""
+    table = ctx.table
+    history = [e.version for e in table.version_entries
+               if e.scheme != "detached" and e.version <= ctx.version]
+    if not history or min(history) != 1 or any(table.facts.get(v) is None for v in history):
         return
-    newest = max(selected)
-    mf = ctx.manifest_file(newest)
-    if mf is None:
+    if ctx.fragment_stats is not None:
+        candidates = set(ctx.fragment_stats.unheld_field_ids)
+    else:
+        candidates = {i for frag in ctx.manifest.fragments
+                      for i in unheld_field_ids(ctx.manifest.fields, frag)}
+    if not candidates:
         return
-    m = mf.manifest
-    unknown: dict[int, list] = {}
-    held = {int(f.id) for f in m.fields}
-    for frag, df in data_files_of(m):
-        for fid in df.fields:
-            if fid >= 0 and fid not in held:
-                unknown.setdefault(int(fid), []).append((frag, df))
-    for e in sorted(entries, key=lambda e: -e.version):
-        if not unknown:
-            return
-        if e.version == newest:
-            continue
-        other = ctx.manifest_file(e.version)
-        if other is None:
-            return  # a manifest that does not read: the history is not whole
-        for f in other.manifest.fields:
-            unknown.pop(int(f.id), None)
-    for fid, where in sorted(unknown.items()):
-        for frag, df in where:
-            stored = {int(i) for f in frag.files for i in f.fields}
-            lost = [f.name for f in m.fields if f.parent_id == -1 and int(f.id) not in stored]
-            tail = f"; the fragment stores no column of {lost} (read as nulls)" if lost else ""
-            yield Finding(f"DataFile.fields names id {fid}, which no schema of the table "
-                          f"(versions {min(e.version for e in entries)}..{max(e.version for e in entries)}) "
-                          f"ever held{tail}",
-                          {"version": newest, "fragment": int(frag.id), "path": df.path})
+    unknown = candidates - _ids_held_up_to(table, history)
+    if not unknown:
+        return
+    m = ctx.manifest  # only a table that breaks the rule decodes its fragments here
+    for frag in m.fragments:
+        stored = {int(i) for f in frag.files for i in f.fields}
+        for df in frag.files:
+            for fid in sorted(unknown & {int(i) for i in df.fields}):
+                lost = [f.name for f in m.fields if f.parent_id == -1 and int(f.id) not in stored]
+                tail = f"; the fragment stores no column of {lost} (read as nulls)" if lost else ""
+                yield Finding(f"DataFile.fields names id {fid}, which no schema of the table "
+                              f"ever held{tail}",
+                              {"path": ctx.manifest_key, "fragment": int(frag.id),
+                               "file": df.path})
+
+
+_HELD = "frag.ids_held"  # table cache: (versions folded in, the ids their schemas hold)
+
+
+def _ids_held_up_to(table, history: list[int]) -> set[int]:
+    """The field ids the schemas of the versions ``history`` hold (ascending versions, whose
+    facts are all recorded), folded in as the engine moves up the history."""
+    seen, held = table.cache.get(_HELD, ((), set()))
+    if list(seen) != history[:len(seen)]:
+        seen, held = (), set()
+    held = set(held)
+    for v in history[len(seen):]:
+        held |= table.facts[v].field_ids
+    table.cache[_HELD] = (tuple(history), held)
+    return held
 
 
 def data_files_of(manifest):

@@ -4,7 +4,7 @@ The engine judges a fragment once however many versions list it (``Scope.FRAGMEN
 keeps a :class:`~.context.FragmentSummary` of it, from which it maintains the
 :class:`~.context.FragmentStats` of each version: the version-scope rules that look across
 the fragments (FRAG-001 to 003, FLAGS-003/004/007, DATAFILE-005/009, DELETION-006,
-ROWID-003/004/006, INDEX-005) read those instead of decoding the fragments again.
+ROWID-003/004/006, INDEX-005, FRAG-013) read those instead of decoding the fragments again.
 """
 
 from __future__ import annotations
@@ -37,4 +37,12 @@ def summarize(ctx: FragmentContext) -> FragmentSummary:
         row_id_max=row_id_max, row_version_max=max(versions) if versions else None,
         file_versions=tuple(normalize_version(df.file_major_version, df.file_minor_version)
                             for df in frag.files),
-        live_row_ids=live_span)
+        live_row_ids=live_span, unheld_field_ids=unheld_field_ids(ctx.manifest.fields, frag))
+
+
+def unheld_field_ids(schema_fields, frag) -> tuple:
+    """The field ids (not the -2 tombstone) the data files of ``frag`` name that the schema
+    ``schema_fields`` does not hold, ascending."""
+    held = {int(f.id) for f in schema_fields}
+    return tuple(sorted({int(i) for df in frag.files for i in df.fields
+                         if int(i) >= 0 and int(i) not in held}))

@@ -47,7 +47,7 @@ def test_an_id_no_schema_ever_held_is_an_error(tmp_path):
     corrupt_manifest(uri, _relabel)
     # pylance reads b of fragment 1 as nulls, silently: data lost without an error
     assert lance.dataset(uri).to_table().column("b").to_pylist() == ["x", "y", "z", None, None]
-    report = validate(uri)
+    report = validate(uri, versions="all")
     (f,) = [f for f in report.findings if f.rule == "FRAG-013"]
     assert f.severity == "error" and "id 77" in f.message and "['b']" in f.message
     assert not report.conforms
@@ -79,6 +79,6 @@ def test_nothing_is_said_without_the_whole_history(tmp_path):
     first = [e for e in list_versions(store) if e.version == 1]
     assert first
     (tmp_path / "t" / first[0].key).unlink()
-    report = validate(uri)
+    report = validate(uri, versions="all")
     assert "FRAG-013" not in _rules(report, "error")
     assert "FRAG-010" in _rules(report, "warning")
