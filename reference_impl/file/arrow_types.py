@@ -199,7 +199,7 @@ def _fsl_array(t: pa.DataType, v: Fsl, valid) -> pa.Array:
     while pa.types.is_fixed_size_list(inner):
         types.append(inner)
         inner = inner.value_type
-    v = v.with_dims([x.list_size for x in types])
+    v = v.with_dims([x.list_size for x in types]).with_null_items()
     if [x.list_size for x in types] != list(v.dims):
         raise FormatError(f"fixed-size list dims {v.dims} do not match the type {t}", rule=RULE)
     by_layer = dict(zip(v.vlayers, v.validity, strict=False))
