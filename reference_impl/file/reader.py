@@ -265,13 +265,15 @@ def _levels_to_node(container: FileContainer, path, lay, layers, rep, dfn, value
         if pa.types.is_null(arrow_types.storage(t)) and dims:
             size = int(np.prod(dims))
             values = Fsl(size, Fixed(np.zeros(n_vis * size, bool), 1), dims=dims)
-        elif len(dims) == 1 and dfn is not None:
-            # a fixed-size list whose every item is null, under a layer of nulls: its values
-            # are stored as no bytes at all. Rust lance 6.0.0 (DuckDB's Lance extension
-            # 1.5.5) writes fixed_size_list<int8>[1] rows of [null] and nulls so; pylance
-            # 14.0.2 and DuckDB read each valid row as a list of null items
+        elif dims and dfn is not None:
+            # a fixed-size list whose every element is null, under a layer of nulls: its
+            # values are stored as no bytes at all. Rust lance 6.0.0 (DuckDB's Lance
+            # extension 1.5.5) writes fixed_size_list<int8>[1] rows of [null] and nulls so,
+            # and fixed_size_list<fixed_size_list<int8>[k]>[1] rows of [null] (a null inner
+            # list) and nulls; pylance 14.0.2 and DuckDB read each valid row as a list of
+            # null elements (null items, or null inner lists)
             values = Fsl(dims[0], Fixed(np.zeros(n_vis * dims[0], bool), 1),
-                         [np.zeros(n_vis * dims[0], bool)], dims, [0], b"")
+                         [np.zeros(n_vis * dims[0], bool)], dims[:1], [0], b"")
         else:
             if np.count_nonzero(dfn[visible] == 0 if dfn is not None else visible):
                 raise FormatError("a full-zip page of values without bytes has valid values",
