@@ -199,7 +199,7 @@ def _fsl_array(t: pa.DataType, v: Fsl, valid) -> pa.Array:
     while pa.types.is_fixed_size_list(inner):
         types.append(inner)
         inner = inner.value_type
-    v = v.with_dims([x.list_size for x in types]).with_null_items()
+    v = v.with_dims([x.list_size for x in types])
     if [x.list_size for x in types] != list(v.dims):
         raise FormatError(f"fixed-size list dims {v.dims} do not match the type {t}", rule=RULE)
     by_layer = dict(zip(v.vlayers, v.validity, strict=False))
@@ -209,9 +209,18 @@ def _fsl_array(t: pa.DataType, v: Fsl, valid) -> pa.Array:
         # items of the null type hold no bytes: whatever the page says, they are nulls
         arr = pa.nulls(v.items.n)
         return _fsl_layers(types, arr, v, valid, by_layer, last)
+    if v.const_items == b"":
+        # a constant of no value stores no item: each one is null, of any item type
+        # (pylance 14.0.2 writes fixed_size_list<string> of null items so; DuckDB 1.5.5
+        # nested fixed-size lists of null items, see Fsl.with_null_items)
+        arr = pa.nulls(v.items.n, storage(inner))
+        return _fsl_layers(types, arr, v, valid, by_layer, last)
     if v.const_items is not None:
         it = storage(inner)
-        width = 1 if pa.types.is_boolean(it) else it.bit_width // 8
+        try:
+            width = 1 if pa.types.is_boolean(it) else it.bit_width // 8
+        except ValueError:  # a constant value of a type without a fixed width
+            raise FormatError(f"constant fixed-size list item of {it}", rule=RULE) from None
         const = v.const_items or bytes(width)
         if len(const) != width and not pa.types.is_boolean(it):
             raise FormatError(f"constant item of {len(const)} bytes for {it}", rule=RULE)

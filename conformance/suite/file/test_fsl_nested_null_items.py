@@ -10,12 +10,15 @@ extension 1.5.5 (Rust lance 6.0.0) writes them at 2.1 and 2.2, the items not sto
   (``bits_per_value`` 0, ``constant {}``) under a layer of nulls. pylance 14.0.2 reads each
   valid row as a list of null inner lists; the reference reader refused it (ENC-043), now
   reads it so (``reader._levels_to_node``, as a single-level list's null items).
+- pylance 14.0.2's own ``fixed_size_list<string>`` of null items (a ``constant {}`` item
+  node): the reference reader raised a bare ValueError, now reads null strings; a constant
+  item of a type without a fixed width is refused with ENC-045.
 
-pylance 14.0.2 itself writes these tables otherwise (the explorer over widths 1..3, depths
-1..3, int8/int32/float32/bool/string, plain/struct/list found no difference with its
-writer). The bytes below are DuckDB's (``COPY ... (FORMAT lance, data_storage_version
-...)``), so the test needs neither DuckDB nor pylance; the interop test reads the same bytes
-with pylance's reader.
+pylance 14.0.2 writes the numeric shapes otherwise and the reference reader read them as
+pylance does already; ``test_pylance_written_shapes_read_as_pylance_reads`` holds that over
+widths 1..3, depths 1..3, int8/int32/float32/bool/string, plain, in a struct and in a list.
+The DuckDB bytes below (``COPY ... (FORMAT lance, data_storage_version ...)``) need neither
+DuckDB nor pylance; the interop tests read the same bytes with pylance's reader.
 """
 
 from __future__ import annotations
@@ -107,10 +110,7 @@ IDS = [f"{v}-{'x'.join(map(str, dims))}-{i}" for i, (v, dims, _, _) in enumerate
 
 
 def _type(dims) -> pa.DataType:
-    t = pa.int8()
-    for width in reversed(dims):
-        t = pa.list_(t, width)
-    return t
+    return _typed(dims, pa.int8())
 
 
 def _read(data: bytes) -> pa.Table:
@@ -137,3 +137,81 @@ def test_pylance_reads_them_alike(tmp_path, version, dims, rows, data):
     theirs = TheirReader(str(path)).read_all().to_table()
     assert theirs.column("v").to_pylist() == rows
     assert theirs.equals(_read(data))
+
+
+# pylance 14.0.2's own writing of the same shapes (it panics on fixed-size lists holding a
+# valid string, so strings hold nulls only): every table reads as pylance reads it
+ITEMS = {"int8": (pa.int8(), 5), "int32": (pa.int32(), -7), "float32": (pa.float32(), 1.5),
+         "bool": (pa.bool_(), True), "string": (pa.string(), None)}
+SHAPES = [(1,), (2,), (3,), (1, 1), (1, 2), (2, 1), (2, 3), (1, 1, 1)]
+
+
+def _row(dims, item):
+    """A row of ``dims`` whose items alternate null and ``item`` (null first)."""
+    count = iter(range(1 << 20))
+
+    def level(depth):
+        if depth == len(dims):
+            return None if next(count) % 2 == 0 else item
+        return [level(depth + 1) for _ in range(dims[depth])]
+    return level(0)
+
+
+def _rows(dims, item) -> list:
+    """Rows of null items only, alternating items, a null row and (nested) a null inner list."""
+    rows = [_row(dims, None), _row(dims, item), None]
+    if len(dims) > 1:
+        rows.append([None] + [_row(dims[1:], None) for _ in range(dims[0] - 1)])
+    return rows
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("name", list(ITEMS))
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_pylance_written_shapes_read_as_pylance_reads(tmp_path, version, name):
+    pytest.importorskip("lance")
+    from lance.file import LanceFileReader as TheirReader
+    from lance.file import LanceFileWriter
+
+    from reference_impl.io.local import LocalStore
+
+    item_type, item = ITEMS[name]
+    store = LocalStore(str(tmp_path))
+    for i, dims in enumerate(SHAPES):
+        t = _typed(dims, item_type)
+        rows = _rows(dims, item)
+        for wrap, column in [("plain", pa.array(rows, t)),
+                             ("struct", pa.array([{"a": r} for r in rows], pa.struct([("a", t)]))),
+                             ("list", pa.array([[r] for r in rows], pa.list_(t)))]:
+            key = f"{i}-{wrap}.lance"
+            with LanceFileWriter(str(tmp_path / key), version=version) as w:
+                w.write_batch(pa.table({"v": column}))
+            theirs = TheirReader(str(tmp_path / key)).read_all().to_table()
+            assert theirs.column("v").to_pylist() == column.to_pylist(), (dims, wrap)
+            ours = LanceFileReader(store, key).read_all()
+            assert ours.column("v").to_pylist() == column.to_pylist(), (dims, wrap)
+            assert ours.equals(theirs), (dims, wrap)
+
+
+def _typed(dims, item_type) -> pa.DataType:
+    t = item_type
+    for width in reversed(dims):
+        t = pa.list_(t, width)
+    return t
+
+
+def test_a_constant_string_item_is_refused_with_a_rule():
+    """A constant item with a value needs a fixed width: for strings the page is refused."""
+    import numpy as np
+
+    from reference_impl.errors import FormatError
+    from reference_impl.file import arrow_types
+    from reference_impl.file.encodings.v2_1.values import Fixed, Fsl
+
+    values = Fsl(1, Fixed(np.zeros(2, bool), 1), [], [1], [], b"ab")
+    field = pa.field("v", pa.list_(pa.string(), 1))
+    with pytest.raises(FormatError) as err:
+        arrow_types.leaf_array(field, values, None)
+    assert err.value.rule == "ENC-045"
+    nulls = Fsl(1, Fixed(np.zeros(2, bool), 1), [], [1], [], b"")
+    assert arrow_types.leaf_array(field, nulls, None).to_pylist() == [[None], [None]]
