@@ -209,9 +209,18 @@ def _fsl_array(t: pa.DataType, v: Fsl, valid) -> pa.Array:
         # items of the null type hold no bytes: whatever the page says, they are nulls
         arr = pa.nulls(v.items.n)
         return _fsl_layers(types, arr, v, valid, by_layer, last)
+    if v.const_items == b"":
+        # a constant of no value stores no item: each one is null, of any item type
+        # (pylance 14.0.2 writes fixed_size_list<string> of null items so; DuckDB 1.5.5
+        # nested fixed-size lists of null items, see Fsl.with_null_items)
+        arr = pa.nulls(v.items.n, storage(inner))
+        return _fsl_layers(types, arr, v, valid, by_layer, last)
     if v.const_items is not None:
         it = storage(inner)
-        width = 1 if pa.types.is_boolean(it) else it.bit_width // 8
+        try:
+            width = 1 if pa.types.is_boolean(it) else it.bit_width // 8
+        except ValueError:  # a constant value of a type without a fixed width
+            raise FormatError(f"constant fixed-size list item of {it}", rule=RULE) from None
         const = v.const_items or bytes(width)
         if len(const) != width and not pa.types.is_boolean(it):
             raise FormatError(f"constant item of {len(const)} bytes for {it}", rule=RULE)

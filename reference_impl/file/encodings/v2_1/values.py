@@ -103,8 +103,8 @@ class Fsl:
     validity: list = field(default_factory=list)  # bool arrays, one per flagged layer
     dims: list = field(default_factory=list)  # dim of each nested layer, outermost first
     vlayers: list = field(default_factory=list)  # layer index of each validity array
-    const_items: bytes | None = None  # items are this constant (b"" = zeros); ``items`` then
-    # only carries the item count (as 1-bit placeholders)
+    const_items: bytes | None = None  # items are this constant (b"": a constant of no value,
+    # the items are null); ``items`` then only carries the item count (as 1-bit placeholders)
 
     @property
     def n(self) -> int:
@@ -124,8 +124,25 @@ class Fsl:
         return Fsl(full, Fixed(np.zeros(self.n * full, bool), 1), self.validity, list(dims), self.vlayers,
                    self.const_items)
 
+    def with_null_items(self) -> Fsl:
+        """The same rows with every item of the innermost layer null.
+
+        A constant node of no value (``constant {}``) stores no item at all: the writer
+        had only nulls to store (Rust lance 6.0.0, DuckDB's Lance extension 1.5.5, writes
+        ``fixed_size_list<fixed_size_list<int8>[1]>[1]`` rows of ``[[null]]`` as a
+        ``fixed_size_list`` node with validity around ``constant {}``), and pylance 14.0.2
+        reads those items as nulls, not zeros."""
+        inner = len(self.dims) - 1
+        if self.const_items != b"" or inner < 0:
+            return self
+        have = dict(zip(self.vlayers, self.validity, strict=False))
+        have[inner] = np.zeros(self.items.n, bool)
+        layers = sorted(have)
+        return Fsl(self.dim, self.items, [have[li] for li in layers], self.dims, layers,
+                   self.const_items)
+
     def materialise(self, bits: int) -> Fsl:
-        """Constant items turned into real ``bits``-wide items."""
+        """Constant items turned into real ``bits``-wide items (nulls if of no value)."""
         k = self.items.n
         if bits == 1:
             items = Fixed(np.full(k, bool(self.const_items[:1] and self.const_items[0] & 1)), 1)
@@ -134,7 +151,8 @@ class Fsl:
             if len(const) != bits // 8:
                 raise FormatError("constant fixed-size list item of the wrong width", rule="ENC-014")
             items = Fixed(np.tile(np.frombuffer(const, np.uint8), k), bits)
-        return Fsl(self.dim, items, self.validity, self.dims, self.vlayers)
+        rows = self.with_null_items()
+        return Fsl(self.dim, items, rows.validity, self.dims, rows.vlayers)
 
     @staticmethod
     def placeholder(proto: Fsl, n: int) -> Fsl:
