@@ -221,6 +221,7 @@ def _decode_page_nodes(container: FileContainer, page, path, field_: pa.Field, l
         n_vis = layers_out[-1].length
         if not per_slot:  # one constant value, or none
             values = _placeholder(shape, bits, n_vis) if values is None else values.take(np.zeros(n_vis, np.int64))
+        layers_out = _outer_struct_layers(path, layers_out)
         if len(layers_out) != len(path):
             raise FormatError(f"page has {len(layers_out)} layers, field path {len(path)}",
                               rule="ENC-040", path=container.path)
@@ -281,10 +282,31 @@ def _levels_to_node(container: FileContainer, path, lay, layers, rep, dfn, value
             values = _placeholder(shape, bits, n_vis)
     else:
         values = full_zip.slot_values(lay, spans, visible)
+    layers_out = _outer_struct_layers(path, layers_out)
     if len(layers_out) != len(path):
         raise FormatError(f"page has {len(layers_out)} layers, field path {len(path)}",
                           rule="ENC-040", path=container.path)
     return _chain(path, layers_out, values, layers_out[-1].validity, container.version_name)
+
+
+def _outer_struct_layers(path, layers_out: list) -> list:
+    """The unravelled layers of an empty struct's column, one per field of its path.
+
+    The column of a struct without children (FILE-ENCODINGS §1.1: it owns one) nested in
+    structs is written by pylance 14.0.2 (2.1 and 2.2) with one layer, the empty struct's
+    own, and none for the structs around it (``struct<a: struct<>>``: a constant page of one
+    ``NULLABLE_ITEM`` layer). pylance refuses to write an empty struct under a null or in a
+    list, and reads the structs around it as valid. So when an empty struct's column has
+    fewer layers than its path and every missing field is a struct, the missing outer
+    layers are all valid, one slot per slot of the layer below them. Anything else is left
+    to the caller's layer count check (ENC-040)."""
+    missing = len(path) - len(layers_out)
+    if missing <= 0 or not layers_out or not arrow_types.is_empty_struct(path[-1].type):
+        return layers_out
+    if not all(pa.types.is_struct(f.type) for f in path[:missing]):
+        return layers_out
+    n = layers_out[0].length
+    return [repdef.Layer(False, None, None, n) for _ in range(missing)] + list(layers_out)
 
 
 def _packed_struct_layers(path, layers, dfn) -> tuple:
