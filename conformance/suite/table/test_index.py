@@ -326,10 +326,14 @@ def test_each_index_rule_catches_its_case(base, tmp_path, rule_id):
 
 
 def test_every_index_rule_has_a_case():
+    """Every INDEX rule has a corruption case here, but those the catalog coverage test
+    exempts with the test that breaks them (the content rules of text and vector indexes,
+    broken by building indexes with pylance: conformance/suite/index/)."""
     from conformance.rules import all_rules
+    from conformance.suite.rules.test_catalog_coverage import EXEMPT
 
     ids = {r.id for r in all_rules() if r.id.startswith("INDEX-")}
-    assert ids == set(INDEX_CASES)
+    assert ids - set(EXEMPT) == set(INDEX_CASES)
 
 
 def test_index_files_found_through_base_paths(tmp_path, pylance):
