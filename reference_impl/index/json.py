@@ -30,7 +30,9 @@ KIND = "json"
 #: equality and range query on the path right through it (checked against their scans for
 #: every value), so the order is no property readers rely on there; the (row, value) pairs
 #: are still held against the data.
-BTREE_ORDER_RULE = "INDEX-104"
+#: The lookup rows of such runs do not bound their pages either (pylance 0.38.3: its JSON
+#: BTREE's lookup pages, INDEX-105) while the same queries answer right, so neither is judged.
+BTREE_ORDER_RULES = ("INDEX-104", "INDEX-105")
 _KEYS = re.compile(r"^(\$\.)?[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
 
@@ -109,6 +111,6 @@ def check(content, index, data):
                                f"convert to the target's {value_type} ({exc})", kind=KIND) from None
     module = reader_module(target.kind)
     for d in module.check(inner, target, dataclasses.replace(data, values=values)):
-        if target.kind == "btree" and d.rule == BTREE_ORDER_RULE:
-            continue  # see BTREE_ORDER_RULE
+        if target.kind == "btree" and d.rule in BTREE_ORDER_RULES:
+            continue  # see BTREE_ORDER_RULES
         yield d
