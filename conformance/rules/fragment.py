@@ -15,7 +15,6 @@ from collections import Counter
 from .context import fragment_count
 from .datafile import data_files, file_info, normalize_version
 from .registry import Finding, rule
-from .summary import unheld_field_ids
 
 _SEC = "DataFragment"
 
@@ -198,6 +197,14 @@ def _ids_held_up_to(table, history: list[int]) -> set[int]:
         held |= table.facts[v].field_ids
     table.cache[_HELD] = (tuple(history), held)
     return held
+
+
+def unheld_field_ids(schema_fields, frag) -> tuple:
+    """The field ids (not the -2 tombstone) the data files of ``frag`` name that the schema
+    ``schema_fields`` does not hold, ascending."""
+    held = {int(f.id) for f in schema_fields}
+    return tuple(sorted({int(i) for df in frag.files for i in df.fields
+                         if int(i) >= 0 and int(i) not in held}))
 
 
 def data_files_of(manifest):

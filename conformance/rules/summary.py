@@ -13,6 +13,7 @@ import numpy as np
 
 from .context import FragmentContext, FragmentSummary
 from .datafile import normalize_version
+from .fragment import unheld_field_ids
 from .rowid import live_row_ids, load_sequences
 
 
@@ -39,10 +40,3 @@ def summarize(ctx: FragmentContext) -> FragmentSummary:
                             for df in frag.files),
         live_row_ids=live_span, unheld_field_ids=unheld_field_ids(ctx.manifest.fields, frag))
 
-
-def unheld_field_ids(schema_fields, frag) -> tuple:
-    """The field ids (not the -2 tombstone) the data files of ``frag`` name that the schema
-    ``schema_fields`` does not hold, ascending."""
-    held = {int(f.id) for f in schema_fields}
-    return tuple(sorted({int(i) for df in frag.files for i in df.fields
-                         if int(i) >= 0 and int(i) not in held}))
