@@ -85,7 +85,7 @@ def findings(ctx, rule_id: str):
                "reader keeps the row addresses of each zone whose statistics admit the value. "
                "pylance 0.38.3's optimize_indices after deletes and an append leaves the "
                "appended fragment's last rows in no zone (it answers wrong through the index: "
-               "an expected finding of its census-indices roots)")
+               "an expected finding of its census-indices and index-zonemap roots)")
 def zonemap_bounds(ctx):
     """Every live row of a covered fragment lies in a zone whose min..max holds its value
     (a null: null_count > 0; NaN: nan_count > 0), else a filter through the index loses it."""
@@ -98,7 +98,7 @@ def zonemap_bounds(ctx):
                "filters of XXH64 hashes, seed 0); a reader keeps each zone whose filter may "
                "hold the value. pylance 0.38.3's optimize_indices after deletes and an "
                "append leaves the appended fragment's last rows in no zone (an expected "
-               "finding of its census-indices roots)")
+               "finding of its census-indices and index-bloomfilter roots)")
 def bloomfilter_no_false_negative(ctx):
     yield from findings(ctx, "INDEX-121")
 
