@@ -214,6 +214,16 @@ class Disagreement:
     where: dict = field(default_factory=dict)
 
 
+def need_columns(have, wanted, *, what: str, kind: str, version: str | None = None) -> None:
+    """Refuse, with ``UnsupportedIndex``, a file ``what`` of an index of ``kind`` whose columns
+    ``have`` lack one of ``wanted``: a layout this implementation does not know."""
+    have = list(have)
+    missing = [c for c in wanted if c not in have]
+    if missing:
+        raise UnsupportedIndex(f"{what} lacks columns {missing} (has {have}): an unknown "
+                               "layout", kind=kind, version=version)
+
+
 def reader_module(kind: str | None):
     """The module that reads indexes of ``kind``; ``UnsupportedIndex`` when there is none."""
     modname = KIND_MODULES.get(kind or "")

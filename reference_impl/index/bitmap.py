@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 
 from reference_impl.errors import FormatError, UnsupportedIndex
 
-from . import Disagreement, IndexContent, IndexedData, IndexFiles
+from . import Disagreement, IndexContent, IndexedData, IndexFiles, need_columns
 from .against import MAX_PER_RULE, hold_pairs, value_text
 
 KIND = "bitmap"
@@ -104,10 +104,8 @@ def read_postings(files: IndexFiles, kind: str) -> tuple[pa.Table, list, dict, i
     reader = files.lance_file(FILE)
     meta = dict(reader.schema.metadata or {})
     table = reader.read_all()
-    missing = [c for c in ("keys", "bitmaps") if c not in table.column_names]
-    if missing:
-        raise UnsupportedIndex(f"{kind.upper()} file {FILE} lacks columns {missing} (has "
-                               f"{table.column_names})", kind=kind)
+    need_columns(table.column_names, ("keys", "bitmaps"), what=f"{kind.upper()} file {FILE}",
+                 kind=kind)
     keys = table.column("keys").combine_chunks()
     rows, key_rows, full = [], [], []
     for k, raw in enumerate(table.column("bitmaps").to_pylist()):

@@ -47,17 +47,14 @@ SALT = np.array([0x47B6137B, 0x44974D91, 0x8824AD5B, 0xA2B7289D,
 
 def read(files, index):
     """Decode ``bloomfilter.lance`` of ``index`` into an :class:`IndexContent`."""
-    from reference_impl.index import IndexContent
+    from reference_impl.index import IndexContent, need_columns
 
     if not files.has(FILE):
         raise UnsupportedIndex(f"BLOOMFILTER index {index.name!r} has no {FILE} (files: "
                                f"{files.names()}); no other layout is known", kind=KIND)
     reader = files.lance_file(FILE)
-    missing = [c for c in COLUMNS if c not in reader.schema.names]
-    if missing:
-        raise UnsupportedIndex(f"BLOOMFILTER file {FILE} lacks columns {missing} (has "
-                               f"{reader.schema.names}): an unknown layout", kind=KIND,
-                               version=",".join(reader.schema.names))
+    need_columns(reader.schema.names, COLUMNS, what=f"BLOOMFILTER file {FILE}", kind=KIND,
+                 version=",".join(reader.schema.names))
     table = reader.read_all().select(list(COLUMNS))
     path = files.key(FILE)
     for name in ("fragment_id", "zone_start", "zone_length"):

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 
 from reference_impl.errors import FormatError, UnsupportedIndex
 
-from . import Disagreement, IndexContent, IndexedData, IndexFiles
+from . import Disagreement, IndexContent, IndexedData, IndexFiles, need_columns
 from .against import MAX_PER_RULE, hold_pairs, value_text
 
 KIND = "btree"
@@ -100,10 +100,7 @@ def _py(scalar):
 
 
 def _need(table: pa.Table, names, path: str) -> None:
-    missing = [c for c in names if c not in table.column_names]
-    if missing:
-        raise UnsupportedIndex(f"BTREE file {path} lacks columns {missing} (has "
-                               f"{table.column_names})", kind=KIND)
+    need_columns(table.column_names, names, what=f"BTREE file {path}", kind=KIND)
 
 
 def check(content: IndexContent, index, data: IndexedData) -> Iterator[Disagreement]:

@@ -36,17 +36,14 @@ _INTEGER_COLUMNS = ("null_count", "nan_count", "fragment_id", "zone_start", "zon
 
 def read(files, index):
     """Decode ``zonemap.lance`` of ``index`` into an :class:`IndexContent`."""
-    from reference_impl.index import IndexContent
+    from reference_impl.index import IndexContent, need_columns
 
     if not files.has(FILE):
         raise UnsupportedIndex(f"ZONEMAP index {index.name!r} has no {FILE} (files: "
                                f"{files.names()}); no other layout is known", kind=KIND)
     reader = files.lance_file(FILE)
-    missing = [c for c in COLUMNS if c not in reader.schema.names]
-    if missing:
-        raise UnsupportedIndex(f"ZONEMAP file {FILE} lacks columns {missing} (has "
-                               f"{reader.schema.names}): an unknown layout", kind=KIND,
-                               version=",".join(reader.schema.names))
+    need_columns(reader.schema.names, COLUMNS, what=f"ZONEMAP file {FILE}", kind=KIND,
+                 version=",".join(reader.schema.names))
     table = reader.read_all().select(list(COLUMNS))
     for name in _INTEGER_COLUMNS:
         col = table.column(name)
