@@ -60,7 +60,8 @@ def _held(ctx, i, o) -> list:
     if key not in ctx.cache:
         module = importlib.import_module(f"reference_impl.index.{i.kind}")
         try:
-            ctx.cache[key] = list(module.check(o.content, i, indexed_data(ctx, i), remap=remap))
+            data = indexed_data(ctx, i, addresses=bool(o.content.extra.get("row_addresses")))
+            ctx.cache[key] = list(module.check(o.content, i, data, remap=remap))
         except (UnsupportedIndex, LanceError):
             ctx.cache[key] = o.disagreements
     return ctx.cache[key]
