@@ -8,6 +8,8 @@ kind (:data:`KINDS`) on it. The families (:data:`FAMILIES`), each a function ``(
 
 * ``swap``: two tables with the same rows, the second reversed, each given the same index;
   the second's index files copied over the first's (the manifest's recorded sizes kept true);
+* ``swap-same-counts``: the swap of a text column whose rows all hold four tokens (an
+  INVERTED index's documents then agree with any row: only the postings tell);
 * ``swap-fragments``: the same with a table of several fragments;
 * ``split``: the index of a table with the same rows split into other fragments;
 * ``stale-append``: rows deleted and appended again with the same ids (other values), then
@@ -61,6 +63,7 @@ KINDS = {
     "IVF_HNSW_PQ": ("vec", {"num_partitions": 4, "num_sub_vectors": 2}),
 }
 VECTOR = tuple(k for k in KINDS if k.startswith("IVF"))
+TEXT = ("NGRAM", "INVERTED")
 
 
 class NotWrong(Exception):
@@ -75,12 +78,15 @@ class Built:
     query: str | None = None  # a filter whose answer through the index may differ
 
 
-def rows(n: int = N, seed: int = 0, start: int = 0) -> pa.Table:
+def rows(n: int = N, seed: int = 0, start: int = 0, same_counts: bool = False) -> pa.Table:
+    """``n`` rows from id ``start``; ``text`` holds one to three words and a tag (documents
+    of different token counts), or with ``same_counts`` three words and a tag in every row
+    (an INVERTED index's documents then all count 4 tokens: only its postings tell rows
+    apart)."""
     rng = np.random.default_rng(seed)
     ids = np.arange(start, start + n)
     words = rng.integers(0, len(WORDS), (n, 3))
-    # one to three words and a tag: documents of different token counts
-    text = [" ".join(WORDS[w] for w in ws[:1 + i % 3]) + f" w{i % 97}"
+    text = [" ".join(WORDS[w] for w in ws[:3 if same_counts else 1 + i % 3]) + f" w{i % 97}"
             for i, ws in zip(ids, words, strict=True)]
     vec = rng.standard_normal((n, D)).astype(np.float32)
     return pa.table({
@@ -209,6 +215,18 @@ def swap(root, kind, *, version="2.1", stable=False, per_file=None) -> Built:
     return Built(a, "idx", "the reversed table's index files over this one's", query(kind))
 
 
+def swap_same_counts(root, kind, *, version="2.1", stable=False) -> Built:
+    """The swap of a table whose text has the same number of words in every row (text
+    kinds only)."""
+    if kind not in TEXT:
+        raise NotWrong("the text column is not indexed")
+    t = rows(same_counts=True)
+    a = _pair(root, kind, version=version, stable=stable, a_rows=t,
+              b_rows=t.take(np.arange(N)[::-1]))
+    return Built(a, "idx", "the reversed table's index files over this one's (every text "
+                 "row of four tokens)", query(kind))
+
+
 def swap_fragments(root, kind, *, version="2.1", stable=False) -> Built:
     return swap(root, kind, version=version, stable=stable, per_file=500)
 
@@ -310,6 +328,7 @@ def partitions_exchanged(root, kind, *, version="2.1", stable=False) -> Built:
 
 FAMILIES = {
     "swap": swap,
+    "swap-same-counts": swap_same_counts,
     "swap-fragments": swap_fragments,
     "split": split,
     "stale-append": stale_append,
