@@ -27,7 +27,7 @@ from conformance.releases import wrong_indexes as w
 pytestmark = pytest.mark.interop
 
 #: what the default run holds: one kind per reader module, and both zone kinds
-QUICK = ("BTREE", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER", "INVERTED", "IVF_PQ")
+QUICK = ("BTREE", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER", "INVERTED", "JSON", "IVF_PQ")
 
 #: kinds whose index names rows by address even under stable row ids (pylance 14.0.2's BTREE
 #: of index_version 1; the zones)
@@ -62,8 +62,10 @@ def _cases(kinds, versions, stables, right=False):
             if (family == "partitions-exchanged" and kind not in w.VECTOR) or \
                     (family == "swap-same-counts" and kind not in w.TEXT):
                 continue
+            # pylance 14.0.2 refuses a JSON index under stable row ids
+            stables_of = [s for s in stables if not (s and kind in w.UNSTABLE)]
             for version in versions:
-                for stable in stables:
+                for stable in stables_of:
                     if (family, stable) in NOT_WRONG or (family, kind, stable) in SAME:
                         continue
                     if right_all_the_same(family, kind, stable) != right:
@@ -115,6 +117,8 @@ def test_families_that_make_no_wrong_index_say_so(tmp_path):
 def _own_cases():
     for kind in w.KINDS:
         for stable, defer in ((False, False), (False, True), (True, False)):
+            if stable and kind in w.UNSTABLE:
+                continue
             quick = kind in QUICK and (kind in ("ZONEMAP", "BLOOMFILTER", "BTREE") or not defer)
             yield pytest.param(kind, stable, defer, marks=() if quick else (pytest.mark.slow,),
                                id=f"{kind}-{'stable' if stable else 'addr'}"
