@@ -101,12 +101,14 @@ def _stable(manifest) -> bool:
 def _identity(ctx, i: ix.Index, covered: list, gone: np.ndarray, stable: bool) -> str:
     """What the verdict on index ``i`` depends on besides its files: its field, the covered
     fragments' metadata (data files, deletion files, row ids), the ids gone from the
-    version, and under stable row ids the other fragments too (their rows are ``elsewhere``)."""
+    version, the version's fragment ids, and under stable row ids the other fragments too (their rows are ``elsewhere``)."""
     h = hashlib.sha256()
     h.update(repr((tuple(i.fields), stable, gone.tolist())).encode())
     fid = i.fields[0] if i.fields else None
     h.update(repr(_field_path(ctx.manifest, fid) if fid is not None else None).encode())
     h.update(_reuse(ctx)[2].encode())
+    h.update(repr((sorted(int(f.id) for f in ctx.manifest.fragments),
+                   int(getattr(ctx.manifest, "max_fragment_id", 0) or 0))).encode())
     for f in covered:
         h.update(f.SerializeToString(deterministic=True))
     if stable:
@@ -218,6 +220,7 @@ def indexed_data(ctx, i: ix.Index, *, addresses: bool = False) -> rindex.Indexed
         rows = rows[order]
         values = values.take(pa.array(order, pa.int64()))
     ids = {int(f.id) for f in covered}
+    present = [int(f.id) for f in ctx.manifest.fragments]
     data = rindex.IndexedData(
         field_id=fid, field_name=".".join(path), stable_row_ids=stable,
         fragment_ids=np.asarray(sorted(ids), np.uint32), row_ids=rows, values=values,
@@ -225,7 +228,10 @@ def indexed_data(ctx, i: ix.Index, *, addresses: bool = False) -> rindex.Indexed
         elsewhere_row_ids=_elsewhere_rows(
             ctx, [f for f in ctx.manifest.fragments if int(f.id) not in ids]) if stable
         else np.zeros(0, np.uint64),
-        moves=[] if stable else _reuse(ctx)[0])
+        moves=[] if stable else _reuse(ctx)[0],
+        present_fragment_ids=np.asarray(sorted(present), np.uint32),
+        max_fragment_id=max([int(getattr(ctx.manifest, "max_fragment_id", 0) or 0), *present],
+                            default=None))
     kept[key] = data
     while len(kept) > _DATA_KEPT:
         kept.popitem(last=False)

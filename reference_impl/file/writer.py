@@ -454,7 +454,9 @@ class LanceFileWriter:
         if self._out:
             self._pad()
         gb0_pos = len(self._out)
-        gb0 = descriptor.SerializeToString()
+        # deterministic: the schema metadata is a protobuf map, whose order would otherwise
+        # vary from run to run (the same table would be written as other bytes)
+        gb0 = descriptor.SerializeToString(deterministic=True)
         self._out += gb0
         gbs = [(gb0_pos, len(gb0))]
         for extra in self.extra_global_buffers:

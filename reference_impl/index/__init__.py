@@ -129,7 +129,13 @@ class IndexedData:
     * ``moves``: the row moves a compaction recorded without rewriting the index (the fragment
       reuse index, ``defer_index_remap``), oldest first, each ``(old, new)`` uint64 arrays
       sorted by ``old``, ``new`` = ``DROPPED`` for a row the compaction dropped. The rows an
-      index names are translated through them before they are judged, as readers do.
+      index names are translated through them before they are judged, as readers do;
+    * ``present_fragment_ids`` (uint32, ascending, or None when not known): every fragment id
+      of the version, and ``max_fragment_id`` the largest id the table has given a fragment
+      (None when not known). An entry on a fragment id at most that large that the version
+      no longer holds answers for no row: fragment ids are never reused, so it is a stale
+      entry of removed rows (pylance 14.0.2 keeps the zones of compacted fragments under
+      stable row ids). An entry on a larger id names a fragment not yet written.
     """
 
     field_id: int
@@ -142,6 +148,8 @@ class IndexedData:
     gone_fragment_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     elsewhere_row_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     moves: list = field(default_factory=list)
+    present_fragment_ids: np.ndarray | None = None
+    max_fragment_id: int | None = None
 
     #: ``moves`` target of a row a compaction dropped
     DROPPED = np.uint64((1 << 64) - 1)
@@ -150,6 +158,15 @@ class IndexedData:
 
     def __len__(self) -> int:
         return len(self.row_ids)
+
+    def removed_fragment(self, fragment_id: int) -> bool:
+        """True when ``fragment_id`` names a fragment the table once had and this version no
+        longer holds (False when that is not known)."""
+        if self.present_fragment_ids is None or self.max_fragment_id is None:
+            return False
+        return (int(fragment_id) <= self.max_fragment_id
+                and not _members(np.asarray([fragment_id], np.uint32),
+                                 np.asarray(self.present_fragment_ids, np.uint32))[0])
 
     def classify(self, rows) -> np.ndarray:
         """For each row id an index names: ``LIVE`` (a live row of the covered fragments),

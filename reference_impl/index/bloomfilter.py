@@ -24,7 +24,8 @@ word ``i`` of that block it sets bit ``((low32(h) * SALT[i]) mod 2**32) >> 27``.
 hold the value when all eight bits are set.
 
 ``entries`` is the zone table (``bloom_filter_data`` kept as bytes);
-``extra`` holds ``items`` and ``probability`` from the metadata (None when absent).
+``extra`` holds ``items`` and ``probability`` from the metadata (None when absent), and
+``row_addresses`` True: zones are address ranges whatever the table's row ids.
 """
 
 from __future__ import annotations
@@ -82,7 +83,8 @@ def read(files, index):
                "rows": int(pa.compute.sum(table.column("zone_length")).as_py() or 0)}
     return IndexContent(kind=KIND, version=VERSION, entries=table, summary=summary,
                         extra={"items": number(b"bloomfilter_item"),
-                               "probability": number(b"bloomfilter_probability")})
+                               "probability": number(b"bloomfilter_probability"),
+                               "row_addresses": True})
 
 
 def may_contain(filter_bytes: bytes, hashes: np.ndarray) -> np.ndarray:

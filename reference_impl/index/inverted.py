@@ -25,10 +25,15 @@ Two layouts are known.
     part_N_docs.lance       _rowid uint64, _num_tokens uint32   one row per document
 
 This reader decodes, for every layout, the documents (row ids and token counts), and for
-the single-file-set layout the postings too. The partitioned layout's token FST and
-compressed posting blocks are **not decoded** here: ``extra["postings"]`` is None and
-``extra["postings_layout"]`` names the layout (its token set format and codecs), so a check
-can hold only the documents against the data. An unknown file set is refused.
+the single-file-set layout the postings too. The partitioned layout's token FST is **not
+decoded** here: ``extra["postings"]`` is None and ``extra["postings_layout"]`` names the
+layout (its token set format and codecs). Its posting blocks are decoded when the layout is
+the one :mod:`reference_impl.index.postings` reads (format_version 2, 128-document blocks,
+``varint_delta_v1`` tail): ``extra["token_postings"]`` is then a table of (``token`` uint64,
+partition << 32 | token id; ``row_id``; ``frequency``), else None. With tokens known by id
+only, the check holds the postings to what holds whatever the stemmer does: a document's
+frequencies sum to its token count, and the rows of a partition that hold one word are
+listed under one common token. An unknown file set is refused.
 
 ``entries`` has one row per document: ``row_id`` uint64, ``num_tokens`` uint32,
 ``partition`` int32. ``extra["postings"]`` (when decoded) is a table of (``token`` string,
@@ -158,12 +163,61 @@ def _partitioned(files, index):
     layout = {k.decode(): v.decode(errors="replace") for k, v in meta.items()
               if k in (b"token_set_format", b"format_version", b"posting_tail_codec",
                        b"positions_codec", b"positions_layout", b"posting_block_size")}
+    token_postings = _token_postings(files, parts, layout, path)
     summary = {"layout": "partitioned", "partitions": parts, "documents": docs.num_rows,
-               "postings_decoded": False, **{k: v for k, v in layout.items()}}
+               "postings_decoded": token_postings is not None,
+               **{k: v for k, v in layout.items()}}
     version = "inverted-partitioned/" + (layout.get("token_set_format") or "?") + "/v" + \
         (layout.get("format_version") or "1")
     return IndexContent(kind=KIND, version=version, entries=docs, summary=summary,
-                        extra={"postings": None, "params": params, "postings_layout": layout})
+                        extra={"postings": None, "params": params, "postings_layout": layout,
+                               "token_postings": token_postings})
+
+
+def _token_postings(files, parts, layout, path) -> pa.Table | None:
+    """The decoded posting lists of the partitioned layout, as (``token``: partition << 32 |
+    token id, ``row_id``, ``frequency``), when the layout is the one
+    :mod:`reference_impl.index.postings` reads (else None). The token set (an FST) is not
+    decoded: tokens are known by id only."""
+    from reference_impl.index import postings as codec
+
+    if any(layout.get(k, "1" if k == "format_version" else None) != v
+           for k, v in codec.KNOWN.items()):
+        return None
+    tokens, rows, freqs = [], [], []
+    total = 0
+    for p in parts:
+        name = f"part_{p}_invert.lance"
+        reader = files.lance_file(name)
+        if not {"_posting", "_length"} <= set(reader.schema.names):
+            return None
+        doc_rows = files.lance_file(f"part_{p}_docs.lance").read_columns(["_rowid"]) \
+            .column("_rowid").to_numpy().astype(np.uint64)
+        inv = reader.read_columns(["_posting", "_length"])
+        for tid, (blocks, length) in enumerate(zip(inv.column("_posting").to_pylist(),
+                                                   inv.column("_length").to_pylist(),
+                                                   strict=True)):
+            if blocks is None or length is None:
+                raise FormatError(f"INVERTED {name} row {tid}: null posting list",
+                                  path=files.key(name))
+            total += int(length)
+            if total > MAX_ROWS:
+                raise FormatError(f"INVERTED postings hold more than {MAX_ROWS} entries",
+                                  path=path)
+            docs, f = codec.decode(blocks, length, path=files.key(name))
+            if len(docs) and int(docs.max()) >= len(doc_rows):
+                raise FormatError(f"INVERTED {name} token {tid}: document {int(docs.max())} "
+                                  f"of {len(doc_rows)}", path=files.key(name))
+            tokens.append(np.full(len(docs), (int(p) << 32) | tid, np.uint64))
+            rows.append(doc_rows[docs.astype(np.int64)])
+            freqs.append(f.astype(np.float32))
+    if not tokens:
+        return pa.table({"token": pa.array([], pa.uint64()),
+                         "row_id": pa.array([], pa.uint64()),
+                         "frequency": pa.array([], pa.float32())})
+    return pa.table({"token": pa.array(np.concatenate(tokens)),
+                     "row_id": pa.array(np.concatenate(rows)),
+                     "frequency": pa.array(np.concatenate(freqs))})
 
 
 def read(files, index):
@@ -333,6 +387,10 @@ def check(content, index, data, remap=None):
     if len(uniq) != len(doc_ids):
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: "
                            f"{len(doc_ids) - len(uniq)} rows are documents more than once")
+    by_id = content.extra.get("token_postings")
+    if by_id is not None and by_id.num_rows:
+        yield from _token_postings_against_text(by_id, name, data, params, remap, doc_ids,
+                                                counts)
     postings = content.extra.get("postings")
     if postings is None or not postings.num_rows:
         return
@@ -386,6 +444,93 @@ def _postings_against_text(postings: pa.Table, name: str, data, params):
             yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "
                                f"{text!r} but is listed under the token {tok!r}", rid, text,
                                {"token": tok})
+
+
+def sure_words(text: str, params: dict | None) -> set[str] | None:
+    """The words of ``text`` that each become a token under ``params`` whatever the
+    stemmer makes of them (split, length limit, lower case and English stop words
+    reproduced; with stemming, a word that might stem to a stop word is left out), or None
+    when the text's tokens are not reproduced here."""
+    if count_bounds(text, params) is None:
+        return None
+    base = params.get("base_tokenizer") or "simple"
+    words = split_simple(text) if base == "simple" else split_whitespace(text)
+    limit = params.get("max_token_length")
+    if limit:
+        words = [t for t in words if len(t.encode("utf-8")) < int(limit)]
+    if params.get("lower_case", True):
+        words = [t.lower() for t in words]
+    if params.get("remove_stop_words", False):
+        words = [t for t in words if t not in ENGLISH_STOP_WORDS]
+        if params.get("stem", False):
+            words = [t for t in words if not _may_stem_to_stop_word(t)]
+    return set(words)
+
+
+def _token_postings_against_text(by_id: pa.Table, name: str, data, params, remap, doc_ids,
+                                 counts):
+    """The decoded posting lists of the partitioned layout, whose tokens are known by id
+    only: each document's frequencies sum to its token count (INDEX-127), and the rows
+    holding one word are all listed under one token (INDEX-126: a word becomes the same
+    token in every row, whatever the stemmer makes of it, so a search for it must find the
+    rows together; a row listed under no token at all is never found)."""
+    from reference_impl.index import Disagreement
+
+    rows = by_id.column("row_id").to_numpy().astype(np.uint64)
+    if remap is not None:
+        rows = remap.forward(rows)[0]
+    toks = by_id.column("token").to_numpy().astype(np.uint64)
+    freq = by_id.column("frequency").to_numpy().astype(np.float64)
+    uniq, inv = np.unique(rows, return_inverse=True)
+    sums = np.rint(np.bincount(inv, weights=freq)).astype(np.int64)
+    by_doc = dict(zip(doc_ids.tolist(), counts.tolist(), strict=True))
+    bad = [(r, s) for r, s in zip(uniq.tolist(), sums.tolist(), strict=True)
+           if r in by_doc and s != by_doc[r]]
+    for r, s in bad[:10]:
+        yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: row {r}: its "
+                           f"postings' frequencies sum to {s}, its document counts "
+                           f"{by_doc[r]} tokens", r)
+    if len(bad) > 10:
+        yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: {len(bad) - 10} more "
+                           "rows whose postings' frequencies do not sum to their count")
+    if params is None:
+        return
+    live = data.classify(rows) == data.LIVE
+    listed: dict[int, set[int]] = {}
+    for i, t in zip(data.positions(rows[live]).tolist(), toks[live].tolist(), strict=True):
+        listed.setdefault(i, set()).add(t)
+    # each partition numbers its own tokens: rows are compared within their partition. A
+    # row listed under no token is not compared (INDEX-125 says when it should be a document)
+    holding: dict[tuple[str, int], list[int]] = {}
+    for i, text in enumerate(data.values.to_pylist()):
+        if i not in listed or text is None:
+            continue
+        part = next(iter(listed[i])) >> 32
+        for w in sure_words(text, params) or ():
+            holding.setdefault((w, part), []).append(i)
+    found = 0
+    for (w, _part), at in holding.items():
+        first = at[0]
+        common = set(listed[first])
+        lost = None
+        for i in at[1:]:
+            common &= listed[i]
+            if not common:
+                lost = i
+                break
+        if lost is None:
+            continue
+        found += 1
+        if found > 10:
+            continue
+        rid, text = int(data.row_ids[lost]), data.values[lost].as_py()
+        yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds {text!r} "
+                           f"and row {int(data.row_ids[first])} the word {w!r} too, but no "
+                           "token of the index lists both (a search for it misses one)", rid,
+                           text, {"word": w})
+    if found > 10:
+        yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: {found - 10} more words "
+                           "whose rows no one token lists together")
 
 
 def classify(data, rows: np.ndarray, remap=None) -> np.ndarray:

@@ -17,7 +17,10 @@ a filter with every row *address* ``fragment_id << 32 | offset`` for ``offset`` 
 a zone must bound every row of its address range (the rows it answers for).
 
 ``entries`` is the zone table with the columns above (``min``/``max`` of the column's type);
-``extra["rows_per_zone"]`` is the metadata value (None when absent).
+``extra["rows_per_zone"]`` is the metadata value (None when absent); ``extra["row_addresses"]``
+is True: zones are address ranges whatever the table's row ids, so under stable row ids the
+rows are held against the zones by their addresses (pylance 14.0.2 answers a filter through
+the zones with row addresses in such a table too).
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ def read(files, index):
                "rows": int(pa.compute.sum(table.column("zone_length")).as_py() or 0)}
     return IndexContent(kind=KIND, version=VERSION, entries=table, summary=summary,
                         extra={"rows_per_zone": rows_per_zone, "value_type": str(
-                            table.schema.field("min").type)})
+                            table.schema.field("min").type), "row_addresses": True})
 
 
 # ---- holding the zones against the data ----
@@ -92,8 +95,9 @@ RULE_OUTSIDE = "INDEX-124"
 
 
 def addresses_of(data, kind: str) -> np.ndarray:
-    """The row addresses of ``data``'s rows (zone indexes answer with addresses); refused
-    under stable row ids, where ``IndexedData`` carries the stable ids only."""
+    """The row addresses of ``data``'s rows (zone indexes answer with addresses). The content
+    says ``row_addresses``, so the rows come named by address even under stable row ids;
+    data named by stable ids is refused, never read as addresses."""
     if data.stable_row_ids:
         raise UnsupportedIndex(f"{kind} zones are row-address ranges; under stable row ids "
                                "the rows' addresses are not at hand here, so the zones are "
@@ -169,15 +173,20 @@ def check(content, index, data, remap=None):
 
 def outside_zones(entries: pa.Table, index, data, kind: str, remap=None):
     """A zone on a fragment outside the index's fragment bitmap (INDEX-124); the old
-    fragments of a deferred compaction are the new ones' past, not outside."""
+    fragments of a deferred compaction are the new ones' past, not outside, and a zone on a
+    fragment the table had and this version no longer holds answers for no row (a stale
+    zone of removed rows)."""
     from reference_impl.index import Disagreement
 
     named = set(np.asarray(data.fragment_ids).tolist()) | \
         set(np.asarray(data.gone_fragment_ids).tolist())
     if remap is not None:
         named |= set(remap.old_fragments)
+    starts = entries.column("zone_start").to_pylist()
     for z, f in enumerate(entries.column("fragment_id").to_pylist()):
-        if f not in named:
+        if f not in named and not data.removed_fragment(f):
+            first = (int(f) << 32) | int(starts[z])  # the first row the zone answers for
             yield Disagreement(RULE_OUTSIDE, f"{kind} index {index.name!r}: zone {z} lies in "
-                               f"fragment {f}, which its fragment bitmap does not name",
-                               None, None, {"zone": z, "fragment": f})
+                               f"fragment {f}, which its fragment bitmap does not name (it "
+                               f"answers for rows from {first})", first, None,
+                               {"zone": z, "fragment": f})

@@ -495,3 +495,73 @@ def test_ngram_expected_postings_numpy_form_equals_readable():
 
     assert pairs(ngram.expected_postings(values)) == \
         pairs(ngram.expected_postings_readable(values))
+
+
+# ---- the partitioned layout's posting blocks (reference_impl.index.postings) ----
+
+def test_four_lane_unpacking_equals_its_readable_form():
+    from reference_impl.index import postings
+
+    rng = np.random.default_rng(7)
+    for bits in (0, 1, 3, 7, 13, 31, 32):
+        data = rng.bytes(bits * 16)
+        assert postings.unpack4x(data, bits).tolist() == postings.unpack4x_readable(data, bits)
+
+
+def _pack4x(values, bits):
+    """Pack 128 values in the four-lane layout, written from its description (test helper)."""
+    words = [0] * (bits * 4)
+    for i, v in enumerate(values):
+        lane, k = i % 4, i // 4
+        for bit in range(bits):
+            if (v >> bit) & 1:
+                pos = k * bits + bit
+                words[(pos // 32) * 4 + lane] |= 1 << (pos % 32)
+    return b"".join(w.to_bytes(4, "little") for w in words)
+
+
+def test_posting_list_of_a_full_block_and_a_tail_decodes():
+    import struct
+
+    from reference_impl.errors import FormatError
+    from reference_impl.index import postings
+
+    docs = np.cumsum(np.arange(1, 140)) + 3  # 139 documents: one block of 128, a tail of 11
+    freqs = (np.arange(139) % 3) + 1
+    deltas = np.diff(np.concatenate([[docs[0]], docs[:128]]))
+    block = struct.pack("<fIB", 1.5, int(docs[0]), 8) + _pack4x(deltas.tolist(), 8) + \
+        bytes([2]) + _pack4x(freqs[:128].tolist(), 2)
+
+    def varints(vals):
+        out = bytearray()
+        for v in vals:
+            while True:
+                out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
+                v >>= 7
+                if not v:
+                    break
+        return bytes(out)
+
+    tail_docs = docs[128:]
+    tail = struct.pack("<f", 0.5) + varints(np.diff(np.concatenate([[0], tail_docs])).tolist()) \
+        + varints(freqs[128:].tolist())
+    got_docs, got_freqs = postings.decode([block, tail], 139)
+    assert got_docs.tolist() == docs.tolist() and got_freqs.tolist() == freqs.tolist()
+    with pytest.raises(FormatError):
+        postings.decode([block], 139)
+
+
+@pytest.mark.interop
+def test_swapped_inverted_of_same_token_counts_is_an_error(tmp_path):
+    """Every row holds four tokens, so the documents agree with any row; the postings of
+    pylance 14.0.2's partitioned layout are decoded and the rows of one word are not under
+    one token: INDEX-126, while pylance's search answers rows without the word."""
+    import lance
+
+    from conformance.releases import wrong_indexes
+
+    built = wrong_indexes.swap_same_counts(tmp_path, "INVERTED")
+    hits = lance.dataset(built.uri).to_table(full_text_query="zebra", columns=["text"])
+    assert any("zebra" not in t for t in hits["text"].to_pylist())
+    errs = _flagged(built.uri, "INDEX-126", "idx")
+    assert all(f.location.get("word") for f in errs if "more words" not in f.message)

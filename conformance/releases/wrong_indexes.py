@@ -1,0 +1,378 @@
+"""Tables whose index answers other than their data, made with pylance 14.0.2 (and the same
+tables with their own, right, indexes): the families of issue 35.
+
+Every family starts from one small table (:func:`rows`: ``id`` int64, ``cat`` string of 20
+values, ``tags`` list of strings, ``text`` words, ``vec`` 8 floats, ``meta`` JSON with a key
+``x``) and builds one index of a
+kind (:data:`KINDS`) on it. The families (:data:`FAMILIES`), each a function ``(root, kind,
+*, version, stable) -> Built``:
+
+* ``swap``: two tables with the same rows, the second reversed, each given the same index;
+  the second's index files copied over the first's (the manifest's recorded sizes kept true);
+* ``swap-same-counts``: the swap of a text column whose rows all hold four tokens (an
+  INVERTED index's documents then agree with any row: only the postings tell);
+* ``swap-fragments``: the same with a table of several fragments;
+* ``split``: the index of a table with the same rows split into other fragments;
+* ``stale-append``: rows deleted and appended again with the same ids (other values), then
+  the index's ``fragment_bitmap`` made to claim the appended fragment it never saw;
+* ``stale-update``: an update moves rows to a new fragment; the bitmap made to claim it;
+* ``bitmap-drops``: the bitmap no longer names a fragment whose rows the index holds;
+* ``old-after-compaction``: after a compaction, the manifest's index entry replaced by the
+  entry from before it, its bitmap set to the new fragments (a compaction without remap);
+* ``partitions-exchanged``: the row ids of two IVF partitions exchanged (vector kinds).
+
+Each applies under storage version 2.0 and 2.1 and with or without stable row ids; a family
+that does not make a wrong index of a kind raises :class:`NotWrong` (for example ``split``
+under stable row ids, where the rows keep their ids). ``own`` builds the right tables: the
+kind's own index after appends, deletes, updates, compaction with and without deferred remap,
+and ``optimize_indices``.
+
+The manifest is edited with the kit's utilities
+(:mod:`conformance.fixtures.corruption` ``split_manifest``/``encode_manifest``,
+:mod:`reference_impl.table.fragment_bitmap`), never with pylance.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+N = 2000
+D = 8
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+         "juliet", "kilo", "lima", "mike", "zebra"]
+
+#: kind -> (column, create_index keyword arguments)
+KINDS = {
+    "BTREE": ("id", {}),
+    "BITMAP": ("cat", {}),
+    "LABEL_LIST": ("tags", {}),
+    "NGRAM": ("text", {}),
+    "ZONEMAP": ("id", {}),
+    "BLOOMFILTER": ("id", {}),
+    "INVERTED": ("text", {"with_position": False}),
+    "JSON": ("meta", {"target_index_type": "btree", "path": "x"}),
+    "IVF_FLAT": ("vec", {"num_partitions": 4}),
+    "IVF_PQ": ("vec", {"num_partitions": 4, "num_sub_vectors": 2}),
+    "IVF_SQ": ("vec", {"num_partitions": 4}),
+    "IVF_HNSW_FLAT": ("vec", {"num_partitions": 4}),
+    "IVF_HNSW_SQ": ("vec", {"num_partitions": 4}),
+    "IVF_HNSW_PQ": ("vec", {"num_partitions": 4, "num_sub_vectors": 2}),
+}
+VECTOR = tuple(k for k in KINDS if k.startswith("IVF"))
+TEXT = ("NGRAM", "INVERTED")
+#: kinds pylance 14.0.2 refuses to build under stable row ids
+UNSTABLE = ("JSON",)
+
+
+class NotWrong(Exception):
+    """The family does not make a wrong index of this kind (said why)."""
+
+
+@dataclass
+class Built:
+    uri: str
+    index: str
+    how: str
+    query: str | None = None  # a filter whose answer through the index may differ
+
+
+def rows(n: int = N, seed: int = 0, start: int = 0, same_counts: bool = False) -> pa.Table:
+    """``n`` rows from id ``start``; ``text`` holds one to three words and a tag (documents
+    of different token counts), or with ``same_counts`` three words and a tag in every row
+    (an INVERTED index's documents then all count 4 tokens: only its postings tell rows
+    apart)."""
+    rng = np.random.default_rng(seed)
+    ids = np.arange(start, start + n)
+    words = rng.integers(0, len(WORDS), (n, 3))
+    text = [" ".join(WORDS[w] for w in ws[:3 if same_counts else 1 + i % 3]) + f" w{i % 97}"
+            for i, ws in zip(ids, words, strict=True)]
+    vec = rng.standard_normal((n, D)).astype(np.float32)
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "cat": pa.array([f"c{i % 20}" for i in ids]),
+        "tags": pa.array([[f"t{i % 5}", f"u{i % 11}"] for i in ids], pa.list_(pa.string())),
+        "text": pa.array(text),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), D),
+        "meta": pa.array([json.dumps({"x": int(i) % 50, "s": f"v{i % 3}"}) for i in ids],
+                         pa.json_()),
+    })
+
+
+def _write(uri, table, *, version, stable, mode="create", **kw):
+    import lance
+
+    if mode != "create":
+        return lance.write_dataset(table, uri, mode=mode, **kw)
+    return lance.write_dataset(table, uri, data_storage_version=version,
+                               enable_stable_row_ids=stable, **kw)
+
+
+def index(ds, kind: str, name: str = "idx"):
+    column, kw = KINDS[kind]
+    if kind in VECTOR:
+        ds.create_index(column, kind, name=name, **kw)
+    elif kind == "JSON":
+        from lance.indices import IndexConfig
+
+        ds.create_scalar_index(column, index_type=IndexConfig(index_type="json", parameters=kw),
+                               name=name)
+    else:
+        ds.create_scalar_index(column, kind, name=name, **kw)
+    import lance
+
+    return lance.dataset(ds.uri)
+
+
+def query(kind: str) -> str | None:
+    """A filter that reaches the index of ``kind`` (None: vector and full-text kinds)."""
+    return {"BTREE": "id = 5", "ZONEMAP": "id = 5", "BLOOMFILTER": "id = 5",
+            "BITMAP": "cat = 'c5'", "LABEL_LIST": "array_has_any(tags, ['u3'])",
+            "NGRAM": "contains(text, 'w5')", "JSON": "json_get_int(meta, 'x') = 5"}.get(kind)
+
+
+# -- the manifest, edited with the kit's utilities ---------------------------------------------
+
+def _latest(uri) -> Path:
+    from conformance.fixtures.corruption import latest_manifest
+
+    return latest_manifest(Path(uri))
+
+
+def edit_indexes(uri, change) -> None:
+    """Apply ``change(IndexMetadata)`` to each user index of the latest manifest, in place."""
+    from conformance.fixtures.corruption import encode_manifest, split_manifest
+    from reference_impl.proto import table_pb2
+
+    path = _latest(uri)
+    m, idx, txn = split_manifest(path.read_bytes())
+    sec = table_pb2.IndexSection.FromString(idx)
+    for im in sec.indices:
+        if not im.name.startswith("__"):
+            change(im)
+    path.write_bytes(encode_manifest(m, index=sec.SerializeToString(), txn=txn))
+
+
+def fragment_ids(uri) -> list[int]:
+    import lance
+
+    return sorted(int(f.fragment_id) for f in lance.dataset(uri).get_fragments())
+
+
+def set_bitmap(uri, ids) -> None:
+    from reference_impl.table.fragment_bitmap import encode_fragment_bitmap
+
+    def change(im):
+        im.fragment_bitmap = encode_fragment_bitmap(sorted(ids))
+
+    edit_indexes(uri, change)
+
+
+def bitmap(uri) -> list[int]:
+    import lance
+
+    (i,) = [i for i in lance.dataset(uri).list_indices() if not i["name"].startswith("__")]
+    return sorted(int(x) for x in i["fragment_ids"])
+
+
+def copy_index_files(src_uri, dst_uri) -> None:
+    """Copy the user index's files of ``src_uri`` over those of ``dst_uri`` (same names; the
+    manifest's recorded sizes told the new sizes)."""
+    import lance
+
+    (si,) = [i for i in lance.dataset(src_uri).list_indices() if not i["name"].startswith("__")]
+    (di,) = [i for i in lance.dataset(dst_uri).list_indices() if not i["name"].startswith("__")]
+    sd = Path(src_uri) / "_indices" / si["uuid"]
+    dd = Path(dst_uri) / "_indices" / di["uuid"]
+    for p in dd.iterdir():
+        p.unlink()
+    sizes = {}
+    for p in sd.iterdir():
+        shutil.copyfile(p, dd / p.name)
+        sizes[p.name] = p.stat().st_size
+
+    def change(im):
+        kept = [f for f in im.files if f.path in sizes]
+        for f in kept:
+            f.size_bytes = sizes[f.path]
+        del im.files[:]
+        im.files.extend(kept)
+
+    edit_indexes(dst_uri, change)
+
+
+# -- the families ----------------------------------------------------------------------------
+
+def _pair(root: Path, kind, *, version, stable, a_rows, b_rows, a_kw=None, b_kw=None):
+    a, b = str(root / "a"), str(root / "b")
+    for uri, t, kw in ((a, a_rows, a_kw), (b, b_rows, b_kw)):
+        if os.path.exists(uri):
+            shutil.rmtree(uri)
+        index(_write(uri, t, version=version, stable=stable, **(kw or {})), kind)
+    copy_index_files(b, a)
+    return a
+
+
+def swap(root, kind, *, version="2.1", stable=False, per_file=None) -> Built:
+    t = rows()
+    kw = {"max_rows_per_file": per_file} if per_file else {}
+    a = _pair(root, kind, version=version, stable=stable, a_rows=t,
+              b_rows=t.take(np.arange(N)[::-1]), a_kw=kw, b_kw=kw)
+    return Built(a, "idx", "the reversed table's index files over this one's", query(kind))
+
+
+def swap_same_counts(root, kind, *, version="2.1", stable=False) -> Built:
+    """The swap of a table whose text has the same number of words in every row (text
+    kinds only)."""
+    if kind not in TEXT:
+        raise NotWrong("the text column is not indexed")
+    t = rows(same_counts=True)
+    a = _pair(root, kind, version=version, stable=stable, a_rows=t,
+              b_rows=t.take(np.arange(N)[::-1]))
+    return Built(a, "idx", "the reversed table's index files over this one's (every text "
+                 "row of four tokens)", query(kind))
+
+
+def swap_fragments(root, kind, *, version="2.1", stable=False) -> Built:
+    return swap(root, kind, version=version, stable=stable, per_file=500)
+
+
+def split(root, kind, *, version="2.1", stable=False) -> Built:
+    if stable:
+        raise NotWrong("under stable row ids the rows keep their ids whatever the split")
+    t = rows()
+    a = _pair(root, kind, version=version, stable=stable, a_rows=t, b_rows=t,
+              a_kw={"max_rows_per_file": 1200}, b_kw={"max_rows_per_file": 300})
+    return Built(a, "idx", "the index of the same rows split 300 a fragment", query(kind))
+
+
+def _own(root, kind, *, version, stable, per_file=1000):
+    uri = str(root / "a")
+    if os.path.exists(uri):
+        shutil.rmtree(uri)
+    return uri, index(_write(uri, rows(), version=version, stable=stable,
+                             max_rows_per_file=per_file), kind)
+
+
+def stale_append(root, kind, *, version="2.1", stable=False) -> Built:
+    uri, ds = _own(root, kind, version=version, stable=stable)
+    ds.delete("id < 100")
+    new = rows(100, seed=9)  # ids 0..99 again, other values
+    new = new.set_column(1, "cat", pa.array([f"c{(i + 7) % 20}" for i in range(100)]))
+    _write(uri, new, version=version, stable=stable, mode="append")
+    set_bitmap(uri, fragment_ids(uri))
+    return Built(uri, "idx", "ids 0..99 deleted and appended again; the bitmap made to claim "
+                 "the appended fragment", query(kind))
+
+
+def stale_update(root, kind, *, version="2.1", stable=False) -> Built:
+    uri, ds = _own(root, kind, version=version, stable=stable)
+    column = KINDS[kind][0]
+    value = {"id": "id + 5000", "cat": "'c99'", "tags": "['zz']", "text": "'zebra quux'",
+             "vec": "[9,9,9,9,9,9,9,9]", "meta": "'{\"x\": 99}'"}[column]
+    ds.update({column: value}, where="id < 50")
+    set_bitmap(uri, fragment_ids(uri))
+    return Built(uri, "idx", f"{column} updated for ids 0..49 (moved to a new fragment); the "
+                 "bitmap made to claim it", query(kind))
+
+
+def bitmap_drops(root, kind, *, version="2.1", stable=False) -> Built:
+    uri, _ds = _own(root, kind, version=version, stable=stable, per_file=500)
+    have = bitmap(uri)
+    set_bitmap(uri, have[1:])
+    return Built(uri, "idx", f"fragment {have[0]} dropped from the bitmap (the index holds its "
+                 "rows)", query(kind))
+
+
+def old_after_compaction(root, kind, *, version="2.1", stable=False) -> Built:
+    from conformance.fixtures.corruption import split_manifest
+    from reference_impl.proto import table_pb2
+
+    uri, ds = _own(root, kind, version=version, stable=stable, per_file=400)
+    ds.delete("id % 3 = 0")
+    import lance
+
+    before = table_pb2.IndexSection.FromString(split_manifest(_latest(uri).read_bytes())[1])
+    old = [im for im in before.indices if not im.name.startswith("__")][0]
+    lance.dataset(uri).optimize.compact_files(target_rows_per_fragment=5000)
+    now = fragment_ids(uri)
+    from reference_impl.table.fragment_bitmap import encode_fragment_bitmap
+
+    def change(im):
+        im.CopyFrom(old)
+        im.fragment_bitmap = encode_fragment_bitmap(now)
+
+    edit_indexes(uri, change)
+    return Built(uri, "idx", "the index from before a compaction, bitmap set to the new "
+                 "fragments (no remap)", query(kind))
+
+
+def partitions_exchanged(root, kind, *, version="2.1", stable=False) -> Built:
+    if kind not in VECTOR:
+        raise NotWrong("no IVF partitions")
+    from conformance.releases.index_mutations import _partition_of, rewrite_index_file
+
+    uri, _ds = _own(root, kind, version=version, stable=stable)
+    table = Path(uri)
+
+    def change(t):
+        ids = t.column("_rowid").to_pylist()
+        part = _partition_of(table, len(ids))
+        counts = np.bincount(part)
+        p, q = np.argsort(counts)[-2:]
+        pi, qi = np.flatnonzero(part == p), np.flatnonzero(part == q)
+        k = min(len(pi), len(qi))
+        for x, y in zip(pi[:k], qi[:k], strict=True):
+            ids[x], ids[y] = ids[y], ids[x]
+        from conformance.releases.index_mutations import _set
+
+        return _set(t, "_rowid", dict(enumerate(ids))), f"{k} row ids of partitions {p}, {q}"
+
+    detail = rewrite_index_file(table, "auxiliary.idx", change)
+    return Built(uri, "idx", detail, None)
+
+
+FAMILIES = {
+    "swap": swap,
+    "swap-same-counts": swap_same_counts,
+    "swap-fragments": swap_fragments,
+    "split": split,
+    "stale-append": stale_append,
+    "stale-update": stale_update,
+    "bitmap-drops": bitmap_drops,
+    "old-after-compaction": old_after_compaction,
+    "partitions-exchanged": partitions_exchanged,
+}
+
+
+# -- the right tables ------------------------------------------------------------------------
+
+def own(root, kind, *, version="2.1", stable=False, defer=False) -> Built:
+    """The kind's own index after append, delete, update, optimize_indices and compaction
+    (``defer``: with deferred index remap): every step pylance's, nothing edited."""
+    import lance
+
+    uri, ds = _own(root, kind, version=version, stable=stable, per_file=500)
+    ds.delete("id % 7 = 3")
+    _write(uri, rows(300, seed=3, start=N), version=version, stable=stable, mode="append")
+    ds = lance.dataset(uri)
+    ds.optimize.optimize_indices()
+    ds = lance.dataset(uri)
+    column = KINDS[kind][0]
+    value = {"id": "id + 5000", "cat": "'c99'", "tags": "['zz']", "text": "'zebra quux'",
+             "vec": "[9,9,9,9,9,9,9,9]", "meta": "'{\"x\": 99}'"}[column]
+    ds.update({column: value}, where="id < 30")
+    ds = lance.dataset(uri)
+    ds.optimize.compact_files(target_rows_per_fragment=5000, defer_index_remap=defer)
+    ds = lance.dataset(uri)
+    _write(uri, rows(100, seed=4, start=N + 300), version=version, stable=stable,
+           mode="append")
+    lance.dataset(uri).optimize.optimize_indices()
+    return Built(uri, "idx", "own index after append, delete, update, compaction"
+                 f"{' (deferred remap)' if defer else ''}, optimize_indices", query(kind))
