@@ -66,6 +66,7 @@ class Outcome:
     be judged (``unsupported``), or that its bytes do not decode (``error``)."""
 
     disagreements: list = field(default_factory=list)
+    more: dict = field(default_factory=dict)  # rule id -> disagreements beyond the first few
     unsupported: str | None = None
     error: str | None = None
     error_reported: bool = False  # INDEX-015 already names the file that does not decode
@@ -324,7 +325,7 @@ def outcome(ctx, i: ix.Index) -> Outcome:
             done[key] = out
             return out
         out.rows = len(data)
-        out.disagreements = list(rindex.check_index(content, i, data))
+        out.disagreements, out.more = first_disagreements(rindex.check_index(content, i, data))
     except UnsupportedIndex as exc:
         out.unsupported = str(exc)
     except FormatError as exc:
@@ -376,9 +377,29 @@ def not_judged(ctx, i: ix.Index, why: str) -> None:
                      f"against its data: {why}")
 
 
+#: Findings of one rule named row by row for one index; the rest are counted in one more
+#: finding (an index swapped for another table's disagrees on every row: a report of a
+#: million lines helps nobody, and the kit would hold them all in memory).
+PER_INDEX_AND_RULE = 20
+
+
+def first_disagreements(disagreements, limit: int = PER_INDEX_AND_RULE):
+    """The first ``limit`` disagreements of each rule, and how many more each rule has."""
+    kept, more, seen = [], {}, {}
+    for d in disagreements:
+        n = seen.get(d.rule, 0)
+        seen[d.rule] = n + 1
+        if n < limit:
+            kept.append(d)
+        else:
+            more[d.rule] = more.get(d.rule, 0) + 1
+    return kept, more
+
+
 def findings(ctx, rule_id: str):
     """The findings of rule ``rule_id`` in this version: one per disagreement of that rule,
-    naming the index, the row and the value."""
+    naming the index, the row and the value (the first :data:`PER_INDEX_AND_RULE` of an
+    index; one more finding counts the rest)."""
     for i, o in judged(ctx):
         for d in o.disagreements:
             if d.rule != rule_id:
@@ -387,6 +408,11 @@ def findings(ctx, rule_id: str):
             if d.row_id is not None:
                 extra["row"] = int(d.row_id)
             yield Finding(d.message, _loc(ctx, i, **extra))
+        extra_count = o.more.get(rule_id, 0)
+        if extra_count:
+            yield Finding(f"index {i.name!r}: {extra_count} more disagreements of the same "
+                          f"rule beyond the {PER_INDEX_AND_RULE} named above",
+                          _loc(ctx, i, more=extra_count))
 
 
 # -- the rules ---------------------------------------------------------------------------------

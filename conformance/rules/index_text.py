@@ -21,7 +21,7 @@ import importlib
 from reference_impl.errors import LanceError, UnsupportedIndex
 
 from .index import _loc, indices
-from .index_content import indexed_data, judged
+from .index_content import PER_INDEX_AND_RULE, first_disagreements, indexed_data, judged
 from .registry import Finding, rule
 
 _SEC = "IndexMetadata"
@@ -49,34 +49,39 @@ def _remap(ctx):
     return ctx.cache[_REMAP]
 
 
-def _held(ctx, i, o) -> list:
-    """The disagreements of index ``i`` (outcome ``o`` of the shared machinery); when the
-    version has a fragment reuse index, the kind's check runs again with its translation, as
-    a reader answers through it."""
+def _held(ctx, i, o) -> tuple[list, dict]:
+    """The disagreements of index ``i`` (outcome ``o`` of the shared machinery) and the count
+    beyond those kept, by rule; when the version has a fragment reuse index, the kind's check
+    runs again with its translation, as a reader answers through it."""
     remap = _remap(ctx)
     if remap is None or not o.disagreements or o.content is None or i.kind not in KINDS:
-        return o.disagreements
+        return o.disagreements, o.more
     key = (_HELD, i.uuid, ctx.version)
     if key not in ctx.cache:
         module = importlib.import_module(f"reference_impl.index.{i.kind}")
         try:
             data = indexed_data(ctx, i, addresses=bool(o.content.extra.get("row_addresses")))
-            ctx.cache[key] = list(module.check(o.content, i, data, remap=remap))
+            ctx.cache[key] = first_disagreements(module.check(o.content, i, data, remap=remap))
         except (UnsupportedIndex, LanceError):
-            ctx.cache[key] = o.disagreements
+            ctx.cache[key] = o.disagreements, o.more
     return ctx.cache[key]
 
 
 def findings(ctx, rule_id: str):
     """The findings of rule ``rule_id``: one per disagreement, naming index, row, value."""
     for i, o in judged(ctx):
-        for d in _held(ctx, i, o):
+        held, more = _held(ctx, i, o)
+        for d in held:
             if d.rule != rule_id:
                 continue
             extra = dict(d.where)
             if d.row_id is not None:
                 extra["row"] = int(d.row_id)
             yield Finding(d.message, _loc(ctx, i, **extra))
+        if more.get(rule_id):
+            yield Finding(f"index {i.name!r}: {more[rule_id]} more disagreements of the same "
+                          f"rule beyond the {PER_INDEX_AND_RULE} named above",
+                          _loc(ctx, i, more=more[rule_id]))
 
 
 @rule("INDEX-120", title="ZONEMAP zones bound every row they cover", severity="error",

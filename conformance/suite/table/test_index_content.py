@@ -104,6 +104,20 @@ def test_findings_are_capped_per_rule():
     assert len(found) == 11 and "more" in found[-1].message
 
 
+def test_findings_of_every_kind_are_capped_per_index_and_rule():
+    """The rules keep the first PER_INDEX_AND_RULE disagreements of a rule for an index and
+    count the rest (the text and zone checks do not summarise themselves: an NGRAM index
+    swapped for another table's disagreed 15,019 times)."""
+    from conformance.rules.index_content import PER_INDEX_AND_RULE, first_disagreements
+
+    many = [Disagreement("INDEX-122", f"row {r}", row_id=r) for r in range(5000)]
+    few = [Disagreement("INDEX-124", f"zone {z}") for z in range(3)]
+    kept, more = first_disagreements(iter(many[:2500] + few + many[2500:]))
+    assert [d.row_id for d in kept if d.rule == "INDEX-122"] == list(range(PER_INDEX_AND_RULE))
+    assert [d for d in kept if d.rule == "INDEX-124"] == few
+    assert more == {"INDEX-122": 5000 - PER_INDEX_AND_RULE}
+
+
 def test_row_map_round_trip_and_bounds():
     rows = np.asarray([0, 5, F1, F1 + 7, (3 << 32) + 1], np.uint64)
     got, full = decode_row_map(encode_row_map(rows))
