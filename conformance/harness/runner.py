@@ -39,13 +39,13 @@ Harness checks (ids beside the validator's rule ids, spec 001 "Committing Datase
   status and the last lines of its stderr are quoted) or a panic, even one it survived, is
   a FAIL "refused by crashing", never a refusal;
 * ``HARNESS-009`` the program kept to the protocol and answered within the time limit;
-* ``HARNESS-011`` a filtered read (a ``read`` step of a script: a filter, optionally columns)
-  returns the rows of the model's version that the filter is true for (three-valued logic:
-  a null answer is no match), the columns asked in their order, as a read is compared;
 * ``HARNESS-010`` a query of a golden case with indexes (:mod:`.queries`) is answered as a
   scan of the rows answers it (an exact index), or with rows the table holds and at least
   the recall the case states (an approximate one). A program without the feature ``query``
   is not asked: its queries are listed as not made.
+* ``HARNESS-011`` a filtered read (a ``read`` step of a script: a filter, optionally columns)
+  returns the rows of the model's version that the filter is true for (three-valued logic:
+  a null answer is no match), the columns asked in their order, as a read is compared.
 
 A program that dies, hangs or breaks the protocol is started again for the next request
 (:mod:`.subprocess_adapter`): only the case it died on is affected; a read case stops at
