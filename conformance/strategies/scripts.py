@@ -15,8 +15,8 @@ columns, versions and tags the model holds, so that
   literal of that type, or an integer column to ``id % k``;
 * ``merge`` brings one new column of a primitive kind keyed on existing (and a few unknown)
   ids, never empty (pylance 14 refuses an empty one: "HashJoiner: No data");
-* ``merge_insert`` brings rows of the current schema keyed on ``id`` (existing ids and one
-  or two new ones, unique), with a drawn set of clauses (never a set that changes no row:
+* ``merge_insert`` brings rows of the current schema keyed on ``id`` (one or more ids the
+  table holds, when it holds any, and one or two new ones, unique), with a drawn set of clauses (never a set that changes no row:
   then the new rows are inserted): ``when_matched_update_all`` with or without a
   condition over ``target.``/``source.`` columns, ``when_not_matched_insert_all``,
   ``when_not_matched_by_source_delete`` with or without a filter;
@@ -261,7 +261,8 @@ def _draw_merge_insert(draw, state: _State, user: pa.Schema, frags: list[set[int
     from reference_impl import merge_insert as mi
 
     ids = state.ids()
-    keys = draw(st.lists(st.sampled_from(ids), max_size=len(ids), unique=True)) if ids else []
+    keys = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=len(ids), unique=True)) \
+        if ids else []  # one matched row at least: the clauses of matched rows do something
     keys += state.new_ids(draw(st.integers(1, 2)))  # one new key at least (see below)
     source = _data_table(draw, state, user, keys)
     target = state.model.rows(state.latest)
