@@ -301,6 +301,9 @@ class Dataset:
     def merge(self, table, on: str, **kw) -> Dataset:
         return _op("merge")(self, table, on, **kw)
 
+    def merge_insert(self, source, on, **kw) -> Dataset:
+        return _op("merge_insert")(self, source, on, **kw)
+
     def drop_columns(self, columns: list[str], **kw) -> Dataset:
         return _op("drop_columns")(self, columns, **kw)
 

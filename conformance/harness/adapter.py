@@ -7,7 +7,13 @@ An implementation is plugged in as an *adapter* with two capabilities it may dec
 * ``write`` -- apply one *operation* of an operation script to a URI. The operations
   (see :mod:`conformance.harness.scenarios` for their JSON form) are ``create``,
   ``append``, ``overwrite``, ``delete``, ``update``, ``add_columns``, ``merge``,
-  ``drop_columns``, ``compact``, ``tag``, ``restore``, ``update_config``.
+  ``merge_insert``, ``drop_columns``, ``compact``, ``tag``, ``restore``, ``update_config``.
+
+An adapter whose ``Capabilities.features`` include ``"filtered-read"`` also implements
+``read_filtered(uri, version, filter, columns)``: the rows a filter (the Lance filter
+language, :mod:`reference_impl.predicate`) holds for, only the ``columns`` listed (in their
+order; all when None). Writer scenarios and generated scripts hold such reads as ``read``
+steps; an adapter without the feature is never asked one (the case is UNSUPPORTED).
 
 An adapter whose ``Capabilities.features`` include ``"blobs"`` also implements
 ``take_blobs(uri, version, column, indices)``: the bytes of a blob column at scan positions
@@ -44,7 +50,9 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 ALL_OPS = ("create", "append", "overwrite", "delete", "update", "add_columns", "merge",
-           "drop_columns", "compact", "tag", "restore", "update_config")
+           "merge_insert", "drop_columns", "compact", "tag", "restore", "update_config")
+#: The feature an adapter declares when it answers filtered reads (:meth:`Adapter.read_filtered`).
+FILTERED_READ = "filtered-read"
 ENTRY_POINT_GROUP = "lance_conformance.adapters"
 
 
@@ -212,9 +220,17 @@ class Adapter:
         ``nearest`` search, ``use_index``) at ``version``; declared by the feature ``"query"``."""
         raise Unsupported(f"{self.name} answers no query")
 
+    def read_filtered(self, uri: str, version: int | None, filter: str | None,  # noqa: A002
+                      columns: list[str] | None = None) -> pa.Table:
+        """The rows of ``uri`` at ``version`` that ``filter`` is true for (null counts as
+        false), with the ``columns`` listed, in that order (every column when None);
+        declared by the feature ``"filtered-read"``."""
+        raise Unsupported(f"{self.name} makes no filtered read")
+
     def apply(self, uri: str, op: dict, data: pa.Table | None = None) -> None:
         """Apply one operation ``op`` (its JSON form) to the dataset at ``uri``;
-        ``data`` is the Arrow table the operation carries (create/append/overwrite/merge)."""
+        ``data`` is the Arrow table the operation carries (create/append/overwrite/merge/
+        merge_insert)."""
         raise Unsupported(f"{self.name} cannot write")
 
     def versions(self, uri: str) -> list[int]:

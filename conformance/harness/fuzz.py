@@ -3,6 +3,13 @@ model of :mod:`conformance.harness.scenarios`, failures shrunk by hypothesis.
 
 Roles (``lance-conformance fuzz --role``):
 
+A script may hold ``merge_insert`` steps (conditions over ``target.``/``source.`` columns and
+``NOT MATCHED BY SOURCE`` filters drawn by :mod:`conformance.strategies.predicates`) and
+``read`` steps, filtered reads the adapter judged makes (feature ``filtered-read``): in the
+writer role at the latest version while it writes, in the reader role at the version each
+step follows; each must return the model's rows for its filter (``HARNESS-011``). A failing
+filter shrinks toward the simplest test that still fails.
+
 * **writer** -- the adapter applies a generated script one operation at a time; the
   validator judges every version (no error-severity finding), the reference reader reads
   every version, and rows (and, with stable row ids, ``_rowid``), versions and tags must be
@@ -137,12 +144,16 @@ def options_for(writer: Adapter | None, reader: Adapter | None, *, include_kinds
     kinds = [k for k in S.KINDS if k not in KIT_EXCLUDED_KINDS or k in include_kinds]
     versions = list(S.STORAGE_VERSIONS)
     v1 = True
+    from .adapter import FILTERED_READ
+
     for a in (writer, reader):
         if a is None:
             continue
         caps = a.capabilities
         if a is writer:
-            ops = [o for o in ops if caps.supports(o)]
+            ops = [o for o in ops if o == "read" or caps.supports(o)]
+        if FILTERED_READ not in caps.features:  # a read step is made by the adapter judged
+            ops = [o for o in ops if o != "read"]
         declared = getattr(caps, "types", None)
         if declared is not None:
             kinds = [k for k in kinds if k in declared]
@@ -265,10 +276,21 @@ def check_reader(adapter: Adapter, script: list[dict], work: Path) -> Finding | 
 
     uri = _fresh(work / "read")
     ref = ReferenceAdapter()
-    model, _, error = runner.run_script(ref, uri, script)
+    model, _, error = runner.run_script(ref, uri, script, reads=False)
     if error:
         return Finding("reader", [], [f"reference writer: {error}"], kit_bug=True)
     messages = []
+    rules = set()
+    for version, op in model.reads:  # the filtered reads, at the version each was made at
+        try:
+            problem = runner.filtered_read_problem(adapter, uri, op, model, version)
+        except Unsupported:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the implementation failed this read
+            problem = f"read raised {type(exc).__name__}: {exc}"
+        if problem:
+            rules.add("HARNESS-011")
+            messages.append(f"{adapter.name} v{version} filtered read: {problem}")
     try:
         have = adapter.versions(str(uri))
     except Unsupported:
@@ -276,7 +298,6 @@ def check_reader(adapter: Adapter, script: list[dict], work: Path) -> Finding | 
     except Exception as exc:  # noqa: BLE001
         have = None
         messages.append(f"listing versions raised {type(exc).__name__}: {exc}")
-    rules = set()
     if have is not None and sorted(have) != sorted(model.versions):
         rules.add("HARNESS-002")
         messages.append(f"versions {sorted(have)} != expected {sorted(model.versions)}")

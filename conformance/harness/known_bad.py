@@ -160,6 +160,31 @@ class ModuloDeletesAllWriter(ReferenceAdapter):
         super().apply(uri, op, data)
 
 
+class MergeConditionIgnoredWriter(ReferenceAdapter):
+    """Updates every matched row of a ``merge_insert``, its ``when_matched_update_all``
+    condition dropped: an engine that cannot translate the condition and updates
+    unconditionally. The rows are wrong (``HARNESS-003``), the files valid; not one of
+    :data:`KNOWN_BAD` (``conformance/suite/harness/test_merge_insert.py`` finds it with
+    ``fuzz`` and shrinks it to one merge_insert with a one-test condition)."""
+
+    name = "known-bad:merge-condition"
+
+    def apply(self, uri, op, data=None):
+        if op["op"] == "merge_insert" and isinstance(op.get("when_matched_update_all"), dict):
+            op = dict(op, when_matched_update_all={})  # the condition, dropped
+        super().apply(uri, op, data)
+
+
+class UnfilteredReadAdapter(ReferenceAdapter):
+    """Answers a filtered read with every row (the filter ignored, the columns asked): the
+    bug of a reader that drops a filter it cannot push down. Caught by ``HARNESS-011``."""
+
+    name = "known-bad:unfiltered-read"
+
+    def read_filtered(self, uri, version, filter, columns=None):  # noqa: A002
+        return super().read_filtered(uri, version, None, columns)
+
+
 KNOWN_BAD: dict[str, type] = {
     "read-version": ReadVersionAtCommitWriter,
     "deletion-flag": DeletionFlagUnsetWriter,
@@ -169,8 +194,9 @@ KNOWN_BAD: dict[str, type] = {
 }
 
 # The rule ids (validator rules and harness checks) each bug is caught by: the union of
-# the ids of its failed cases, leaving out the read-back checks HARNESS-003/004, which any
-# of these bugs may trip as a consequence.
+# the ids of its failed cases, leaving out the read-back checks HARNESS-003/004 and the
+# writer's own filtered reads (HARNESS-011), which any of these bugs may trip as a
+# consequence.
 EXPECTED_RULES: dict[str, set[str]] = {
     "read-version": {"TXN-004"},
     "deletion-flag": {"FLAGS-003"},
@@ -182,4 +208,4 @@ EXPECTED_RULES: dict[str, set[str]] = {
     # no put-if-not-exists, and no look at the versions committed since read_version
     "overwrite-commit": {"HARNESS-001", "HARNESS-006"},
 }
-READ_BACK_CHECKS = {"HARNESS-003", "HARNESS-004"}
+READ_BACK_CHECKS = {"HARNESS-003", "HARNESS-004", "HARNESS-011"}

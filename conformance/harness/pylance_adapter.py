@@ -81,7 +81,8 @@ class PylanceAdapter(Adapter):
             self.version = lance.__version__
             self.capabilities = Capabilities(
                 read=True, write=True, ops=(*ALL_OPS, "create_index"), row_ids=True,
-                features=("legacy", "v1-names", "branches", "blobs", "query", *WRITER_FEATURES))
+                features=("legacy", "v1-names", "branches", "blobs", "query", "filtered-read",
+                          *WRITER_FEATURES))
         except Unsupported:
             self.version = None
             self.capabilities = Capabilities(read=False, write=False)
@@ -107,6 +108,13 @@ class PylanceAdapter(Adapter):
         with _refusals():
             t = _lance().dataset(uri, version=version).to_table(**kw)
         return t.drop_columns([c for c in ("_distance",) if c in t.column_names])
+
+    def read_filtered(self, uri: str, version: int | None, filter: str | None,  # noqa: A002
+                      columns: list[str] | None = None) -> pa.Table:
+        """``to_table(filter=..., columns=...)``."""
+        with _refusals():
+            return _lance().dataset(uri, version=version).to_table(
+                filter=filter, columns=list(columns) if columns else None)
 
     def take_blobs(self, uri: str, version: int | None, column: str, indices: list[int]) -> list:
         with _refusals():
@@ -151,6 +159,8 @@ class PylanceAdapter(Adapter):
             ds.add_columns([pa.field(n, pa.type_for_alias(t)) for n, t in op["columns"]])
         elif kind == "merge":
             ds.merge(data, op["on"])
+        elif kind == "merge_insert":
+            self._merge_insert(ds, op, data)
         elif kind == "drop_columns":
             ds.drop_columns(list(op["columns"]))
         elif kind == "compact":
@@ -172,3 +182,18 @@ class PylanceAdapter(Adapter):
             ds.create_scalar_index(op["column"], index_type=op.get("index_type", "BTREE"))
         else:
             raise Unsupported(f"operation {kind!r}")
+
+    @staticmethod
+    def _merge_insert(ds, op: dict, data: pa.Table) -> None:
+        """``merge_insert(on)`` with the step's clauses, one commit."""
+        from .scenarios import merge_insert_clauses
+
+        c = merge_insert_clauses(op)
+        builder = ds.merge_insert(list(op["on"]) if not isinstance(op["on"], str) else op["on"])
+        if c["update"]:
+            builder = builder.when_matched_update_all(condition=c["condition"])
+        if c["insert"]:
+            builder = builder.when_not_matched_insert_all()
+        if c["delete_by_source"]:
+            builder = builder.when_not_matched_by_source_delete(c["where"])
+        builder.execute(data.select(ds.schema.names))

@@ -20,7 +20,7 @@ class ReferenceAdapter(Adapter):
     name = "reference"
     version = __version__
     capabilities = Capabilities(read=True, write=True, ops=ALL_OPS, row_ids=True,
-                                features=("legacy", "v1-names", "branches", "blobs", "query",
+                                features=("legacy", "v1-names", "branches", "blobs", "query", "filtered-read",
                                           "storage:2.0", "storage:2.1", "storage:2.2",
                                           "stable-row-ids", "v2-manifest-paths", "tags",
                                           "config", "stale-append"))
@@ -40,6 +40,13 @@ class ReferenceAdapter(Adapter):
         from .queries import scan_answer
 
         return scan_answer(self.read(uri, version), query)
+
+    def read_filtered(self, uri: str, version: int | None, filter: str | None,  # noqa: A002
+                      columns: list[str] | None = None) -> pa.Table:
+        """A scan with the filter (:mod:`reference_impl.predicate`) and the columns asked."""
+        from reference_impl.dataset import open_dataset
+
+        return open_dataset(uri, version=version).to_table(columns=columns, filter=filter)
 
     def take_blobs(self, uri: str, version: int | None, column: str, indices: list[int]) -> list:
         from reference_impl.dataset import open_dataset
@@ -105,6 +112,8 @@ class ReferenceAdapter(Adapter):
             ds.add_columns(pa.schema([pa.field(n, pa.type_for_alias(t)) for n, t in op["columns"]]))
         elif kind == "merge":
             ds.merge(data, op["on"])
+        elif kind == "merge_insert":
+            self._merge_insert(ds, op, data)
         elif kind == "drop_columns":
             ds.drop_columns(list(op["columns"]))
         elif kind == "compact":
@@ -123,6 +132,15 @@ class ReferenceAdapter(Adapter):
             ds.update_config(dict(op["values"]))
         else:
             raise Unsupported(f"operation {kind!r}")
+
+    def _merge_insert(self, ds, op: dict, data: pa.Table) -> None:
+        """``merge_insert`` with the step's clauses (the known-bad adapters replace it)."""
+        from .scenarios import merge_insert_clauses
+
+        c = merge_insert_clauses(op)
+        ds.merge_insert(data, op["on"], when_matched_update_all=c["update"], condition=c["condition"],
+                        when_not_matched_insert_all=c["insert"],
+                        when_not_matched_by_source_delete=c["delete_by_source"], where=c["where"])
 
     def _stale_append(self, uri: str, read_version: int, data: pa.Table) -> None:
         from reference_impl.dataset import open_dataset

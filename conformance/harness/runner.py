@@ -43,6 +43,9 @@ Harness checks (ids beside the validator's rule ids, spec 001 "Committing Datase
   scan of the rows answers it (an exact index), or with rows the table holds and at least
   the recall the case states (an approximate one). A program without the feature ``query``
   is not asked: its queries are listed as not made.
+* ``HARNESS-011`` a filtered read (a ``read`` step of a script: a filter, optionally columns)
+  returns the rows of the model's version that the filter is true for (three-valued logic:
+  a null answer is no match), the columns asked in their order, as a read is compared.
 
 A program that dies, hangs or breaks the protocol is started again for the next request
 (:mod:`.subprocess_adapter`): only the case it died on is affected; a read case stops at
@@ -584,12 +587,56 @@ def judge_written(uri: Path, model: sc.Model, *, pylance=True) -> tuple[list[str
     return sorted(rules), messages
 
 
-def run_script(adapter: Adapter, uri: Path, script: list[dict]) -> tuple[sc.Model, list[str], str | None]:
+def missing_capabilities(adapter: Adapter, script: list[dict]) -> list[str]:
+    """What ``script`` needs that ``adapter`` does not declare: its operations (``ops``), and
+    the feature ``filtered-read`` for its ``read`` steps."""
+    from .adapter import FILTERED_READ
+
+    caps = adapter.capabilities
+    if not caps.write:
+        return ["write"]
+    kinds = {op["op"] for op in script}
+    missing = sorted(kinds - {"read"} - set(caps.ops))
+    if "read" in kinds and FILTERED_READ not in caps.features:
+        missing.append(f"the feature {FILTERED_READ!r}")
+    return missing
+
+
+def filtered_read_problem(reader: Adapter, uri: Path, op: dict, model: sc.Model,
+                          version: int | None) -> str | None:
+    """What is wrong with ``reader``'s answer to the filtered ``read`` step ``op`` at
+    ``version`` (None: the latest) of ``uri``; None when it is the model's
+    (:meth:`~conformance.harness.scenarios.Model.read_answer`). Raises what the reader
+    raised (Unsupported: the read was not made)."""
+    got = reader.read_filtered(str(uri), version, op.get("filter"), op.get("columns"))
+    diff = sc.difference(got, model.read_answer(op, version))
+    return None if diff is None else f"filter {op.get('filter')!r}: {diff}"
+
+
+def run_script(adapter: Adapter, uri: Path, script: list[dict], *,
+               reads: bool = True) -> tuple[sc.Model, list[str], str | None]:
     """Apply ``script`` one operation at a time: (model, harness rule ids, error message).
-    Raises Unsupported when the adapter refuses an operation as unsupported."""
+    A ``read`` step is a filtered read of the latest version by ``adapter``, judged
+    (``HARNESS-011``) when ``reads``; else only recorded in the model (``Model.reads``).
+    Raises Unsupported when the adapter refuses an operation or a read as unsupported."""
     model = sc.Model()
     rules = []
     for i, op in enumerate(script):
+        if op["op"] == "read":
+            model.apply(op)
+            if not reads:
+                continue
+            try:
+                problem = filtered_read_problem(adapter, uri, op, model, None)
+            except (Unsupported, KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - the implementation failed the read
+                message, found = _failure(exc, "read")
+                found = ["HARNESS-011"] if found == ["HARNESS-003"] else found
+                return model, rules + found, f"operation {i} (read): {message}"
+            if problem:
+                return model, rules + ["HARNESS-011"], f"operation {i} (read): {problem}"
+            continue
         before = _manifest_hashes(uri) if uri.exists() else {}
         data = sc.table_for(op["data"]) if "data" in op else None
         try:
@@ -613,8 +660,7 @@ def run_script(adapter: Adapter, uri: Path, script: list[dict]) -> tuple[sc.Mode
 def run_write_scenario(adapter: Adapter, sid: str, scenario: dict, work: Path, *,
                        pylance: bool = True) -> CaseResult:
     cid = sid
-    caps = adapter.capabilities
-    missing = sorted({op["op"] for op in scenario["script"]} - set(caps.ops)) if caps.write else ["write"]
+    missing = missing_capabilities(adapter, scenario["script"])
     if missing:
         return CaseResult(cid, "write", UNSUPPORTED, f"operations not declared: {', '.join(missing)}")
     uri = work / sid.replace("/", "_")

@@ -10,6 +10,11 @@ An *operation script* is a JSON list of operations, each one object with an ``op
     {"op": "update", "set": {"col": "<SQL expression>"}, "where": "<SQL predicate>"}
     {"op": "add_columns", "columns": [["name", "<arrow type alias>"]]}   # all-null columns
     {"op": "merge", "data": DATA, "on": "id"}                            # left join on a key
+    {"op": "merge_insert", "data": DATA, "on": ["id"],                   # rows matched on keys
+     "when_matched_update_all": {"condition": "target.x < source.x"},    # (condition optional)
+     "when_not_matched_insert_all": true,
+     "when_not_matched_by_source_delete": {"where": "x > 3"}}            # (where optional)
+    {"op": "read", "filter": "<SQL predicate>", "columns": ["id", "x"]}  # a filtered read
     {"op": "drop_columns", "columns": ["name"]}
     {"op": "compact", "target_rows_per_fragment": N}
     {"op": "tag", "action": "create"|"update"|"delete", "name": "t", "version": N}
@@ -17,15 +22,20 @@ An *operation script* is a JSON list of operations, each one object with an ``op
     {"op": "update_config", "values": {"key": "value"}}
     {"op": "create_index", "column": "id", "index_type": "BTREE"}    # a scalar index
 
-``DATA`` is ``{"gen": "small"|"mixed"|"all_types"|"nested"|"ids"|"keyed", "n": rows,
+``DATA`` is ``{"gen": "small"|"mixed"|"all_types"|"nested"|"ids"|"keyed"|"upsert", "n": rows,
 "start": first id, "drop": [columns]}``:
 the rows are made by a deterministic generator, so a script is small, JSON and gives the
 same rows every time. :func:`table_for` turns it into a pyarrow Table. Generated scripts
 (``lance-conformance fuzz``) carry their rows inline instead: ``{"gen": "ipc", "b64":
 "<base64 of an Arrow IPC stream>"}`` (:func:`inline_data` makes one).
 
-Every operation but ``tag`` commits one new version, ``compact`` two (ReserveFragments,
-then Rewrite). :class:`Model` applies a script to
+Every operation but ``tag`` and ``read`` commits one new version, ``compact`` two
+(ReserveFragments, then Rewrite). (A ``merge_insert`` that changes no row is never
+sent: Lance commits a version for it, DuckDB's ``MERGE`` none.) A
+``read`` step is a filtered read of the latest version by the implementation under test
+(``columns`` optional, in the order listed), judged against the model's rows at that
+version that the filter holds for (:meth:`Model.read_answer`, three-valued logic: a null
+answer is no match). :class:`Model` applies a script to
 plain Arrow tables and returns the logical rows expected at every version; rows are
 compared as multisets (sorted on every column, ``id`` first), since writers may place
 updated rows in new fragments at the end. With stable row ids (``create`` with
@@ -88,6 +98,10 @@ def _generate(data: dict) -> pa.Table:
         return gen.all_types_table(n)
     if kind == "ids":
         return _ids_table(n, start)
+    if kind == "upsert":  # for merge_insert: small's columns with other values, some null
+        ids = np.arange(start, start + n, dtype=np.int64)
+        return pa.table({"id": pa.array(ids), "category": pa.array(
+            [None if i % 5 == 0 else f"u{i % 4}" for i in ids], pa.string())})
     if kind == "keyed":  # for merge: id plus a derived column
         ids = np.arange(start, start + n, dtype=np.int64)
         return pa.table({"id": pa.array(ids), "score": pa.array(ids.astype(np.float64) * 1.5)})
@@ -96,7 +110,19 @@ def _generate(data: dict) -> pa.Table:
 
 def commits(op: dict) -> bool:
     """Whether ``op`` makes a new version."""
-    return op["op"] != "tag"
+    return op["op"] not in ("tag", "read")
+
+
+def merge_insert_clauses(op: dict) -> dict:
+    """The keyword arguments of a ``merge_insert`` step for
+    :func:`reference_impl.merge_insert.plan` (and ``Dataset.merge_insert``)."""
+    matched = op.get("when_matched_update_all")
+    by_source = op.get("when_not_matched_by_source_delete")
+    return {"update": matched is not None and matched is not False,
+            "condition": matched.get("condition") if isinstance(matched, dict) else None,
+            "insert": bool(op.get("when_not_matched_insert_all")),
+            "delete_by_source": by_source is not None and by_source is not False,
+            "where": by_source.get("where") if isinstance(by_source, dict) else None}
 
 
 # -- the model -------------------------------------------------------------------------------
@@ -127,6 +153,7 @@ class Model:
     config: dict[str, str] = field(default_factory=dict)
     stable_row_ids: bool = False  # the tables of ``versions`` then carry ``_rowid``
     next_row_id: int = 0
+    reads: list[tuple[int, dict]] = field(default_factory=list)  # (version, read step)
 
     @property
     def latest(self) -> int:
@@ -148,9 +175,39 @@ class Model:
         self.next_row_id += t.num_rows
         return t.append_column(pa.field(ROW_ID, pa.uint64()), pa.array(ids, pa.uint64()))
 
+    def read_answer(self, op: dict, version: int | None = None) -> pa.Table:
+        """The rows a filtered ``read`` step must return at ``version`` (the latest when
+        None): the rows the filter is true for, the columns listed (all when none)."""
+        t = self.rows(self.latest if version is None else version)
+        if op.get("filter") is not None:
+            t = t.filter(_mask(t, op["filter"]))
+        return t.select(list(op["columns"])) if op.get("columns") else t
+
+    def _merge_insert(self, cur: pa.Table, op: dict) -> pa.Table:
+        from reference_impl import merge_insert as mi
+
+        source = table_for(op["data"])
+        user = [n for n in cur.column_names if n != ROW_ID]
+        target = cur.select(user)
+        p = mi.plan(target, source, op["on"], **merge_insert_clauses(op))
+        new = mi.apply_plan(target, source, p)
+        if ROW_ID not in cur.column_names:
+            return new
+        # the rows that stay and the updated ones keep their ids; inserted rows take fresh ids
+        ids = cur.column(ROW_ID).to_numpy()
+        gone = {t for t, _ in p.updated} | set(p.deleted)
+        kept = [i for i in range(cur.num_rows) if i not in gone]
+        fresh = np.arange(self.next_row_id, self.next_row_id + len(p.inserted), dtype=np.uint64)
+        self.next_row_id += len(p.inserted)
+        column = np.concatenate([ids[kept], ids[[t for t, _ in p.updated]], fresh]).astype(np.uint64)
+        return new.append_column(pa.field(ROW_ID, pa.uint64()), pa.array(column, pa.uint64()))
+
     def apply(self, op: dict) -> None:
         kind = op["op"]
         cur = self.versions.get(self.latest)
+        if kind == "read":
+            self.reads.append((self.latest, op))
+            return
         if kind == "tag":
             if op.get("action", "create") == "delete":
                 self.tags.pop(op["name"], None)
@@ -193,6 +250,8 @@ class Model:
             for name in other.column_names:
                 if name != key:
                     new = new.append_column(other.schema.field(name), other.column(name).take(idx))
+        elif kind == "merge_insert":
+            new = self._merge_insert(cur, op)
         elif kind == "drop_columns":
             new = cur.drop_columns(op["columns"])
         elif kind == "compact":
@@ -335,6 +394,23 @@ WRITER_SCENARIOS: dict[str, dict] = {
         _create(), {"op": "add_columns", "columns": [["extra", "int32"]]}]},
     "write.merge": {"title": "merge a column on id", "script": [
         _create(), {"op": "merge", "data": {"gen": "keyed", "n": 20}, "on": "id"}]},
+    "write.merge-insert": {"title": "merge_insert: update matched rows where a condition over "
+                                    "target and source holds, insert the others, delete rows "
+                                    "the source lacks where a filter holds", "script": [
+        _create(), {"op": "merge_insert", "data": {"gen": "upsert", "n": 10, "start": 15}, "on": ["id"],
+                    "when_matched_update_all": {"condition": "source.id % 2 = 1 OR "
+                                                             "target.category = 'c8' OR "
+                                                             "source.category IS NULL"},
+                    "when_not_matched_insert_all": True,
+                    "when_not_matched_by_source_delete": {"where": "id % 3 = 0"}},
+        {"op": "merge_insert", "data": _small(5, 22), "on": ["id"],
+         "when_matched_update_all": {}, "when_not_matched_insert_all": True}]},
+    "write.filtered-read": {"title": "filtered reads of the latest version, with and without "
+                                     "a projection", "script": [
+        _create(), {"op": "read", "filter": "id % 3 = 0 AND category NOT IN ('c3')"},
+        {"op": "delete", "where": "id < 4"},
+        {"op": "read", "filter": "category LIKE 'c1%' OR abs(id - 10) < 3",
+         "columns": ["category", "id"]}]},
     "write.drop-columns": {"title": "drop a column", "script": [
         _create(), {"op": "drop_columns", "columns": ["category"]}]},
     "write.compact": {"title": "compact small fragments", "script": [

@@ -29,6 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from .adapter import (
+    FILTERED_READ,
     Adapter,
     Capabilities,
     Crashed,
@@ -260,6 +261,17 @@ class SubprocessAdapter(Adapter):
     def read(self, uri, version=None, *, with_row_id=False) -> pa.Table:
         result = self._call("read", {"uri": str(uri), "version": version,
                                      "with_row_id": bool(with_row_id), "data_dir": self._tmp.name})
+        return self._rows(result, "read")
+
+    def read_filtered(self, uri, version, filter, columns=None) -> pa.Table:  # noqa: A002
+        """A ``read`` request with ``filter`` and ``columns``: sent only to a program that
+        declares the feature ``filtered-read`` (another would return every row)."""
+        if FILTERED_READ not in self.capabilities.features:
+            raise Unsupported(f"the program does not declare the feature {FILTERED_READ!r}")
+        result = self._call("read", {"uri": str(uri), "version": version, "with_row_id": False,
+                                     "filter": filter,
+                                     "columns": list(columns) if columns is not None else None,
+                                     "data_dir": self._tmp.name})
         return self._rows(result, "read")
 
     def query(self, uri, version, query) -> pa.Table:

@@ -1,5 +1,6 @@
 """Hypothesis strategies for filters as users write them, over the columns of a table: the
-``where`` of deletes and updates in generated operation scripts
+``where`` of deletes and updates, the conditions of ``merge_insert`` (qualified:
+``target.x < source.x``) and the filters of filtered reads in generated operation scripts
 (:mod:`conformance.strategies.scripts`), judged by the filter language of
 :mod:`reference_impl.predicate`.
 
@@ -96,71 +97,83 @@ def _numeric(draw, ids: list[int], cols: dict) -> tuple[str, pa.DataType]:
     return draw(st.sampled_from([(S.ID, pa.int64()), *cols["int"]]))
 
 
-def _leaf(draw, table: pa.Table, cols: dict) -> str:
+def _leaf(draw, table: pa.Table, cols: dict, qualifiers: tuple[str, ...] = ()) -> str:
+    # a column reference: qualified by a drawn side (``target.x``) in a merge condition
+    q = (draw(st.sampled_from(qualifiers)) + ".") if qualifiers else ""
     ids = table.column(S.ID).to_pylist() if table.num_rows else []
-    form = draw(st.sampled_from(_legal_forms(cols)))
+    forms = _legal_forms(cols)
+    if len(qualifiers) > 1:
+        forms.append("cross")
+    form = draw(st.sampled_from(forms))
     if form == "compare":
         name, t = draw(st.sampled_from([(S.ID, pa.int64()), *cols["int"], *cols["float"]]))
         op = draw(st.sampled_from(["<", "=", ">=", ">", "<=", "<>"]))
         if pa.types.is_floating(t):
-            return f"{name} {op} {draw(st.sampled_from(FLOAT_LITERALS))}"
+            return f"{q}{name} {op} {draw(st.sampled_from(FLOAT_LITERALS))}"
         value = _pivot(draw, ids) if name == S.ID else _int_literal(draw, t, ids)
-        return f"{name} {op} {value}"
+        return f"{q}{name} {op} {value}"
     if form in ("in", "between"):
         name, t = _numeric(draw, ids, cols)
         pick = (lambda: _pivot(draw, ids)) if name == S.ID else (lambda: _int_literal(draw, t, ids))
         neg = "NOT " if draw(st.booleans()) else ""
         if form == "between":
             low, high = sorted([pick(), pick()])
-            return f"{name} {neg}BETWEEN {low} AND {high}"
+            return f"{q}{name} {neg}BETWEEN {low} AND {high}"
         items = [pick() for _ in range(draw(st.integers(1, 3)))]
-        return f"{name} {neg}IN ({', '.join(str(i) for i in items)})"
+        return f"{q}{name} {neg}IN ({', '.join(str(i) for i in items)})"
     if form == "modulo":
         name, _ = _numeric(draw, ids, cols)
         k = draw(st.integers(2, 7))
         op = draw(st.sampled_from(["=", "<>"]))
-        return f"{name} % {k} {op} {draw(st.integers(0, k - 1))}"
+        return f"{q}{name} % {k} {op} {draw(st.integers(0, k - 1))}"
     if form == "arithmetic":
         p, d = _pivot(draw, ids), draw(st.integers(1, 3))
         shape = draw(st.sampled_from(["abs", "linear"]))
         if shape == "abs":
-            return f"abs({S.ID} - {p}) < {d}"
-        return f"{S.ID} * {d} + 1 > {p}"
+            return f"abs({q}{S.ID} - {p}) < {d}"
+        return f"{q}{S.ID} * {d} + 1 > {p}"
     if form == "null":
         name, _ = draw(st.sampled_from(cols["nullable"] + cols["nested"]))
-        return f"{name} IS {'NOT ' if draw(st.booleans()) else ''}NULL"
+        return f"{q}{name} IS {'NOT ' if draw(st.booleans()) else ''}NULL"
     if form in ("like", "length", "lower"):
         name, _ = draw(st.sampled_from(cols["string"]))
         present = [v for v in table.column(name.split(".")[0]).to_pylist() if v] \
             if table.num_rows else []
         sample = draw(st.sampled_from(present)) if present else "ab"
         if form == "length":
-            return f"length({name}) = {len(sample)}"
+            return f"length({q}{name}) = {len(sample)}"
         if form == "lower":
-            return f"lower({name}) = {_quote(sample.lower())}"
+            return f"lower({q}{name}) = {_quote(sample.lower())}"
         sample = "".join(c for c in sample if c not in "\\%_\x00") or "a"
         neg = "NOT " if draw(st.booleans()) else ""
         pattern = draw(st.sampled_from([sample[:1] + "%", "%" + sample[-1:], sample]))
-        return f"{name} {neg}LIKE {_quote(pattern)}"
+        return f"{q}{name} {neg}LIKE {_quote(pattern)}"
     if form == "cast":
-        return f"CAST({S.ID} AS STRING) = {_quote(str(_pivot(draw, ids)))}"
+        return f"CAST({q}{S.ID} AS STRING) = {_quote(str(_pivot(draw, ids)))}"
     if form == "bool":
         name, _ = draw(st.sampled_from(cols["bool"]))
-        return draw(st.sampled_from([name, f"NOT {name}", f"{name} = false"]))
+        return draw(st.sampled_from([q + name, f"NOT {q}{name}", f"{q}{name} = false"]))
+    if form == "cross":  # the same column on both sides: target.x < source.x
+        name, _ = draw(st.sampled_from([(S.ID, pa.int64()), *cols["int"], *cols["float"],
+                                        *cols["string"]]))
+        op = draw(st.sampled_from(["<", "=", "<>", ">"]))
+        return f"{qualifiers[0]}.{name} {op} {qualifiers[1]}.{name}"
     name, t = draw(st.sampled_from(cols["nested"]))
-    return f"{name} > {_int_literal(draw, t, ids)}"
+    return f"{q}{name} > {_int_literal(draw, t, ids)}"
 
 
 @st.composite
-def predicates(draw, table: pa.Table, *, depth: int = 2):
+def predicates(draw, table: pa.Table, *, depth: int = 2, qualifiers: tuple[str, ...] = ()):
     """A predicate over the columns of ``table`` (module docstring); shrinks toward a
-    single simple test."""
+    single simple test. With ``qualifiers`` (``("target", "source")``: a merge_insert
+    condition) every column is named with one of them (``source.c0 > 3``), and a test may
+    compare a column of one side with the same column of the other (``target.x < source.x``)."""
     cols = _columns(table.schema)
     shape = draw(st.sampled_from(["leaf", "not", "and", "or"] if depth > 0 else ["leaf"]))
     if shape == "leaf":
-        return _leaf(draw, table, cols)
+        return _leaf(draw, table, cols, qualifiers)
     if shape == "not":
-        return f"NOT ({draw(predicates(table, depth=depth - 1))})"
-    left = draw(predicates(table, depth=depth - 1))
-    right = draw(predicates(table, depth=depth - 1))
+        return f"NOT ({draw(predicates(table, depth=depth - 1, qualifiers=qualifiers))})"
+    left = draw(predicates(table, depth=depth - 1, qualifiers=qualifiers))
+    right = draw(predicates(table, depth=depth - 1, qualifiers=qualifiers))
     return f"({left}) {shape.upper()} ({right})"

@@ -15,6 +15,12 @@ columns, versions and tags the model holds, so that
   literal of that type, or an integer column to ``id % k``;
 * ``merge`` brings one new column of a primitive kind keyed on existing (and a few unknown)
   ids, never empty (pylance 14 refuses an empty one: "HashJoiner: No data");
+* ``merge_insert`` brings rows of the current schema keyed on ``id`` (one or more ids the
+  table holds, when it holds any, and one or two new ones, unique), with a drawn set of clauses (never a set that changes no row:
+  then the new rows are inserted): ``when_matched_update_all`` with or without a
+  condition over ``target.``/``source.`` columns, ``when_not_matched_insert_all``,
+  ``when_not_matched_by_source_delete`` with or without a filter;
+* ``read`` is a filtered read of the latest version (a filter, sometimes ``columns``);
 * ``compact`` is drawn only when at least two fragments hold rows (it then commits two
   versions, as the model says; with nothing to compact a writer commits nothing);
 * ``tag``/``restore`` name versions that exist, tags that exist (update, delete) or not
@@ -39,7 +45,7 @@ from .predicates import predicates
 
 # Simplest first: hypothesis shrinks a sampled choice toward the front of its list.
 SCRIPT_OPS = ("append", "delete", "update", "overwrite", "add_columns", "merge", "drop_columns",
-              "compact", "tag", "restore", "update_config")
+              "compact", "tag", "restore", "update_config", "merge_insert", "read")
 ADD_COLUMN_ALIASES = ("int32", "int8", "int64", "float32", "float64", "string", "large_string",
                       "bool", "binary", "date32")
 _ALIAS_KIND = {"int32": "int32", "int8": "int8", "int64": "int64", "float32": "float32",
@@ -168,6 +174,8 @@ def _legal_ops(state: _State, opts: ScriptOptions) -> list[str]:
         if op == "add_columns" and not [a for a in ADD_COLUMN_ALIASES
                                         if _ALIAS_KIND[a] in opts.kinds]:
             continue
+        if op == "merge_insert" and _blob_columns(schema):
+            continue
         legal.append(op)
     return legal
 
@@ -222,6 +230,10 @@ def _draw_op(draw, state: _State, opts: ScriptOptions) -> tuple[dict, list[set[i
                            draw(S.fields(state.fresh_name(), _mergeable(opts.kinds)))])
         table = _data_table(draw, state, other, keys)
         return {"op": "merge", "data": sc.inline_data(table), "on": S.ID}, frags
+    if kind == "merge_insert":
+        return _draw_merge_insert(draw, state, user, frags)
+    if kind == "read":
+        return _draw_read(draw, state, user), frags
     if kind == "drop_columns":
         name = draw(st.sampled_from([f.name for f in user if f.name != S.ID]))
         return {"op": "drop_columns", "columns": [name]}, frags
@@ -236,6 +248,62 @@ def _draw_op(draw, state: _State, opts: ScriptOptions) -> tuple[dict, list[set[i
     key = draw(st.sampled_from(["lance.fuzz.a", "lance.fuzz.b", "other"]))
     return ({"op": "update_config", "values": {key: draw(st.sampled_from(["1", "x", "é"]))}},
             frags)
+
+
+def _blob_columns(schema: pa.Schema) -> list[str]:
+    return [f.name for f in schema if f.metadata and f.metadata.get(b"lance-encoding:blob") == b"true"]
+
+
+def _draw_merge_insert(draw, state: _State, user: pa.Schema, frags: list[set[int]]):
+    """A ``merge_insert`` on ``id``: source rows of the table's columns keyed on some ids the
+    table holds and a few new ones (unique keys), and at least one clause, each condition
+    drawn from the predicate strategies (the matched one over ``target.``/``source.``)."""
+    from reference_impl import merge_insert as mi
+
+    ids = state.ids()
+    keys = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=len(ids), unique=True)) \
+        if ids else []  # one matched row at least: the clauses of matched rows do something
+    keys += state.new_ids(draw(st.integers(1, 2)))  # one new key at least (see below)
+    source = _data_table(draw, state, user, keys)
+    target = state.model.rows(state.latest)
+    op = {"op": "merge_insert", "data": sc.inline_data(source), "on": [S.ID]}
+    clauses = draw(st.sampled_from(["update", "insert", "delete", "update+insert",
+                                    "update+insert+delete", "insert+delete", "update+delete"]))
+    if "update" in clauses:
+        op["when_matched_update_all"] = (
+            {"condition": draw(predicates(target, qualifiers=("target", "source")))}
+            if draw(st.booleans()) else {})
+    if "insert" in clauses:
+        op["when_not_matched_insert_all"] = True
+    if "delete" in clauses:
+        op["when_not_matched_by_source_delete"] = (
+            {"where": _predicate(draw, state)} if draw(st.booleans()) else {})
+    # fragments: the updated and deleted rows leave theirs; updated and inserted rows are
+    # counted as one new fragment (a writer writes one or more: compact is drawn only when
+    # the fewest count allows it)
+    p = mi.plan(target.select(user.names), source, [S.ID], **sc.merge_insert_clauses(op))
+    if not (p.updated or p.inserted or p.deleted):
+        # a merge that changes no row is never sent (Lance commits a version for it, DuckDB's
+        # MERGE none): the new key is inserted instead
+        op["when_not_matched_insert_all"] = True
+        p = mi.plan(target.select(user.names), source, [S.ID], **sc.merge_insert_clauses(op))
+    tid, sid = target.column(S.ID).to_pylist(), source.column(S.ID).to_pylist()
+    moved = {tid[t] for t, _ in p.updated} | {tid[t] for t in p.deleted}
+    written = {sid[s] for _, s in p.updated} | {sid[s] for s in p.inserted}
+    return op, [f - moved for f in frags] + ([written] if written else [])
+
+
+def _draw_read(draw, state: _State, user: pa.Schema) -> dict:
+    """A filtered ``read`` of the latest version; with ``columns`` (``id`` and a drawn part
+    of the others, in a drawn order) sometimes, and always when the table has blob columns
+    (which read as descriptors: left out)."""
+    op = {"op": "read", "filter": _predicate(draw, state)}
+    blobs = _blob_columns(user)
+    if blobs or draw(st.booleans()):
+        others = [n for n in user.names if n != S.ID and n not in blobs]
+        chosen = [S.ID] + draw(st.lists(st.sampled_from(others), unique=True)) if others else [S.ID]
+        op["columns"] = list(draw(st.permutations(chosen)))
+    return op
 
 
 def _mergeable(kinds) -> tuple[str, ...]:

@@ -44,7 +44,7 @@ class NeverReads(Adapter):
 
 def test_the_suite_holds_every_golden_case_and_scenario():
     ids = runner.suite_case_ids("all")
-    assert len(ids) == len(set(ids)) == 55
+    assert len(ids) == len(set(ids)) == 57
     assert runner.fixture_case_ids(GOLDEN) == set(golden.CASES)
     assert {f"read.{c}" for c in golden.CASES} >= set(READS)
 
@@ -55,7 +55,7 @@ def test_run_against_an_empty_fixtures_folder(tmp_path, capsys):
     assert main(["run", "--impl", "reference", "--fixtures", str(empty)]) == 2
     out, err = capsys.readouterr()
     line = _one_line(err)
-    assert line.startswith("run: 37 of the 55 cases of --suite all are missing "
+    assert line.startswith("run: 37 of the 57 cases of --suite all are missing "
                            f"({empty} holds no case) and no skip-file names them: read.")
     assert "PASS" not in out  # nothing ran
     assert main(["run", "--impl", "reference", "--suite", "read", "--fixtures", str(empty)]) == 2

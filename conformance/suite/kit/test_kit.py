@@ -64,7 +64,7 @@ def test_the_case_digest_follows_every_byte_and_name(tmp_path, monkeypatch):
     root = _fake_fixtures(tmp_path / "f", ["a", "b"])
     monkeypatch.setattr(kit, "invalid_dir", lambda: root / "invalid")
     first = kit.case_set(root / "golden")
-    assert first["golden"] == 2 and first["invalid"] == 2 and first["scenarios"] == 18
+    assert first["golden"] == 2 and first["invalid"] == 2 and first["scenarios"] == 20
     assert re.fullmatch(r"[0-9a-f]{64}", first["sha256"])
     kit._case_set.cache_clear()
     assert kit.case_set(root / "golden") == first  # deterministic

@@ -212,7 +212,7 @@ def test_the_readme_quick_start_runs_as_written(installed):
     assert done["returncode"] == 0, done["stdout"][-3000:] + done["stderr"][-5000:]
     out = done["stdout"]
     assert f"lance-conformance {kit.version()}" in out
-    assert "PASS 55, FAIL 0, UNSUPPORTED 0, ERROR 0, SKIP 0" in out  # run --impl reference
+    assert "PASS 57, FAIL 0, UNSUPPORTED 0, ERROR 0, SKIP 0" in out  # run --impl reference
     assert "37 of 37 cases verify" in out  # fixtures verify
     assert re.search(r"fuzz reference .*: \d+ examples, .*: no failure", out), out[-3000:]
     assert "PASS 35, FAIL 0" in out  # the example program, through cmd:
@@ -229,8 +229,8 @@ def test_run_and_verify_from_the_wheel(installed, elsewhere):
     jsonschema.validate(doc, kit.schema("run-report"))
     from_checkout = _planned("reference")
     assert [r["id"] for r in doc["results"]] == from_checkout
-    assert len(from_checkout) == len(runner.suite_case_ids("all")) == 55
-    assert doc["counts"]["PASS"] == 55, doc["counts"]
+    assert len(from_checkout) == len(runner.suite_case_ids("all")) == 57
+    assert doc["counts"]["PASS"] == 57, doc["counts"]
     assert doc["provenance"]["cases"]["sha256"] == kit.case_set()["sha256"]
 
     done = installed.run("lance-conformance", "fixtures", "verify", cwd=elsewhere)
@@ -272,7 +272,7 @@ def test_the_pytest_plugin_from_the_wheel(installed, elsewhere):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     items = [line.strip(":") for line in done.stdout.splitlines() if "lance::" in line]
     assert items == [f"lance::{cid}" for cid in _planned("reference")]
-    assert len(items) == 55
+    assert len(items) == 57
 
 
 # -- the GitHub Action as a shell script ----------------------------------------------------

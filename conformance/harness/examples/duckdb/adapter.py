@@ -10,7 +10,8 @@ read and every write is DuckDB SQL:
 =================  ===================================================================
 request            SQL
 =================  ===================================================================
-read               ``SELECT * FROM '<folder>/t.lance'``
+read               ``SELECT * FROM '<folder>/t.lance'``; a filtered read
+                   ``SELECT "c", ... FROM '<folder>/t.lance' WHERE <filter>``
 create/overwrite   ``COPY (SELECT * FROM rows) TO '<uri>' (FORMAT lance, mode 'overwrite',
                    data_storage_version '<v>', max_rows_per_file N)``
 append             ``COPY ... (FORMAT lance, mode 'append')``
@@ -19,6 +20,10 @@ update             ``UPDATE ns.main.t SET "c" = <expression> WHERE <predicate>``
 add_columns        ``ALTER TABLE ns.main.t ADD COLUMN "c" <type>`` (one column per request)
 drop_columns       ``ALTER TABLE ns.main.t DROP COLUMN "c"`` (one column per request)
 compact            ``OPTIMIZE ns.main.t WITH (target_rows_per_fragment = N)``
+merge_insert       ``MERGE INTO ns.main.t AS target USING rows AS source ON target."id" =
+                   source."id" [WHEN MATCHED [AND <condition>] THEN UPDATE SET *]
+                   [WHEN NOT MATCHED THEN INSERT *] [WHEN NOT MATCHED BY SOURCE
+                   [AND <where>] THEN DELETE]``
 create_index       ``CREATE INDEX i ON '<uri>' ("c") USING BTREE``
 =================  ===================================================================
 
@@ -59,7 +64,7 @@ import uuid
 INLINE_LIMIT = 1 << 20
 STORAGE_VERSIONS = ("legacy", "2.0", "2.1", "2.2")
 OPS = ["create", "append", "overwrite", "delete", "update", "add_columns", "drop_columns",
-       "compact", "create_index"]
+       "compact", "create_index", "merge_insert"]
 # The column kinds whose Arrow type comes back from DuckDB as it went in (large_string,
 # large_binary and fixed_size_binary read back as string/binary; float16, decimal256 and
 # duration are refused at write; date64, time32 and timestamps with a time zone change unit).
@@ -170,6 +175,27 @@ class Engine:
         finally:
             self.detach(alias)
 
+    def scan_where(self, uri: str, where: str | None, columns: list[str] | None):
+        """``SELECT <columns> FROM '<folder>/t.lance' WHERE <where>``."""
+        if not os.path.isdir(uri):
+            raise FileNotFoundError(f"no table at {uri}")
+        folder = self.link(uri)
+        try:
+            source = sql_string(os.path.join(folder, "t.lance"))
+            what = ", ".join(ident(c) for c in columns) if columns else "*"
+            text = f"SELECT {what} FROM {source}" + (f" WHERE {where}" if where else "")
+            return self.sql(text).to_arrow_table()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def merge(self, uri: str, rows, statement: str) -> None:
+        """Run the MERGE ``statement`` with ``rows`` registered as the relation ``rows``."""
+        self.con.register("rows", rows)
+        try:
+            self.on_table(uri, statement)
+        finally:
+            self.con.unregister("rows")
+
     def copy(self, uri: str, rows, options: dict) -> None:
         """``COPY`` the Arrow table ``rows`` to ``uri`` with Lance ``options``."""
         self.con.register("rows", rows)
@@ -235,8 +261,33 @@ def read(engine: Engine, params: dict) -> dict:
             raise FileNotFoundError(f"no manifest under {uri}/_versions")
         if int(version) != latest:
             raise Unsupported(f"DuckDB reads the latest version only ({latest}), not {version}")
-    table = engine.scan(uri)
+    if params.get("filter") is not None or params.get("columns"):
+        table = engine.scan_where(uri, params.get("filter"), params.get("columns"))
+    else:
+        table = engine.scan(uri)
     return arrow_out(table, params.get("data_dir", ""))
+
+
+def merge_statement(op: dict) -> str:
+    """The ``MERGE INTO`` statement of a ``merge_insert`` operation (``{t}``: the table; the
+    braces of the conditions doubled for ``str.format``)."""
+    def braces(text: str) -> str:
+        return text.replace("{", "{{").replace("}", "}}")
+
+    on = [op["on"]] if isinstance(op["on"], str) else list(op["on"])
+    text = ("MERGE INTO {t} AS target USING rows AS source ON "
+            + " AND ".join(f"target.{ident(k)} = source.{ident(k)}" for k in on))
+    matched = op.get("when_matched_update_all")
+    if matched is not None and matched is not False:
+        cond = matched.get("condition") if isinstance(matched, dict) else None
+        text += " WHEN MATCHED" + (f" AND ({braces(cond)})" if cond else "") + " THEN UPDATE SET *"
+    if op.get("when_not_matched_insert_all"):
+        text += " WHEN NOT MATCHED THEN INSERT *"
+    by_source = op.get("when_not_matched_by_source_delete")
+    if by_source is not None and by_source is not False:
+        where = by_source.get("where") if isinstance(by_source, dict) else None
+        text += " WHEN NOT MATCHED BY SOURCE" + (f" AND ({braces(where)})" if where else "") + " THEN DELETE"
+    return text
 
 
 def apply(engine: Engine, params: dict) -> dict:
@@ -282,6 +333,8 @@ def apply(engine: Engine, params: dict) -> dict:
     elif kind == "compact":
         n = int(op.get("target_rows_per_fragment") or 1024 * 1024)
         engine.on_table(uri, f"OPTIMIZE {{t}} WITH (target_rows_per_fragment = {n})")
+    elif kind == "merge_insert":
+        engine.merge(uri, arrow_in(params), merge_statement(op))
     elif kind == "create_index":
         if str(op.get("index_type", "BTREE")).upper() != "BTREE":
             raise Unsupported(f"index type {op.get('index_type')}")
@@ -296,7 +349,8 @@ def apply(engine: Engine, params: dict) -> dict:
 
 
 def hello(engine: Engine) -> dict:
-    features = [f"storage:{v}" for v in STORAGE_VERSIONS] + ["index:btree", "v2-manifest-paths"]
+    features = [f"storage:{v}" for v in STORAGE_VERSIONS] + ["index:btree", "v2-manifest-paths",
+                                                             "filtered-read"]
     return {"name": "duckdb-lance",
             "version": f"duckdb {engine.duckdb_version}, lance extension {engine.lance_version}",
             "capabilities": {"read": True, "write": True, "ops": OPS, "row_ids": False,

@@ -15,6 +15,10 @@
 // that; for any other local path the adapter makes a scratch database whose <name>.lance is
 // a symbolic link to the path (the dataset itself is read and written in place).
 //
+// merge_insert is the SDK's mergeInsert(on) with whenMatchedUpdateAll({where}),
+// whenNotMatchedInsertAll() and whenNotMatchedBySourceDelete({where}); a filtered read is
+// query().where(filter).select(columns).
+//
 // What the SDK has no API for is answered "unsupported" with the reason: merge (a new column
 // joined on a key; the SDK's mergeInsert is an upsert of rows), update_config, an append at
 // an older read version, max_rows_per_file, blob bytes (take_blobs), reads with an external
@@ -32,7 +36,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const INLINE_LIMIT = 1 << 20;
 const STORAGE_CANDIDATES = ["legacy", "2.0", "2.1", "2.2", "2.3"];
 const OPS = ["create", "append", "overwrite", "delete", "update", "add_columns", "drop_columns",
-  "compact", "tag", "restore", "create_index"];
+  "compact", "tag", "restore", "create_index", "merge_insert"];
 
 // -- the SDK, from the folder npm installed it into -------------------------------------------
 
@@ -234,6 +238,22 @@ async function apply(params) {
       await t.checkout(Number(op.version));
       await t.restore();
       break;
+    case "merge_insert": {
+      let b = t.mergeInsert(op.on); // a column name or a list of them
+      const matched = op.when_matched_update_all;
+      if (matched !== undefined && matched !== null && matched !== false) {
+        const cond = typeof matched === "object" ? matched.condition : null;
+        b = cond ? b.whenMatchedUpdateAll({ where: cond }) : b.whenMatchedUpdateAll();
+      }
+      if (op.when_not_matched_insert_all) b = b.whenNotMatchedInsertAll();
+      const bySource = op.when_not_matched_by_source_delete;
+      if (bySource !== undefined && bySource !== null && bySource !== false) {
+        const where = typeof bySource === "object" ? bySource.where : null;
+        b = where ? b.whenNotMatchedBySourceDelete({ where }) : b.whenNotMatchedBySourceDelete();
+      }
+      await b.execute(data);
+      break;
+    }
     case "create_index":
       if ((op.index_type || "BTREE").toUpperCase() !== "BTREE") {
         throw new Unsupported(`index type ${op.index_type}`);
@@ -257,13 +277,16 @@ async function handle(method, params) {
         capabilities: {
           read: true, write: true, ops: OPS, row_ids: true,
           features: [...(await storageVersions()).map((v) => `storage:${v}`), "stable-row-ids",
-            "v2-manifest-paths", "v1-names", "tags", "index:btree", "query"],
+            "v2-manifest-paths", "v1-names", "tags", "index:btree", "query", "filtered-read"],
         },
       };
     case "read": {
       const t = await open(params.uri, params.version);
       const q = t.query();
       if (params.with_row_id) q.withRowId();
+      // a filtered read (feature filtered-read): the filter and the columns, in their order
+      if (params.filter !== undefined && params.filter !== null) q.where(params.filter);
+      if (params.columns) q.select(params.columns);
       let rows;
       try {
         rows = await q.toArrow();
@@ -272,6 +295,13 @@ async function handle(method, params) {
           throw new Unsupported(`apache-arrow ${ARROW_VERSION} cannot decode the rows the SDK read: ${e.message}`);
         }
         throw e;
+      }
+      if (rows.numRows === 0 && rows.schema.fields.length === 0) {
+        // no row matched: the SDK answers a table without a schema; the table's own, projected
+        const schema = await t.schema();
+        const fields = params.columns ? params.columns.map((c) => schema.fields.find((f) => f.name === c))
+          : schema.fields;
+        rows = new arrow.Table(new arrow.Schema(fields));
       }
       return rowsOut(rows, params.data_dir);
     }
