@@ -31,6 +31,9 @@ ESCAPE = 255
 RULE = "ENC-030"  # as reference_impl.file.encodings.v2_1.fsst.RULE
 #: compressed bytes of one piece run on a decode thread (a page is split when threads are idle)
 PIECE_BYTES = 1 << 20
+#: a one-piece output is kept in its bounded array when the bound exceeds the size by at most
+#: this many bytes or an eighth of the size; otherwise it is copied to an array of its size
+SLACK_BYTES = 1 << 16
 
 
 @jit
@@ -129,7 +132,7 @@ def decode(src, offs: np.ndarray, sym: np.ndarray, lens8: np.ndarray, nsym: int,
         base += total
     if not _well_formed(out_offs, base):  # (cannot happen: every value lies in one span)
         return None
-    if len(spans) == 1 and len(wide) - base <= max(base >> 3, 1 << 16):
+    if len(spans) == 1 and len(wide) - base <= max(base >> 3, SLACK_BYTES):
         return out_offs, wide[:base]  # (the bound was tight: no copy)
     # the spans' stretches joined, into an array of the exact size (the bound is let go)
     lengths = np.array([t for _, _, t in done], np.int64)
