@@ -271,6 +271,8 @@ def _variable_chunks(values_per_chunk, w, pad):
 @example([[b"ab", b"cd"]], 4, 0, [(0, 99)], 0)  # offsets that do not start after themselves
 @example([[b"ab"], [b"cd"]], 8, 0, [(8, 200)], 0)  # the last offset past the chunk
 @example([[b"ab"], [b""]], 4, 0, [], 1)  # a count above what the chunk holds
+@example([[b"abcd"], [b"efgh"]], 4, 0, [(12, 0)], 0)  # chunks at multiples of 4: read as words
+@example([[b"abc"], [b"efgh"]], 4, 0, [], 0)  # the second chunk at 11: read byte by byte
 def test_variable_chunks_kernel_equals_readable(chunks, w, pad, damage, miscount):
     """The offsets and bytes of ``variable`` mini-block chunks (the inner node of every FSST
     page), whole and damaged (bytes overwritten, a chunk's count off by one): the same
