@@ -117,9 +117,10 @@ decode thread, on a machine at load 5-17 from other jobs: read the numbers as pr
   gathered) a quarter. Now an FSST page is sized while it is expanded, into an output bounded
   by the longest symbol (``kernels/fsst._expand_values``; 0.138 -> 0.059 s for pylance's 1M
   hex strings), and the ``variable`` chunks are one compiled walk (``kernels/variable.py``):
-  one-thread scan CPU 0.15-0.16 -> 0.10-0.11 s; CPU ratio to pylance 1.4-1.6 (from 1.7-2.0 in
-  the same conditions). Writes unchanged: a four-run interleaved tokeniser and a
-  look-up-every-byte-first tokeniser were no faster on this machine at that load.
+  one-thread scan CPU 0.15-0.16 -> 0.10-0.11 s; with the offsets of word-aligned chunks read
+  as words, the CPU ratio to pylance is 1.2-1.45 (from 1.55-2.0 in the same conditions, load
+  12-15). Writes barely moved: a four-run interleaved tokeniser, a look-up-every-byte-first
+  tokeniser and register-built FastLanes packing were no faster on this machine at that load.
 
 Recorded in the README (2026-11-26, two full runs, idle machine, load 0.5-3.9). History of
 1M lists at 2.1, ours/pylance scan / write: 33.7 / 30 (first version), 8.4 / 6.3 (first pass,
