@@ -111,6 +111,16 @@ decode thread, on a machine at load 5-17 from other jobs: read the numbers as pr
   to 0.10 s (pylance: 0.06-0.10 s on the same machine), of which FSST expansion 0.031 s
   (3 ns a token), sizing the values 0.016 s, gathering chunk bytes 0.02 s (a copy, left: the
   readable ``memcpy`` per chunk is as fast as a kernel), FastLanes unpacking 0.01 s.
+* Fifth pass (issue 37, 2026-12-02 afternoon; same profile, load 10-16): FSST decoding was
+  still ~40% of a 2.1/2.2 scan, the sizing pass nearly half of it; the string column's
+  ``variable`` chunks (offsets gathered, widened, differenced, masked, summed; bytes
+  gathered) a quarter. Now an FSST page is sized while it is expanded, into an output bounded
+  by the longest symbol (``kernels/fsst._expand_values``; 0.138 -> 0.059 s for pylance's 1M
+  hex strings), and the ``variable`` chunks are one compiled walk (``kernels/variable.py``):
+  one-thread scan CPU 0.15-0.16 -> 0.10-0.11 s; with the offsets of word-aligned chunks read
+  as words, the CPU ratio to pylance is 1.2-1.45 (from 1.55-2.0 in the same conditions, load
+  12-15). Writes barely moved: a four-run interleaved tokeniser, a look-up-every-byte-first
+  tokeniser and register-built FastLanes packing were no faster on this machine at that load.
 
 Recorded in the README (2026-11-26, two full runs, idle machine, load 0.5-3.9). History of
 1M lists at 2.1, ours/pylance scan / write: 33.7 / 30 (first version), 8.4 / 6.3 (first pass,

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -148,9 +149,9 @@ def test_fsst_decode_kernel_equals_readable(case):
 
 @needs_kernels
 def test_fsst_decode_kernel_splits_a_large_page_over_threads(monkeypatch):
-    """A page of more than two pieces is sized and expanded in value ranges on the decode
-    threads: the same bytes as one expansion and as the readable decoder, and the same
-    refusal of a bad token in a later piece."""
+    """A page of more than two pieces is expanded in value ranges on the decode threads:
+    the same bytes as one expansion and as the readable decoder (whether the bounded output
+    is kept or copied to its size), and the same refusal of a bad token in a later piece."""
     from reference_impl.file.kernels import fsst as kfsst
 
     monkeypatch.setattr(kfsst, "PIECE_BYTES", 64)
@@ -168,6 +169,10 @@ def test_fsst_decode_kernel_splits_a_large_page_over_threads(monkeypatch):
     with readable():
         ref = fsst.decode(table, comp)
     assert _same_var(split, whole) and _same_var(split, ref)
+    # one piece whose bound (8 bytes a code) is loose: copied out to its size, the same bytes
+    monkeypatch.setattr(kfsst, "SLACK_BYTES", 0)
+    copied = fsst.decode(table, comp, saturated=True)
+    assert _same_var(copied, ref) and len(copied.data) == int(copied.offsets[-1])
     # a damaged value in a later piece: the same refusal, split or not, as the readable path
     bad = np.frombuffer(b"".join(values), np.uint8).copy()
     bad[int(offs[400])] = 250  # a code outside the 200-symbol table
@@ -239,6 +244,60 @@ def test_gather_ranges_kernel_equals_readable(size, ranges):
         assert fast == slow
 
 
+# --------------------------------------------------------------------------- variable chunks
+
+
+def _variable_chunks(values_per_chunk, w, pad):
+    """A :class:`ChunkSet` of ``variable`` mini-block chunks (offsets of ``w`` bytes from the
+    chunk's start, the bytes, ``pad`` filler bytes) and the value counts."""
+    from reference_impl.file.encodings.v2_1.chunks import ChunkSet
+
+    bufs = []
+    for values in values_per_chunk:
+        offs = np.zeros(len(values) + 1, np.int64)
+        np.cumsum([len(v) for v in values], out=offs[1:])
+        offs += (len(values) + 1) * w
+        bufs.append([offs.astype("<u4" if w == 4 else "<u8").tobytes() + b"".join(values) + b"\x48" * pad])
+    return ChunkSet.from_lists(bufs), np.array([len(v) for v in values_per_chunk], np.int64)
+
+
+@needs_kernels
+@given(st.lists(st.lists(st.binary(max_size=12), max_size=20), min_size=1, max_size=8),
+       st.sampled_from([4, 8]), st.integers(0, 3),
+       st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=3),
+       st.integers(-1, 1))
+@example([[b"ab", b""], [b"c"]], 4, 0, [], 0)
+@example([[b"ab", b"cd"]], 4, 0, [(4, 0)], 0)  # the second offset below the first
+@example([[b"ab", b"cd"]], 4, 0, [(0, 99)], 0)  # offsets that do not start after themselves
+@example([[b"ab"], [b"cd"]], 8, 0, [(8, 200)], 0)  # the last offset past the chunk
+@example([[b"ab"], [b""]], 4, 0, [], 1)  # a count above what the chunk holds
+@example([[b"abcd"], [b"efgh"]], 4, 0, [(12, 0)], 0)  # chunks at multiples of 4: read as words
+@example([[b"abc"], [b"efgh"]], 4, 0, [], 0)  # the second chunk at 11: read byte by byte
+def test_variable_chunks_kernel_equals_readable(chunks, w, pad, damage, miscount):
+    """The offsets and bytes of ``variable`` mini-block chunks (the inner node of every FSST
+    page), whole and damaged (bytes overwritten, a chunk's count off by one): the same
+    values, or the same refusal, as the readable ``decode_chunk_set``."""
+    from reference_impl.file.encodings.v2_1 import variable
+
+    cs, counts = _variable_chunks([list(c) for c in chunks], w, pad)
+    for at, byte in damage:
+        if len(cs.data):
+            cs.data[at % len(cs.data)] = byte
+    counts[-1] = max(0, counts[-1] + miscount)
+    fast, slow = both(lambda: variable.decode_chunk_set(cs, counts, 8 * w))
+    if fast[0] == "ok":
+        assert slow[0] == "ok"
+        assert np.array_equal(fast[1].offsets, slow[1].offsets)
+        assert bytes(fast[1].data) == bytes(slow[1].data)
+    else:
+        assert fast == slow
+    if not damage and not miscount:  # (the kernel decoded it, not the readable fallback)
+        assert kernels.kernel("variable_chunks")(cs.data, cs.starts[0], cs.sizes[0], counts, w) is not None
+        values = [v for c in chunks for v in c]
+        assert fast[0] == "ok" and [bytes(fast[1].data[a:b]) for a, b in zip(
+            fast[1].offsets[:-1].tolist(), fast[1].offsets[1:].tolist(), strict=True)] == values
+
+
 # --------------------------------------------------------------------------- FSST encode
 
 
@@ -264,6 +323,53 @@ def test_fsst_encode_kernel_equals_readable(train, other):
 
 
 # --------------------------------------------------------------------------- whole files
+
+
+@needs_kernels
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_files_written_with_kernels_are_byte_identical(version, monkeypatch):
+    """A file written with the kernels (FSST tokens, FastLanes packing) has the bytes of the
+    same file written without them: the README's columns (int64, float64, 20-character hex
+    strings) plus nullable strings and a list column."""
+    from reference_impl.file.writer import write_lance_file
+    from reference_impl.io.memory import MemoryStore
+
+    rng = np.random.default_rng(3)
+    n = 20_000
+    hexes = np.frombuffer(b"0123456789abcdef", np.uint8)[rng.integers(0, 16, n * 20)]
+    strings = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(np.arange(n + 1, dtype=np.int32) * 20),
+                                                     pa.py_buffer(hexes)])
+    lens = rng.integers(0, 6, n)
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
+    table = pa.table({
+        "i": pa.array(np.arange(n, dtype=np.int64) * 7),
+        "f": pa.array(rng.random(n)),
+        "s": strings,
+        "ns": pa.array([None if k % 9 == 0 else f"v{k % 1000:04d}-{k}" for k in range(n)]),
+        "l": pa.ListArray.from_arrays(pa.array(offsets), pa.array(rng.integers(0, 1 << 20, int(offsets[-1]),
+                                                                                  dtype=np.int32))),
+    })
+
+    def write() -> bytes:
+        store = MemoryStore()
+        write_lance_file(store, "f.lance", table, version=version)
+        return bytes(store.get("f.lance"))
+
+    used = set()
+    pick = kernels.kernel
+
+    def spy(name, work=None):
+        got = pick(name, work)
+        if got is not None:
+            used.add(name)
+        return got
+
+    monkeypatch.setattr(kernels, "kernel", spy)
+    fast = write()
+    assert {"fsst_encode_block", "fastlanes_pack"} <= used  # (the kernels did write it)
+    with readable():
+        slow = write()
+    assert fast == slow
 
 
 def _read_all(uri: Path):

@@ -3,7 +3,8 @@
 The readable modules (``reference_impl/file/encodings``, ``reference_impl/file/encode``) are
 the definition of every step; a newcomer reads them and never needs this package. For the few
 loops that dominate a scan or a write (FSST decompression and tokenising, FastLanes
-bit-unpacking and bit-packing, gathering byte ranges) this package holds a twin compiled with numba
+bit-unpacking and bit-packing, gathering byte ranges, the offsets and bytes of ``variable``
+mini-block chunks) this package holds a twin compiled with numba
 (the ``kernels`` extra: ``pip install lance-conformance[kernels]``). The readable modules reach
 a kernel only through :func:`kernel`, one call at the top of the function it replaces::
 
@@ -43,6 +44,7 @@ KERNELS = {
     "unpack_blocks": ("bitpacking", "unpack_blocks"),
     "fastlanes_pack": ("bitpacking", "fastlanes_pack"),
     "gather_ranges": ("gather", "gather_ranges"),
+    "variable_chunks": ("variable", "decode_chunk_set"),
 }
 
 _lock = threading.Lock()

@@ -43,11 +43,11 @@ def unpack_blocks(words: np.ndarray, T: int, W: int) -> np.ndarray:
     """``(k, W*LANES)`` words of ``T`` bits -> ``(k, 1024)`` values, as the readable twin."""
     dt = UINT[T]
     k = words.shape[0]
-    out = np.zeros((k, 1024), dt)
     if not 0 <= W <= T or words.ndim != 2 or words.shape[1] != W * (1024 // T):
         return None  # not a block shape: the readable function says what is wrong
     if W == 0 or k == 0:
-        return out
+        return np.zeros((k, 1024), dt)
+    out = np.empty((k, 1024), dt)  # (every position is written: T rows of 1024 / T lanes)
     rows = np.array([FL_ORDER[r // 8] * 16 + (r % 8) * 128 for r in range(T)], np.int64)
     src = words if words.dtype == dt and words.ndim == 2 else np.asarray(words, dt).reshape(k, -1)
     _unpack(src, int(T), int(W), rows, out)  # (a strided view is read where it lies)

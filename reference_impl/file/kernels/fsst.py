@@ -3,11 +3,15 @@ of the writer's tokeniser (:mod:`reference_impl.file.encode.v2_1.fsst`).
 
 Decoding walks each compressed value token by token exactly as
 :func:`~reference_impl.file.encodings.v2_1.fsst.decode_value` states it (code ``c < 255``:
-the first ``len[c]`` bytes of symbol ``c``; code 255: the next byte literally), in two passes:
-the first sizes every value and finds the first bad token (a code outside the table, an
-escape as a value's last byte) without writing anything, so the output is allocated once at
-its exact size; the second writes the bytes. A bad token is refused with the readable
-decoder's :class:`~reference_impl.errors.FormatError` and rule id (``ENC-030``).
+the first ``len[c]`` bytes of symbol ``c``; code 255: the next byte literally), in one pass
+that writes the bytes and sizes the values together (:func:`_expand_values`). The output is
+allocated before anything is known of the decoded size, at a bound: the longest symbol of
+the table for every compressed byte (a value's bytes never exceed it). When the bound is
+close to the size (the usual page: the table's symbols are about as long as one another)
+the output is that array; otherwise the bytes are copied into one of the exact size. A bad
+token (a code outside the table, an escape as a value's last byte) stops the pass and is
+refused with the readable decoder's :class:`~reference_impl.errors.FormatError` and rule
+id (``ENC-030``), the first in the page as the readable decoder finds it.
 
 Encoding emits, value by value and segment by segment, the token
 :func:`~reference_impl.file.encode.v2_1.fsst.longest_symbol_at` names, read from the same
@@ -27,14 +31,22 @@ ESCAPE = 255
 RULE = "ENC-030"  # as reference_impl.file.encodings.v2_1.fsst.RULE
 #: compressed bytes of one piece run on a decode thread (a page is split when threads are idle)
 PIECE_BYTES = 1 << 20
+#: a one-piece output is kept in its bounded array when the bound exceeds the size by at most
+#: this many bytes or an eighth of the size; otherwise it is copied to an array of its size
+SLACK_BYTES = 1 << 16
 
 
 @jit
-def _sizes(data, offs, lens, nsym, out_offs, v0, v1):
-    """Decoded size of values ``v0`` to ``v1``: ``out_offs[v + 1]`` gets the decoded bytes
-    of values ``v0..v`` (counted from ``v0``). Returns ``(0, 0, total)``, or ``(1, position,
-    0)`` for an escape ending a value, ``(2, position, 0)`` for a code outside the table."""
-    total = 0
+def _expand_values(data, offs, v0, v1, sym8, sym64, lens, nsym, out, o_lo, o_hi, out_offs):
+    """Values ``v0`` to ``v1`` decoded into ``out[o_lo:o_hi]`` (room enough: the caller's
+    bound); ``out_offs[v + 1]`` gets the decoded bytes of values ``v0..v`` counted from
+    ``v0``. Returns ``(0, 0, total bytes)``, or ``(1, position, 0)`` for an escape ending a
+    value, ``(2, position, 0)`` for a code outside the table (the output is then partial and
+    unused). A symbol is stored as its whole 8-byte word (one store; the bytes past its length
+    are overwritten by the next token) while that stays below ``o_hi``, where another span's
+    stretch begins, and byte by byte after."""
+    o = o_lo
+    limit = o_hi - 8
     for v in range(v0, v1):
         i = offs[v]
         end = offs[v + 1]
@@ -43,42 +55,22 @@ def _sizes(data, offs, lens, nsym, out_offs, v0, v1):
             if c == ESCAPE:
                 if i + 1 >= end:
                     return 1, i, 0
-                total += 1
+                out[o] = data[i + 1]
+                o += 1
                 i += 2
             else:
                 if c >= nsym:
                     return 2, i, 0
-                total += lens[c]
+                n = lens[c]
+                if o <= limit:
+                    store_u64(out, o, sym64[c])
+                else:
+                    for k in range(n):
+                        out[o + k] = sym8[c, k]
+                o += n
                 i += 1
-        out_offs[v + 1] = total
-    return 0, 0, total
-
-
-@jit
-def _expand(data, a, b, sym8, sym64, lens, o, out, limit):
-    """Write the decoded bytes of compressed bytes ``a`` to ``b`` (whole values, already
-    checked by :func:`_sizes`) into ``out`` from ``o``. Tokens never cross a value's end, so
-    the values are walked as one stream. A symbol is stored as its whole 8-byte word (one
-    store; the bytes past its length are overwritten by the next token), except past
-    ``limit``, 8 bytes before the end of this stretch's output, which another call may be
-    writing."""
-    i = a
-    while i < b:
-        c = data[i]
-        if c == ESCAPE:
-            out[o] = data[i + 1]
-            o += 1
-            i += 2
-        else:
-            n = lens[c]
-            if o <= limit:
-                store_u64(out, o, sym64[c])
-            else:
-                for k in range(n):
-                    out[o + k] = sym8[c, k]
-            o += n
-            i += 1
-    return o
+        out_offs[v + 1] = o - o_lo
+    return 0, 0, o - o_lo
 
 
 def _well_formed(offs: np.ndarray, size: int) -> bool:
@@ -103,7 +95,7 @@ def decode(src, offs: np.ndarray, sym: np.ndarray, lens8: np.ndarray, nsym: int,
     n = len(offs) - 1
     if saturated is None:
         saturated = parallel.saturated()
-    # pieces of whole values, about PIECE_BYTES compressed bytes each: sized, then expanded,
+    # pieces of whole values, about PIECE_BYTES compressed bytes each, expanded
     # on the decode threads (one piece when the threads are busy with other items)
     if saturated or m < 2 * PIECE_BYTES or n < 2:
         spans = [(0, n)]
@@ -113,13 +105,24 @@ def decode(src, offs: np.ndarray, sym: np.ndarray, lens8: np.ndarray, nsym: int,
         spans = [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b > a]
     out_offs = np.empty(len(offs), np.int64)
     out_offs[0] = 0
+    sym8 = np.ascontiguousarray(sym[:256], np.uint8)
+    sym64 = sym8.view(np.uint64).reshape(256)  # (native order: stored back as the same bytes)
+    # one pass: every span expanded into its own stretch of an output sized for the longest
+    # symbol at every compressed byte (a bound, never exceeded: an escape and its literal are
+    # two bytes for one), its values sized on the way
+    longest = int(lens[:min(int(nsym), ESCAPE)].max(initial=1))
+    room = [longest * int(offs[v1] - offs[v0]) for v0, v1 in spans]
+    at = np.concatenate([[0], np.cumsum(room)]).astype(np.int64)
+    wide = np.empty(int(at[-1]), np.uint8)
 
-    def size(span):
-        return _sizes(data, offs, lens, int(nsym), out_offs, span[0], span[1])
+    def expand(j):
+        v0, v1 = spans[j]
+        return _expand_values(data, offs, v0, v1, sym8, sym64, lens, int(nsym), wide,
+                              int(at[j]), int(at[j + 1]), out_offs)
 
-    sized = [size(spans[0])] if len(spans) == 1 else parallel.map_ordered(size, spans)
+    done = [expand(0)] if len(spans) == 1 else parallel.map_ordered(expand, range(len(spans)))
     base = 0
-    for (v0, v1), (err, pos, total) in zip(spans, sized, strict=True):
+    for (v0, v1), (err, pos, total) in zip(spans, done, strict=True):
         if err == 1:
             raise FormatError("FSST escape code at the end of a value", rule=RULE)
         if err == 2:
@@ -127,20 +130,17 @@ def decode(src, offs: np.ndarray, sym: np.ndarray, lens8: np.ndarray, nsym: int,
         if base:
             out_offs[v0 + 1:v1 + 1] += base
         base += total
-    if not _well_formed(out_offs, base):  # (cannot happen: every value lies in one span)
+    if int(out_offs[-1]) != base:  # (cannot happen: every value lies in one span, sizes >= 0)
         return None
+    if len(spans) == 1 and len(wide) - base <= max(base >> 3, SLACK_BYTES):
+        return out_offs, wide[:base]  # (the bound was tight: no copy)
+    # the spans' stretches joined, into an array of the exact size (the bound is let go)
+    lengths = np.array([t for _, _, t in done], np.int64)
     out = np.empty(base, np.uint8)
-    sym8 = np.ascontiguousarray(sym[:256], np.uint8)
-    sym64 = sym8.view(np.uint64).reshape(256)  # (native order: stored back as the same bytes)
-
-    def expand(span):
-        v0, v1 = span
-        _expand(data, offs[v0], offs[v1], sym8, sym64, lens, out_offs[v0], out, out_offs[v1] - 8)
-
-    if len(spans) == 1:
-        expand(spans[0])
-    else:
-        parallel.map_ordered(expand, spans)
+    o = 0
+    for j, t in enumerate(lengths.tolist()):
+        out[o:o + t] = wide[int(at[j]):int(at[j]) + t]
+        o += t
     return out_offs, out
 
 

@@ -237,11 +237,15 @@ def encode_mini_block_fast(
     large = version != "2.1"
     nvis = len(sh.values)
     has_levels = sh.rep is not None or sh.deff is not None
-    vis_pos = np.flatnonzero(sh.visible)
     total_levels = sh.num_levels
+    # every slot visible (no list layer: the usual column) -> value i is level i, and the
+    # index of visible slots is not built (a pass over the page for nothing)
+    vis_pos = None if nvis == total_levels else np.flatnonzero(sh.visible)
 
     def level_end_of(value_end: int) -> int:
-        return int(vis_pos[value_end]) if value_end < nvis else total_levels
+        if value_end >= nvis:
+            return total_levels
+        return value_end if vis_pos is None else int(vis_pos[value_end])
 
     level_bytes = 2 * ((sh.rep is not None) + (sh.deff is not None))
     rep_w = int(sh.rep.max()).bit_length() if sh.rep is not None else 0
@@ -252,7 +256,7 @@ def encode_mini_block_fast(
     starts = ends - counts
     lend = np.full(nchunks, total_levels, np.int64)
     inner = ends < nvis
-    lend[inner] = vis_pos[ends[inner]]
+    lend[inner] = ends[inner] if vis_pos is None else vis_pos[ends[inner]]
     lstart = np.zeros(nchunks, np.int64)
     lstart[1:] = lend[:-1]
     bounds = np.stack([lstart, lend], axis=1)
