@@ -28,6 +28,10 @@ from conformance.releases.venvs import Release, cache_root, ensure_venv
 
 PROGRAM = Path(__file__).with_name("index_program.py")
 
+#: The release that re-reads a table another release answered wrong through its index: the
+#: newest (as the cross-release corpus's reader, :data:`conformance.releases.corpus.NEWEST_READER`).
+REREADER = "pylance==14.0.2"
+
 #: Index kinds of the program, in the order of the census table.
 KINDS = ("BTREE", "BTREE-nulls", "BITMAP", "LABEL_LIST", "NGRAM", "ZONEMAP", "BLOOMFILTER",
          "INVERTED", "INVERTED-positions", "JSON", "IVF_FLAT", "IVF_PQ", "IVF_SQ",
@@ -124,6 +128,35 @@ class Case:
     def release_agrees(self) -> bool:
         return not self.release_disagreements()
 
+    @property
+    def reread(self) -> dict | None:
+        """The answers of :data:`REREADER` to the same queries on this table (built only for
+        a case its own release answers wrong), or None."""
+        path = self.path / reread_name(REREADER)
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def rereader_answers_right(self) -> bool:
+        """Whether :data:`REREADER`, reading this table's index files, answers right every
+        query its own release answered wrong, through the index (its plan names it): then
+        the index is true to its data and the release misreads it."""
+        again = self.reread
+        if not again or again.get("error") or not again.get("queries"):
+            return False
+        by_text = {q["query"]: q for q in again["queries"]}
+        other = Case(self.path, dict(self.data, queries=again["queries"]))
+        if other.release_disagreements():
+            return False
+        for q in self.release_disagreements():
+            mine = by_text.get(q["query"])
+            if mine is None or "ids" not in mine.get("indexed", {}):
+                return False
+            if q["kind"] != "fts" and mine.get("used_index") is not True:
+                return False
+        return True
+
 
 def program_kinds(python: str, timeout: float = 300) -> dict:
     done = subprocess.run([python, str(PROGRAM), "kinds"], capture_output=True, text=True,
@@ -135,9 +168,11 @@ def program_kinds(python: str, timeout: float = 300) -> dict:
 
 def build(release: Release | str, out: Path | None = None, *, kinds=None, scenarios=None,
           force: bool = False, python: str | None = None, timeout: float = 1800,
-          progress=None) -> Path:
+          progress=None, reread: bool = True) -> Path:
     """Build the index corpus of ``release`` into ``out`` (default: the kit's cache). A case
-    already built by the same program is kept unless ``force``. Returns the folder."""
+    already built by the same program is kept unless ``force``. Then (``reread``)
+    :data:`REREADER` answers the queries of every case the release answers wrong through
+    its index (:func:`reread_wrong`). Returns the folder."""
     if isinstance(release, str):
         release = Release.parse(release)
     out = Path(out) if out is not None else corpus_root() / release.slug
@@ -173,7 +208,42 @@ def build(release: Release | str, out: Path | None = None, *, kinds=None, scenar
             _stamp(case_dir, digest)
         if progress:
             progress(release.name, kind, time.monotonic() - started)
+    if reread and release.name != REREADER:
+        reread_wrong(out, timeout=timeout, progress=progress)
     return out
+
+
+def reread_name(release: str) -> str:
+    return f"reread-{Release.parse(release).slug}.json"
+
+
+def reread_wrong(out: Path, *, reader: str = REREADER, timeout: float = 600,
+                 progress=None) -> int:
+    """Have ``reader`` answer the queries of every built case of ``out`` whose release
+    answers other than its scan through its index (``reread-<reader>.json`` beside
+    ``case.json``; once per case). Returns how many cases it read."""
+    done_count = 0
+    py = None
+    for case in load(out):
+        if case.status != "built" or case.expected == "wrong" or case.release == reader:
+            continue
+        if case.release_agrees or (case.path / reread_name(reader)).is_file():
+            continue
+        py = py or str(ensure_venv(Release.parse(reader)))
+        target = case.path / reread_name(reader)
+        try:
+            done = subprocess.run([py, str(PROGRAM), "reread", str(case.path), str(target)],
+                                  capture_output=True, text=True, timeout=timeout)
+            failure = None if done.returncode == 0 else \
+                f"exit {done.returncode}: {done.stderr.strip()[-400:]}"
+        except subprocess.TimeoutExpired:
+            failure = f"timed out after {timeout:.0f} s"
+        if failure and not target.is_file():
+            target.write_text(json.dumps({"release": reader, "error": failure}))
+        done_count += 1
+        if progress:
+            progress(case.release, f"{case.kind}/{case.scenario} re-read by {reader}", 0)
+    return done_count
 
 
 def _swap(py: str, case_dir: Path, data: dict, timeout: float) -> None:
