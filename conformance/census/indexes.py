@@ -12,6 +12,16 @@ recorded sizes true) and has the release answer the queries on the result.
 :func:`load` reads a built corpus back as :class:`Case` objects. A case's ``expected`` is
 ``right`` for every scenario but ``swap`` (built ``wrong`` on purpose); whether the release's
 own answers through its index agree with its scan is :attr:`Case.release_agrees`.
+
+Where they do not, :func:`reread_wrong` has the newest release (:data:`REREADER`) answer the
+same queries on the same table, through the same index files and without them
+(``reread-<release>.json``): an index that release answers right through is true to its
+data, and the first release misreads it (the census's ``misread``).
+
+A lancedb release runs ``index_program_lancedb.py`` instead: the same rows and queries
+through lancedb's own API (``create_scalar_index``, ``create_fts_index``, ``create_index``,
+``optimize``), on the kinds and scenarios lancedb has; the others are ``skipped`` with the
+reason.
 """
 
 from __future__ import annotations
@@ -27,6 +37,12 @@ from pathlib import Path
 from conformance.releases.venvs import Release, cache_root, ensure_venv
 
 PROGRAM = Path(__file__).with_name("index_program.py")
+#: lancedb's program: the same rows and queries through lancedb's API (it imports PROGRAM).
+LANCEDB_PROGRAM = Path(__file__).with_name("index_program_lancedb.py")
+
+
+def program_of(release: Release) -> Path:
+    return LANCEDB_PROGRAM if release.package == "lancedb" else PROGRAM
 
 #: The release that re-reads a table another release answered wrong through its index: the
 #: newest (as the cross-release corpus's reader, :data:`conformance.releases.corpus.NEWEST_READER`).
@@ -178,7 +194,8 @@ def build(release: Release | str, out: Path | None = None, *, kinds=None, scenar
     out = Path(out) if out is not None else corpus_root() / release.slug
     out.mkdir(parents=True, exist_ok=True)
     py = python or str(ensure_venv(release))
-    digest = _digest()
+    program = program_of(release)
+    digest = _digest(program)
     for kind in kinds or KINDS:
         wanted = [s for s in (scenarios or SCENARIOS)
                   if force or not _is_current(out / kind / s, digest)]
@@ -186,7 +203,7 @@ def build(release: Release | str, out: Path | None = None, *, kinds=None, scenar
             continue
         started = time.monotonic()
         try:
-            done = subprocess.run([py, str(PROGRAM), "build", str(out), kind, ",".join(wanted)],
+            done = subprocess.run([py, str(program), "build", str(out), kind, ",".join(wanted)],
                                   capture_output=True, text=True, timeout=timeout)
             failure = None if done.returncode == 0 else \
                 f"exit {done.returncode}: {done.stderr.strip()[-600:]}"
@@ -204,7 +221,7 @@ def build(release: Release | str, out: Path | None = None, *, kinds=None, scenar
                 data.update(status="crashed", why=failure or "the program stopped here")
                 _write_case(case_dir, data)
             elif data.get("status") == "to-swap":
-                _swap(py, case_dir, data, timeout)
+                _swap(py, case_dir, data, timeout, program)
             _stamp(case_dir, digest)
         if progress:
             progress(release.name, kind, time.monotonic() - started)
@@ -246,7 +263,8 @@ def reread_wrong(out: Path, *, reader: str = REREADER, timeout: float = 600,
     return done_count
 
 
-def _swap(py: str, case_dir: Path, data: dict, timeout: float) -> None:
+def _swap(py: str, case_dir: Path, data: dict, timeout: float,
+          program: Path = PROGRAM) -> None:
     from conformance.census.index_files import copy_index_files
 
     try:
@@ -255,14 +273,19 @@ def _swap(py: str, case_dir: Path, data: dict, timeout: float) -> None:
         data.update(status="skipped", why=f"the swap failed: {type(e).__name__}: {e}")
         _write_case(case_dir, data)
         return
-    shutil.rmtree(case_dir / "reversed", ignore_errors=True)
+    for leftover in ("reversed", "reversed.lance"):  # (lancedb: a link and its table)
+        path = case_dir / leftover
+        if path.is_symlink():
+            path.unlink()
+        else:
+            shutil.rmtree(path, ignore_errors=True)
     data["swapped"] = copied
     data["operations"].append(
         f"the index files of reversed/ copied over table/'s ({len(copied)} files; "
         f"{sum(c['manifest_rewritten'] for c in copied)} recorded sizes rewritten in the "
         f"manifest)")
     _write_case(case_dir, data)
-    done = subprocess.run([py, str(PROGRAM), "ask", str(case_dir)], capture_output=True,
+    done = subprocess.run([py, str(program), "ask", str(case_dir)], capture_output=True,
                           text=True, timeout=timeout)
     if done.returncode != 0:
         data.update(status="crashed", why=f"asking crashed: {done.stderr.strip()[-400:]}")
@@ -274,10 +297,13 @@ def _write_case(case_dir: Path, data: dict) -> None:
     (case_dir / "case.json").write_text(json.dumps(data, indent=1, default=str))
 
 
-def _digest() -> str:
+def _digest(program: Path = PROGRAM) -> str:
     import hashlib
 
-    return hashlib.sha256(PROGRAM.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(PROGRAM.read_bytes())
+    if program != PROGRAM:
+        digest.update(program.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _stamp(case_dir: Path, digest: str) -> None:
