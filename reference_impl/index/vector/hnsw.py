@@ -112,3 +112,30 @@ def problems(graph: HnswGraph, num_nodes: int) -> list[str]:
         found.append(f"entry point {graph.entry_point} is outside the partition's {num_nodes} "
                      "rows")
     return found
+
+
+def unreachable(graph: HnswGraph, num_nodes: int) -> np.ndarray:
+    """The nodes (``0 .. num_nodes-1``) that no walk from the entry point reaches along the
+    neighbour lists of any level: a search through the graph never visits them, so their
+    rows are never an answer, not even to their own vector. Neighbours outside the partition
+    are left to :func:`problems`. An empty partition has none."""
+    if num_nodes <= 0 or not 0 <= graph.entry_point < num_nodes:
+        return np.zeros(0, dtype=np.int64)
+    adjacency: list[list[int]] = [[] for _ in range(num_nodes)]
+    for nodes, offsets, neighbours in graph.levels:
+        for j, node in enumerate(nodes.tolist()):
+            if not 0 <= node < num_nodes:
+                continue
+            for n in neighbours[offsets[j]:offsets[j + 1]].tolist():
+                if 0 <= n < num_nodes:
+                    adjacency[node].append(n)
+    seen = np.zeros(num_nodes, dtype=bool)
+    seen[graph.entry_point] = True
+    todo = [graph.entry_point]
+    while todo:
+        node = todo.pop()
+        for n in adjacency[node]:
+            if not seen[n]:
+                seen[n] = True
+                todo.append(n)
+    return np.flatnonzero(~seen)
