@@ -332,13 +332,26 @@ def _index_keys(ds, i) -> dict[str, str]:
     return {info.key[len(prefix):]: info.key for info in ds.store.list(prefix)}
 
 
-def judge(folders: list[Path], progress=None) -> list[Cell]:
-    cells = []
-    for folder in folders:
-        for case in load(folder):
+def judge(folders: list[Path], progress=None, jobs: int = 1) -> list[Cell]:
+    """Every case of the corpus folders, judged in order. ``jobs`` above 1 judges them in
+    that many processes (the same cells in the same order; a machine shared with other work
+    gives each process its share)."""
+    cases = [case for folder in folders for case in load(folder)]
+    if jobs <= 1:
+        cells = []
+        for case in cases:
             cells.append(judge_case(case))
             if progress:
                 progress(cells[-1])
+        return cells
+    from concurrent.futures import ProcessPoolExecutor
+
+    cells = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for cell in pool.map(judge_case, cases, chunksize=4):
+            cells.append(cell)
+            if progress:
+                progress(cell)
     return cells
 
 

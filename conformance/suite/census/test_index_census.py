@@ -302,6 +302,9 @@ def test_tiny_census_judges_every_cell(tiny_corpus, tmp_path, capsys):
 
     cells = index_census.judge([tiny_corpus])
     assert len(cells) == 5
+    # the judge in two processes gives the same cells in the same order
+    assert index_census.as_json(index_census.judge([tiny_corpus], jobs=2)) == \
+        index_census.as_json(cells)
     for c in cells:
         assert c.verdict != "false error", c.detail
         if c.scenario == "swap":
