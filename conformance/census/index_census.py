@@ -10,7 +10,10 @@ census's queries through its index and without it (``case.json``). The kit then
    naming the rows where its answer differs from the release's answer without the index.
 
 The *truth* of a cell is whether the release's indexed answers agree with its scan (for an
-approximate kind as :func:`conformance.census.indexes.nearest_agrees` says). The verdict:
+approximate kind as :func:`conformance.census.indexes.nearest_agrees` says). An error finding
+is *known* when the kit's catalogue of release bugs
+(:data:`conformance.releases.corpus.EXPECTED_FINDINGS`) lists its rule for the cell's release
+and scenario (named ``index-census-<KIND>-<scenario>`` there). The verdict:
 
 * ``agree``: the release answers right and the kit reports no error and its decoded answers
   equal the scan's (a pass);
@@ -19,9 +22,18 @@ approximate kind as :func:`conformance.census.indexes.nearest_agrees` says). The
   reversed rows may still answer them right);
 * ``caught``: the release answers wrong and the kit reports an error or its decoded answers
   differ (a pass: the wrong index is flagged);
-* ``false error``: the release answers right and the kit reports an error, or its decoded
-  answers differ (a failure);
-* ``missed``: the release answers wrong and the kit says nothing (a failure);
+* ``known bug``: the kit's only flags are known findings of the release (a pass, whether or
+  not the census's queries hit the rows the bug loses: pylance 0.38.3's BLOOMFILTER after
+  ``optimize_indices`` loses ids the queries do not ask for);
+* ``false error``: the release answers right and the kit reports an error that is not
+  known, or its decoded answers differ (a failure);
+* ``missed``: the release answers wrong and the kit says nothing, and nothing shows the index
+  true to its data (a failure);
+* ``misread``: the release answers wrong through an index that is true to its data: the
+  kit decodes it with no error and answers every query right from it, and the newest release
+  (:data:`conformance.census.indexes.REREADER`), reading the same index files, answers the
+  queries right through them. A bug of the release's reader that no check of the table can
+  flag; neither a pass nor a failure of the kit, and named;
 * ``not decoded``: the release answers right, the kit reports no error but cannot decode
   the index (or answer from it) yet -- named, never a pass;
 * ``not built``: the release lacks the kind or the operation (its error is the detail).
@@ -37,7 +49,7 @@ from pathlib import Path
 from conformance.census import index_answers as answers
 from conformance.census.indexes import Case, load
 
-PASS = ("agree", "caught")
+PASS = ("agree", "caught", "known bug")
 FAIL = ("false error", "missed")
 
 
@@ -55,6 +67,7 @@ class Cell:
     decoded: str = ""  # "yes", or why not
     differing: list[dict] = field(default_factory=list)
     table: str = ""
+    known: list[str] = field(default_factory=list)  # the errors that are known release bugs
 
     @property
     def ok(self) -> bool:
@@ -68,6 +81,8 @@ class Cell:
 def judge_case(case: Case) -> Cell:
     """The verdict of one case of the index corpus."""
     storage = str(case.data.get("table", {}).get("data_storage_version", ""))
+    if not storage and case.status == "built":  # lancedb does not say: the manifest does
+        storage = _storage_version(case.table)
     base = dict(release=case.release, kind=case.kind, scenario=case.scenario, storage=storage,
                 expected=case.expected, table=str(case.table))
     if case.status != "built":
@@ -76,20 +91,35 @@ def judge_case(case: Case) -> Cell:
     bad = _release_disagreements(case)
     truth = not bad
     errors = _validate(case.table)
+    known_rules = known_findings(case)
+    known = [e for e in errors if e.split(":")[0] in known_rules]
+    unknown = [e for e in errors if e not in known]
     decoded, differing = _decode_and_answer(case)
     flagged = bool(errors) or bool(differing)
     if case.expected == "wrong":  # built wrong on purpose (the swap): it must be flagged
         verdict = "caught" if flagged else "missed"
+    elif unknown or differing:
+        verdict = "caught" if not truth else "false error"
+    elif known:
+        verdict = "known bug"
     elif truth:
-        verdict = "false error" if flagged else ("agree" if decoded == "yes" else "not decoded")
+        verdict = "agree" if decoded == "yes" else "not decoded"
+    elif decoded == "yes" and case.rereader_answers_right():
+        verdict = "misread"
     else:
-        verdict = "caught" if flagged else "missed"
+        verdict = "missed"
     parts = []
     if not truth:
         parts.append("the release answers through its index other than its scan: "
                      + "; ".join(f"{q['query']}" for q in bad[:3]))
-    if errors:
-        parts.append("kit errors: " + "; ".join(errors[:3]))
+    if verdict == "misread":
+        parts.append(f"{case.reread.get('release')} answers every query right through the "
+                     "same index files, and the kit's answers from the decoded index equal "
+                     "the scan's")
+    if known:
+        parts.append("known bug of the release (EXPECTED_FINDINGS): " + "; ".join(known[:3]))
+    if unknown:
+        parts.append("kit errors: " + "; ".join(unknown[:3]))
     if differing:
         parts.append("decoded index answers other than the scan: " + "; ".join(
             f"{d['query']}: rows {d['only_index'][:5]} only in the index, "
@@ -97,7 +127,32 @@ def judge_case(case: Case) -> Cell:
     if decoded != "yes":
         parts.append(f"not decoded: {decoded}")
     return Cell(**base, release_agrees=truth, verdict=verdict, detail=" | ".join(parts)[:900],
-                errors=errors, decoded=decoded, differing=differing)
+                errors=errors, decoded=decoded, differing=differing, known=known)
+
+
+def _storage_version(table: Path) -> str:
+    from reference_impl.dataset import open_dataset
+    from reference_impl.errors import LanceError
+
+    try:
+        return str(open_dataset(str(table)).data_storage_version)
+    except (LanceError, OSError, ValueError):
+        return ""
+
+
+def census_scenario(case: Case) -> str:
+    """The name of a cell for :func:`conformance.releases.corpus.expected_findings`."""
+    return f"index-census-{case.kind}-{case.scenario}"
+
+
+def known_findings(case: Case) -> set[str]:
+    """The rule ids the kit's catalogue of release bugs expects this cell to draw."""
+    from conformance.releases.corpus import expected_findings
+
+    try:
+        return set(expected_findings(case.release, census_scenario(case)))
+    except ValueError:  # a release name the catalogue cannot parse
+        return set()
 
 
 def _release_disagreements(case: Case) -> list[dict]:
@@ -277,20 +332,34 @@ def _index_keys(ds, i) -> dict[str, str]:
     return {info.key[len(prefix):]: info.key for info in ds.store.list(prefix)}
 
 
-def judge(folders: list[Path], progress=None) -> list[Cell]:
-    cells = []
-    for folder in folders:
-        for case in load(folder):
+def judge(folders: list[Path], progress=None, jobs: int = 1) -> list[Cell]:
+    """Every case of the corpus folders, judged in order. ``jobs`` above 1 judges them in
+    that many processes (the same cells in the same order; a machine shared with other work
+    gives each process its share)."""
+    cases = [case for folder in folders for case in load(folder)]
+    if jobs <= 1:
+        cells = []
+        for case in cases:
             cells.append(judge_case(case))
             if progress:
                 progress(cells[-1])
+        return cells
+    from concurrent.futures import ProcessPoolExecutor
+
+    cells = []
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for cell in pool.map(judge_case, cases, chunksize=4):
+            cells.append(cell)
+            if progress:
+                progress(cell)
     return cells
 
 
 # -- the report ------------------------------------------------------------------------------------
 
 
-SHORT = {"agree": "ok", "caught": "caught", "false error": "FALSE ERROR", "missed": "MISSED",
+SHORT = {"agree": "ok", "caught": "caught", "known bug": "caught (known bug)",
+         "false error": "FALSE ERROR", "missed": "MISSED", "misread": "misread",
          "not decoded": "not decoded", "not built": "-"}
 
 
@@ -308,7 +377,17 @@ def markdown(cells: list[Cell], *, command: str, summary: str) -> str:
         "(`validate --deep`) and answers the same queries from the index it decodes. "
         "`ok`: the release answers right and so does the kit, with no error; `caught`: "
         "the release answers wrong (the `swap` scenario builds such an index on purpose) and "
-        "the kit flags it; `FALSE ERROR` / `MISSED`: the kit is wrong; `not decoded`: the "
+        "the kit flags it; `caught (known bug)`: the kit's only findings are ones its "
+        "catalogue of release bugs (`EXPECTED_FINDINGS` in "
+        "`conformance/releases/corpus.py`) lists for this release and scenario, whether or "
+        "not the census's queries hit the rows the bug loses; `FALSE ERROR`: the release "
+        "answers right and the kit reports a finding that is not a known bug, or answers "
+        "other than the scan from the decoded index; `MISSED`: the release answers wrong and "
+        "the kit finds nothing; `misread`: the release answers wrong through an index that "
+        "is true to its data -- the kit decodes it with no finding and answers every query "
+        "right from it, and the newest release (pylance 14.0.2) answers the same queries "
+        "right through the same index files -- a bug of the release's reader that no check "
+        "of the table can flag (neither a pass nor a failure of the kit); `not decoded`: the "
         "kit cannot decode or answer from this index yet (never a pass); `-`: the release "
         "lacks the kind or operation.",
         "",

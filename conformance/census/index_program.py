@@ -35,6 +35,13 @@ Usage (with the release's Python)::
     python index_program.py kinds                 # the index kinds this program knows
     python index_program.py build OUT KIND [SCENARIO,...]
     python index_program.py ask CASE_DIR          # (again) describe and ask a built case
+    python index_program.py reread CASE_DIR OUT   # another release asks a built case's
+                                                  # table; its answers to OUT (a JSON file)
+
+``reread`` lets a second release (the newest) answer the same queries on a table another
+release built, through the same index files and without the index, so the census can tell a
+release that misreads a right index from an index that answers other than its data. It only
+reads the table.
 """
 
 from __future__ import annotations
@@ -409,6 +416,22 @@ def ask_case(case_dir, case):
     return case
 
 
+def reread(case_dir, out):
+    """This release's answers to a built case's queries on its table (read only), to
+    ``out``: ``{release, queries}`` with each query's ``indexed``, ``used_index`` and
+    ``scan`` as ``ask`` gives them, or ``error``."""
+    with open(os.path.join(case_dir, "case.json")) as fh:
+        case = json.load(fh)
+    result = {"release": f"pylance=={lance.__version__}"}
+    try:
+        result["queries"] = ask(os.path.join(case_dir, "table"), case["kind"])
+    except Exception as e:
+        result["error"] = f"{type(e).__name__}: {str(e)[:400]}"
+    with open(out, "w") as fh:
+        json.dump(result, fh, indent=1, default=str)
+    return result
+
+
 def _save(case_dir, case):
     with open(os.path.join(case_dir, "case.json"), "w") as fh:
         json.dump(case, fh, indent=1, default=str)
@@ -428,6 +451,11 @@ def main(argv):
         case = ask_case(argv[1], case)
         print(json.dumps({"kind": case["kind"], "scenario": case["scenario"],
                           "status": case["status"], "why": case.get("why", "")}), flush=True)
+        return 0
+    if len(argv) == 3 and argv[0] == "reread":
+        result = reread(argv[1], argv[2])
+        print(json.dumps({"release": result["release"], "error": result.get("error", "")}),
+              flush=True)
         return 0
     if len(argv) >= 3 and argv[0] == "build":
         out, kind = argv[1], argv[2]

@@ -12,6 +12,16 @@ recorded sizes true) and has the release answer the queries on the result.
 :func:`load` reads a built corpus back as :class:`Case` objects. A case's ``expected`` is
 ``right`` for every scenario but ``swap`` (built ``wrong`` on purpose); whether the release's
 own answers through its index agree with its scan is :attr:`Case.release_agrees`.
+
+Where they do not, :func:`reread_wrong` has the newest release (:data:`REREADER`) answer the
+same queries on the same table, through the same index files and without them
+(``reread-<release>.json``): an index that release answers right through is true to its
+data, and the first release misreads it (the census's ``misread``).
+
+A lancedb release runs ``index_program_lancedb.py`` instead: the same rows and queries
+through lancedb's own API (``create_scalar_index``, ``create_fts_index``, ``create_index``,
+``optimize``), on the kinds and scenarios lancedb has; the others are ``skipped`` with the
+reason.
 """
 
 from __future__ import annotations
@@ -27,6 +37,16 @@ from pathlib import Path
 from conformance.releases.venvs import Release, cache_root, ensure_venv
 
 PROGRAM = Path(__file__).with_name("index_program.py")
+#: lancedb's program: the same rows and queries through lancedb's API (it imports PROGRAM).
+LANCEDB_PROGRAM = Path(__file__).with_name("index_program_lancedb.py")
+
+
+def program_of(release: Release) -> Path:
+    return LANCEDB_PROGRAM if release.package == "lancedb" else PROGRAM
+
+#: The release that re-reads a table another release answered wrong through its index: the
+#: newest (as the cross-release corpus's reader, :data:`conformance.releases.corpus.NEWEST_READER`).
+REREADER = "pylance==14.0.2"
 
 #: Index kinds of the program, in the order of the census table.
 KINDS = ("BTREE", "BTREE-nulls", "BITMAP", "LABEL_LIST", "NGRAM", "ZONEMAP", "BLOOMFILTER",
@@ -124,6 +144,40 @@ class Case:
     def release_agrees(self) -> bool:
         return not self.release_disagreements()
 
+    @property
+    def reread(self) -> dict | None:
+        """The answers of :data:`REREADER` to the same queries on this table (built only for
+        a case its own release answers wrong), or None."""
+        path = self.path / reread_name(REREADER)
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def rereader_answers_right(self) -> bool:
+        """Whether :data:`REREADER`, reading this table's index files, answers right every
+        query its own release answered wrong, through the index (its plan names it): then
+        the index is true to its data and the release misreads it. Filters and full-text
+        queries only (see below)."""
+        again = self.reread
+        if not again or again.get("error") or not again.get("queries"):
+            return False
+        if any(q["kind"] == "nearest" for q in self.release_disagreements()):
+            # a plan's words do not tell an ANN search from a flat one in every release, so
+            # a right nearest answer does not show that the index was read
+            return False
+        by_text = {q["query"]: q for q in again["queries"]}
+        other = Case(self.path, dict(self.data, queries=again["queries"]))
+        if other.release_disagreements():
+            return False
+        for q in self.release_disagreements():
+            mine = by_text.get(q["query"])
+            if mine is None or "ids" not in mine.get("indexed", {}):
+                return False
+            if q["kind"] != "fts" and mine.get("used_index") is not True:
+                return False
+        return True
+
 
 def program_kinds(python: str, timeout: float = 300) -> dict:
     done = subprocess.run([python, str(PROGRAM), "kinds"], capture_output=True, text=True,
@@ -135,15 +189,18 @@ def program_kinds(python: str, timeout: float = 300) -> dict:
 
 def build(release: Release | str, out: Path | None = None, *, kinds=None, scenarios=None,
           force: bool = False, python: str | None = None, timeout: float = 1800,
-          progress=None) -> Path:
+          progress=None, reread: bool = True) -> Path:
     """Build the index corpus of ``release`` into ``out`` (default: the kit's cache). A case
-    already built by the same program is kept unless ``force``. Returns the folder."""
+    already built by the same program is kept unless ``force``. Then (``reread``)
+    :data:`REREADER` answers the queries of every case the release answers wrong through
+    its index (:func:`reread_wrong`). Returns the folder."""
     if isinstance(release, str):
         release = Release.parse(release)
     out = Path(out) if out is not None else corpus_root() / release.slug
     out.mkdir(parents=True, exist_ok=True)
     py = python or str(ensure_venv(release))
-    digest = _digest()
+    program = program_of(release)
+    digest = _digest(program)
     for kind in kinds or KINDS:
         wanted = [s for s in (scenarios or SCENARIOS)
                   if force or not _is_current(out / kind / s, digest)]
@@ -151,7 +208,7 @@ def build(release: Release | str, out: Path | None = None, *, kinds=None, scenar
             continue
         started = time.monotonic()
         try:
-            done = subprocess.run([py, str(PROGRAM), "build", str(out), kind, ",".join(wanted)],
+            done = subprocess.run([py, str(program), "build", str(out), kind, ",".join(wanted)],
                                   capture_output=True, text=True, timeout=timeout)
             failure = None if done.returncode == 0 else \
                 f"exit {done.returncode}: {done.stderr.strip()[-600:]}"
@@ -169,14 +226,50 @@ def build(release: Release | str, out: Path | None = None, *, kinds=None, scenar
                 data.update(status="crashed", why=failure or "the program stopped here")
                 _write_case(case_dir, data)
             elif data.get("status") == "to-swap":
-                _swap(py, case_dir, data, timeout)
+                _swap(py, case_dir, data, timeout, program)
             _stamp(case_dir, digest)
         if progress:
             progress(release.name, kind, time.monotonic() - started)
+    if reread and release.name != REREADER:
+        reread_wrong(out, timeout=timeout, progress=progress)
     return out
 
 
-def _swap(py: str, case_dir: Path, data: dict, timeout: float) -> None:
+def reread_name(release: str) -> str:
+    return f"reread-{Release.parse(release).slug}.json"
+
+
+def reread_wrong(out: Path, *, reader: str = REREADER, timeout: float = 600,
+                 progress=None) -> int:
+    """Have ``reader`` answer the queries of every built case of ``out`` whose release
+    answers other than its scan through its index (``reread-<reader>.json`` beside
+    ``case.json``; once per case). Returns how many cases it read."""
+    done_count = 0
+    py = None
+    for case in load(out):
+        if case.status != "built" or case.expected == "wrong" or case.release == reader:
+            continue
+        if case.release_agrees or (case.path / reread_name(reader)).is_file():
+            continue
+        py = py or str(ensure_venv(Release.parse(reader)))
+        target = case.path / reread_name(reader)
+        try:
+            done = subprocess.run([py, str(PROGRAM), "reread", str(case.path), str(target)],
+                                  capture_output=True, text=True, timeout=timeout)
+            failure = None if done.returncode == 0 else \
+                f"exit {done.returncode}: {done.stderr.strip()[-400:]}"
+        except subprocess.TimeoutExpired:
+            failure = f"timed out after {timeout:.0f} s"
+        if failure and not target.is_file():
+            target.write_text(json.dumps({"release": reader, "error": failure}))
+        done_count += 1
+        if progress:
+            progress(case.release, f"{case.kind}/{case.scenario} re-read by {reader}", 0)
+    return done_count
+
+
+def _swap(py: str, case_dir: Path, data: dict, timeout: float,
+          program: Path = PROGRAM) -> None:
     from conformance.census.index_files import copy_index_files
 
     try:
@@ -185,14 +278,19 @@ def _swap(py: str, case_dir: Path, data: dict, timeout: float) -> None:
         data.update(status="skipped", why=f"the swap failed: {type(e).__name__}: {e}")
         _write_case(case_dir, data)
         return
-    shutil.rmtree(case_dir / "reversed", ignore_errors=True)
+    for leftover in ("reversed", "reversed.lance"):  # (lancedb: a link and its table)
+        path = case_dir / leftover
+        if path.is_symlink():
+            path.unlink()
+        else:
+            shutil.rmtree(path, ignore_errors=True)
     data["swapped"] = copied
     data["operations"].append(
         f"the index files of reversed/ copied over table/'s ({len(copied)} files; "
         f"{sum(c['manifest_rewritten'] for c in copied)} recorded sizes rewritten in the "
         f"manifest)")
     _write_case(case_dir, data)
-    done = subprocess.run([py, str(PROGRAM), "ask", str(case_dir)], capture_output=True,
+    done = subprocess.run([py, str(program), "ask", str(case_dir)], capture_output=True,
                           text=True, timeout=timeout)
     if done.returncode != 0:
         data.update(status="crashed", why=f"asking crashed: {done.stderr.strip()[-400:]}")
@@ -204,10 +302,13 @@ def _write_case(case_dir: Path, data: dict) -> None:
     (case_dir / "case.json").write_text(json.dumps(data, indent=1, default=str))
 
 
-def _digest() -> str:
+def _digest(program: Path = PROGRAM) -> str:
     import hashlib
 
-    return hashlib.sha256(PROGRAM.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256(PROGRAM.read_bytes())
+    if program != PROGRAM:
+        digest.update(program.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _stamp(case_dir: Path, digest: str) -> None:

@@ -243,6 +243,8 @@ def add_indexes(sub) -> None:
     o.add_argument("--force", action="store_true", help="rebuild the releases' tables")
     o.add_argument("--md", dest="md_out", default=None, help="write the Markdown tables here")
     o.add_argument("--json", dest="json_out", default=None, help="write every cell here")
+    o.add_argument("--jobs", type=int, default=1,
+                   help="judge the cells in this many processes (default 1)")
     o.set_defaults(func=run_indexes)
 
 
@@ -284,7 +286,7 @@ def run_indexes(args: argparse.Namespace) -> int:
             continue
         folders.append(folder)
     built = time.monotonic() - started
-    cells = [c for c in index_census.judge(folders)
+    cells = [c for c in index_census.judge(folders, jobs=args.jobs)
              if (kinds is None or c.kind in kinds)
              and (scenarios is None or c.scenario in scenarios)]
     judged = [c for c in cells if c.verdict != "not built"]

@@ -1,4 +1,4 @@
-"""INDEX-140..146: a vector index held against the vectors it indexes (deep, version scope).
+"""INDEX-140..147: a vector index held against the vectors it indexes (deep, version scope).
 
 A vector index answers a nearest-neighbour query from what it stores: the IVF centroids pick
 the partitions to search, the stored vectors (FLAT), codes (PQ) or scaled values (SQ) rank the
@@ -103,3 +103,17 @@ def vector_assignment(ctx):
                "is not judged")
 def vector_hnsw_graph(ctx):
     yield from findings(ctx, "INDEX-146")
+
+
+@rule("INDEX-147", title="an HNSW graph over stored vectors records their distances",
+      severity="error", spec="004", section=_SEC, deep=True, clause=_CLAUSE,
+      pylance="pylance walks an IVF_HNSW partition greedily by the distances of the stored "
+              "vectors: a graph whose edges were made for other vectors (or other nodes) "
+              "steers the walk away from a row, so a query for the row's own vector misses "
+              "it (pylance 4.0.2's optimize_indices over IVF_HNSW_FLAT: 4.0.2 and 14.0.2 "
+              "answer the census's queries wrong through it)",
+      releases="judged for IVF_HNSW_FLAT (the storage holds the vectors) under L2, level 0; "
+               "IVF_HNSW_SQ/PQ graphs record distances of their codes, approximate, and are "
+               "not judged so")
+def vector_hnsw_distances(ctx):
+    yield from findings(ctx, "INDEX-147")

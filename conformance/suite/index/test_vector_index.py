@@ -121,6 +121,46 @@ def test_hnsw_problems_name_nodes_outside_the_partition():
     assert "entry point 7" in found
 
 
+def test_hnsw_distances_of_other_vectors_are_named_and_unreachable_nodes_found():
+    """An edge whose recorded distance is not its two stored vectors' is named (node,
+    neighbour, recorded, actual); distances that are the vectors' are not; a node no walk
+    from the entry point reaches is listed by ``unreachable``."""
+    x = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 4.0]])
+    levels = [(np.arange(3), np.array([0, 2, 3, 4]), np.array([1, 2, 0, 0]))]
+    right = hnsw.HnswGraph(0, {}, levels, [np.array([9.0, 16.0, 9.0, 16.0])])
+    assert hnsw.wrong_distances(right, x) == []
+    assert hnsw.unreachable(right, 3).tolist() == []
+    wrong = hnsw.HnswGraph(0, {}, levels, [np.array([9.0, 1.0, 9.0, 16.0])])
+    assert hnsw.wrong_distances(wrong, x) == [(0, 2, 1.0, 16.0)]
+    assert hnsw.wrong_distances(hnsw.HnswGraph(0, {}, levels), x) == []  # no distances kept
+    lonely = hnsw.HnswGraph(0, {}, [(np.arange(3), np.array([0, 1, 2, 2]),
+                                     np.array([1, 0]))])
+    assert hnsw.unreachable(lonely, 3).tolist() == [2]
+
+
+@pytest.mark.interop
+def test_hnsw_graph_of_other_distances_is_an_error(tmp_path):
+    """pylance 14.0.2's IVF_HNSW_FLAT records the stored vectors' distances (no INDEX-147);
+    the same graph with an edge's distance changed, as pylance 4.0.2's optimize_indices
+    leaves it, is INDEX-147 naming the row."""
+    path = tmp_path / "t"
+    _build(path, "IVF_HNSW_FLAT")
+    data = _data_of(path)
+    c = _content(path)
+    assert c.extra["hnsw"][0].distances is not None
+    assert _rules(c, data) == {}
+    graph = c.extra["hnsw"][0]
+    level0 = graph.distances[0].copy()
+    level0[0] += 7.5
+    graph.distances[0] = level0
+    found = _rules(c, data)
+    assert list(found) == ["INDEX-147"]
+    node = int(graph.levels[0][0][np.searchsorted(graph.levels[0][1], 0, side="right") - 1])
+    row = int(c.entries.column("row_id")[node].as_py())
+    assert [d.row_id for d in found["INDEX-147"]] == [row]
+    assert "partition 0" in found["INDEX-147"][0].message
+
+
 # -- pylance 14.0.2's own indexes: no error ----------------------------------------------------
 
 @pytest.mark.interop

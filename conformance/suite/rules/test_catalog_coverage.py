@@ -45,6 +45,7 @@ EXEMPT.update({
     "INDEX-143": _VECTOR + "test_replaced_pq_code_is_an_error",
     "INDEX-144": _VECTOR + "test_swapped_index_files_are_errors",
     "INDEX-146": _VECTOR + "test_hnsw_neighbour_outside_its_partition_is_named",
+    "INDEX-147": _VECTOR + "test_hnsw_graph_of_other_distances_is_an_error",
 })
 # Rules judged on a namespace root, not on a dataset: tested by the namespace engineer's
 # conformance/suite/namespace/test_namespace*.py on namespace roots.

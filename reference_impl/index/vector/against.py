@@ -45,6 +45,7 @@ PQ_CODE_WRONG = "INDEX-143"
 SQ_CODE_WRONG = "INDEX-144"
 WRONG_PARTITION = "INDEX-145"
 HNSW_GRAPH = "INDEX-146"
+HNSW_DISTANCES = "INDEX-147"
 
 #: itemised disagreements of one rule for one index; the rest are counted in one more
 MAX_PER_RULE = 10
@@ -209,10 +210,28 @@ def check(content, index, data) -> Iterator:
                     f"at dimension {j} of row {row_text(r, stable)}, but the bounds "
                     f"[{q.start:.6g}, {q.end:.6g}] give {int(want[j])}", row=r,
                     partition=int(p[i]))
-    for pi, graph in enumerate(ex.get("hnsw") or []):
+    graphs = ex.get("hnsw") or []
+    for pi, graph in enumerate(graphs):
         size = int(declared[pi]) if pi < len(declared) else 0
         for problem in hnsw_mod.problems(graph, size)[:MAX_PER_RULE]:
             add(HNSW_GRAPH, f"the HNSW graph of partition {pi}: {problem}", partition=pi)
+    if graphs and "vector" in content.entries.column_names and metric == "l2" \
+            and int(declared.sum()) == len(rows):
+        # a graph over the stored vectors themselves (IVF_HNSW_FLAT): each edge's recorded
+        # distance is the distance of the two stored vectors (the coded kinds' graphs keep
+        # distances of their codes, which are approximate, and are not judged so)
+        stored_all, _ = vectors_of(content.entries.column("vector").combine_chunks())
+        starts = np.concatenate([[0], np.cumsum(declared)[:-1]]).astype(np.int64)
+        for pi, graph in enumerate(graphs[:len(declared)]):
+            a, size = int(starts[pi]), int(declared[pi])
+            for node, nb, rec, real in hnsw_mod.wrong_distances(
+                    graph, stored_all[a:a + size])[:MAX_PER_RULE + 1]:
+                r, o = int(rows[a + node]), int(rows[a + nb])
+                add(HNSW_DISTANCES, f"the HNSW graph of partition {pi} records distance "
+                    f"{rec:.6g} from row {row_text(r, stable)} to its neighbour row "
+                    f"{row_text(o, stable)}, but their stored vectors lie {real:.6g} apart: "
+                    "a search walks this graph towards other rows than the nearest",
+                    row=r, partition=pi)
     for rule, items in out.items():
         yield from items[:MAX_PER_RULE]
         if len(items) > MAX_PER_RULE:

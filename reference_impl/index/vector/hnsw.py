@@ -38,6 +38,9 @@ class HnswGraph:
     entry_point: int
     params: dict
     levels: list
+    #: per level, the ``_distance`` value of each neighbour (aligned with ``levels[i][2]``),
+    #: or None where the file has no such column
+    distances: list | None = None
 
     @property
     def max_level(self) -> int:
@@ -67,6 +70,11 @@ def graphs(table, starts, counts, metas, *, path: str | None = None) -> list[Hns
     node = ids.to_numpy(zero_copy_only=False).astype(np.int64)
     offs = np.asarray(nbrs.offsets.to_numpy(), dtype=np.int64)
     vals = np.asarray(nbrs.values.to_numpy(zero_copy_only=False), dtype=np.int64)
+    dist = None
+    if "_distance" in table.column_names:
+        col = table.column("_distance").combine_chunks()
+        if np.array_equal(np.asarray(col.offsets.to_numpy(), dtype=np.int64), offs):
+            dist = np.asarray(col.values.to_numpy(zero_copy_only=False), dtype=np.float64)
     out = []
     for start, count, meta in zip(starts, counts, metas, strict=False):
         start, count = int(start), int(count)
@@ -77,12 +85,14 @@ def graphs(table, starts, counts, metas, *, path: str | None = None) -> list[Hns
         if any(b < a for a, b in zip(lo, lo[1:], strict=False)) or lo[0] != 0:
             raise FormatError(f"HNSW level offsets {lo[:-1]} are not ascending within "
                               f"{count} rows", rule=RULE_LAYOUT, path=path)
-        levels = []
+        levels, distances = [], []
         for a, b in zip(lo, lo[1:], strict=False):
             a, b = start + a, start + b
             levels.append((node[a:b], offs[a:b + 1] - offs[a], vals[offs[a]:offs[b]]))
+            distances.append(None if dist is None else dist[offs[a]:offs[b]])
         out.append(HnswGraph(entry_point=int(meta.get("entry_point", 0)),
-                             params=dict(meta.get("params") or {}), levels=levels))
+                             params=dict(meta.get("params") or {}), levels=levels,
+                             distances=distances if dist is not None else None))
     return out
 
 
@@ -112,3 +122,61 @@ def problems(graph: HnswGraph, num_nodes: int) -> list[str]:
         found.append(f"entry point {graph.entry_point} is outside the partition's {num_nodes} "
                      "rows")
     return found
+
+
+def unreachable(graph: HnswGraph, num_nodes: int) -> np.ndarray:
+    """The nodes (``0 .. num_nodes-1``) that no walk from the entry point reaches along the
+    neighbour lists of any level: a search through the graph never visits them, so their
+    rows are never an answer, not even to their own vector. Neighbours outside the partition
+    are left to :func:`problems`. An empty partition has none."""
+    if num_nodes <= 0 or not 0 <= graph.entry_point < num_nodes:
+        return np.zeros(0, dtype=np.int64)
+    adjacency: list[list[int]] = [[] for _ in range(num_nodes)]
+    for nodes, offsets, neighbours in graph.levels:
+        for j, node in enumerate(nodes.tolist()):
+            if not 0 <= node < num_nodes:
+                continue
+            for n in neighbours[offsets[j]:offsets[j + 1]].tolist():
+                if 0 <= n < num_nodes:
+                    adjacency[node].append(n)
+    seen = np.zeros(num_nodes, dtype=bool)
+    seen[graph.entry_point] = True
+    todo = [graph.entry_point]
+    while todo:
+        node = todo.pop()
+        for n in adjacency[node]:
+            if not seen[n]:
+                seen[n] = True
+                todo.append(n)
+    return np.flatnonzero(~seen)
+
+
+#: how far a recorded edge distance may lie from the one of the stored vectors (float32
+#: arithmetic in another order): relative, and absolute near zero
+DISTANCE_RTOL = 1e-3
+DISTANCE_ATOL = 1e-4
+
+
+def wrong_distances(graph: HnswGraph, vectors: np.ndarray) -> list[tuple[int, int, float, float]]:
+    """The level-0 edges whose recorded ``_distance`` is not the squared L2 distance of the
+    two nodes' vectors in ``vectors`` (the partition's stored vectors, row ``i`` for node
+    ``i``): ``(node, neighbour, recorded, actual)`` each. A graph whose distances are not its
+    vectors' was built over other vectors (or other nodes), and a walk through it is steered
+    away from the rows it should find. Nodes or neighbours outside ``vectors`` are left to
+    :func:`problems`; a graph without distances yields none."""
+    if graph.distances is None or not graph.levels or graph.distances[0] is None:
+        return []
+    nodes, offsets, neighbours = graph.levels[0]
+    recorded = graph.distances[0]
+    n = len(vectors)
+    counts = np.diff(offsets)
+    source = np.repeat(nodes, counts)
+    ok = (source >= 0) & (source < n) & (neighbours >= 0) & (neighbours < n)
+    src, dst, rec = source[ok], neighbours[ok], recorded[ok]
+    if not len(src):
+        return []
+    x = np.asarray(vectors, dtype=np.float64)
+    actual = ((x[src] - x[dst]) ** 2).sum(axis=1)
+    bad = np.abs(actual - rec) > DISTANCE_RTOL * np.abs(actual) + DISTANCE_ATOL
+    return [(int(a), int(b), float(r), float(d))
+            for a, b, r, d in zip(src[bad], dst[bad], rec[bad], actual[bad], strict=True)]
