@@ -45,6 +45,14 @@ import numpy as np
 import pyarrow as pa
 
 from reference_impl.errors import FormatError, UnsupportedIndex
+from reference_impl.index import fst, need_columns
+from reference_impl.index.inverted_postings import (
+    BLOCK,
+    TAIL_CODECS,
+    positions_per_doc,
+    positions_shared,
+    posting_list,
+)
 
 KIND = "inverted"
 #: Most documents and postings materialised.
@@ -127,7 +135,124 @@ def _legacy(files, index):
                                "postings_layout": "legacy"})
 
 
+#: metadata.lance settings of the partitioned layout and the values this reader decodes
+#: (None: the setting is absent, as 0.3x releases write it)
+KNOWN_LAYOUT = {
+    "token_set_format": (None, "fst"),
+    "format_version": (None, "1", "2"),
+    "posting_tail_codec": (None, *TAIL_CODECS),
+    "posting_block_size": (None, str(BLOCK)),
+    "positions_codec": (None, "packed_delta_v1"),
+    "positions_layout": (None, "shared_stream_v2"),
+}
+
+
+def _layout(meta: dict, path: str) -> dict:
+    """The partitioned layout's settings from metadata.lance; a value this reader does not
+    decode is refused (UnsupportedIndex naming the setting)."""
+    layout = {k: (meta[k.encode()].decode(errors="replace") if k.encode() in meta else None)
+              for k in KNOWN_LAYOUT}
+    for k, allowed in KNOWN_LAYOUT.items():
+        if layout[k] not in allowed:
+            raise UnsupportedIndex(f"INVERTED metadata.lance {k}={layout[k]!r}: this reader "
+                                   f"decodes {[a for a in allowed if a]}", kind=KIND,
+                                   version=f"{k}={layout[k]}", path=path)
+    return layout
+
+
+def _partition_tokens(files, p: int) -> list[str]:
+    """The tokens of partition ``p`` by token id, from ``part_p_tokens.lance``: one row whose
+    ``_token_fst_bytes`` is an FST of token -> token id (:mod:`reference_impl.index.fst`);
+    ``_token_next_id`` is the number of token ids (0..n-1, each once)."""
+    name = f"part_{p}_tokens.lance"
+    path = files.key(name)
+    reader = files.lance_file(name)
+    need_columns(reader.schema.names, ["_token_fst_bytes"], what=f"INVERTED {name}",
+                 kind=KIND, version="inverted-partitioned")
+    t = reader.read_all()
+    if t.num_rows != 1:
+        raise FormatError(f"INVERTED {name} has {t.num_rows} rows, not 1", path=path)
+    pairs = fst.entries(t.column("_token_fst_bytes")[0].as_py() or b"", path)
+    tokens: list[str | None] = [None] * len(pairs)
+    for key, tid in pairs:
+        if tid >= len(pairs) or tokens[tid] is not None:
+            raise FormatError(f"INVERTED {name}: token ids are not 0..{len(pairs) - 1}, "
+                              "each once", path=path)
+        try:
+            tokens[tid] = key.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FormatError(f"INVERTED {name}: token {key!r} is not UTF-8",
+                              path=path) from None
+    if "_token_next_id" in t.column_names and t.column("_token_next_id")[0].as_py() != \
+            len(tokens):
+        raise FormatError(f"INVERTED {name}: _token_next_id is "
+                          f"{t.column('_token_next_id')[0].as_py()}, the FST holds "
+                          f"{len(tokens)} tokens", path=path)
+    return tokens
+
+
+def _partition_postings(files, p: int, tokens: list[str], row_ids: np.ndarray,
+                        layout: dict) -> pa.Table:
+    """The postings of partition ``p`` in logical form, from ``part_p_invert.lance``: row i
+    is token i, ``_length`` its number of documents, ``_posting`` its blocks, and with
+    positions either ``_position`` (per document) or ``_compressed_position`` +
+    ``_position_block_offset`` (one stream per token); see
+    :mod:`reference_impl.index.inverted_postings`. Doc ids are positions in
+    ``part_p_docs.lance`` and become its row ids here."""
+    name = f"part_{p}_invert.lance"
+    path = files.key(name)
+    reader = files.lance_file(name)
+    cols = reader.schema.names
+    need_columns(cols, ["_posting", "_length"], what=f"INVERTED {name}", kind=KIND,
+                 version="inverted-partitioned")
+    if reader.num_rows != len(tokens):
+        raise FormatError(f"INVERTED {name} has {reader.num_rows} rows for {len(tokens)} "
+                          "tokens", path=path)
+    shared = "_compressed_position" in cols
+    per_doc = "_position" in cols
+    wanted = ["_posting", "_length"] + (["_compressed_position", "_position_block_offset"]
+                                        if shared else ["_position"] if per_doc else [])
+    t = reader.read_columns(wanted)
+    codec = layout["posting_tail_codec"] or "fixed32_v1"
+    tok_col, row_col, freq_col, pos_col = [], [], [], []
+    total = 0
+    for tid, (blocks, length) in enumerate(zip(t.column("_posting").to_pylist(),
+                                               t.column("_length").to_pylist(), strict=True)):
+        total += length
+        if total > MAX_ROWS:
+            raise FormatError(f"INVERTED {name} holds more than {MAX_ROWS} postings", path=path)
+        docs, freqs = posting_list(blocks, length, codec, path)
+        if len(docs) and docs[-1] >= len(row_ids):
+            raise FormatError(f"INVERTED {name}: token {tokens[tid]!r} names doc "
+                              f"{int(docs[-1])} of {len(row_ids)}", path=path)
+        if shared:
+            pos = positions_shared(t.column("_compressed_position")[tid].as_py(),
+                                   t.column("_position_block_offset")[tid].as_py(), freqs,
+                                   path)
+        elif per_doc:
+            pos = [positions_per_doc(chunks, path)
+                   for chunks in t.column("_position")[tid].as_py()]
+            if [len(x) for x in pos] != freqs.tolist():
+                raise FormatError(f"INVERTED {name}: token {tokens[tid]!r}: positions per "
+                                  "document differ from its frequencies", path=path)
+        else:
+            pos = [None] * len(docs)
+        tok_col.extend([tokens[tid]] * len(docs))
+        row_col.append(row_ids[docs])
+        freq_col.append(freqs)
+        pos_col.extend(pos)
+    rows = np.concatenate(row_col) if row_col else np.zeros(0, np.uint64)
+    freq = np.concatenate(freq_col) if freq_col else np.zeros(0, np.int64)
+    return pa.table({"token": pa.array(tok_col, pa.string()),
+                     "row_id": pa.array(rows.astype(np.uint64), pa.uint64()),
+                     "frequency": pa.array(freq.astype(np.float32), pa.float32()),
+                     "positions": pa.array(pos_col, pa.list_(pa.uint32())),
+                     "partition": pa.array(np.full(len(rows), p, np.int32))})
+
+
 def _partitioned(files, index):
+    """The partitioned layout: metadata.lance (settings) and, per partition, its documents,
+    its token FST and its postings, each decoded by its own function above."""
     from reference_impl.index import IndexContent
 
     meta_reader = files.lance_file("metadata.lance")
@@ -139,6 +264,7 @@ def _partitioned(files, index):
             params = json.loads(meta[b"params"])
         except ValueError:
             raise FormatError("INVERTED params metadata is not JSON", path=path) from None
+    layout = _layout(meta, path)
     found: dict[int, set[str]] = {}
     for name in files.names():
         m = _PART.match(name)
@@ -152,18 +278,26 @@ def _partitioned(files, index):
     if incomplete:
         raise FormatError(f"INVERTED partitions {incomplete} lack some of their files "
                           "(docs, invert, tokens)", path=path)
-    docs = pa.concat_tables([_docs(files, f"part_{p}_docs.lance", p) for p in parts]) if parts \
-        else pa.table({"row_id": pa.array([], pa.uint64()), "num_tokens": pa.array([], pa.uint32()),
-                       "partition": pa.array([], pa.int32())})
-    layout = {k.decode(): v.decode(errors="replace") for k, v in meta.items()
-              if k in (b"token_set_format", b"format_version", b"posting_tail_codec",
-                       b"positions_codec", b"positions_layout", b"posting_block_size")}
+    doc_tables, posting_tables = [], []
+    for p in parts:
+        docs = _docs(files, f"part_{p}_docs.lance", p)
+        doc_tables.append(docs)
+        row_ids = docs.column("row_id").to_numpy().astype(np.uint64)
+        posting_tables.append(_partition_postings(files, p, _partition_tokens(files, p),
+                                                  row_ids, layout))
+    docs = pa.concat_tables(doc_tables) if parts else \
+        pa.table({"row_id": pa.array([], pa.uint64()), "num_tokens": pa.array([], pa.uint32()),
+                  "partition": pa.array([], pa.int32())})
+    postings = pa.concat_tables(posting_tables) if parts else None
+    shown = {k: v for k, v in layout.items() if v is not None}
     summary = {"layout": "partitioned", "partitions": parts, "documents": docs.num_rows,
-               "postings_decoded": False, **{k: v for k, v in layout.items()}}
+               "postings_decoded": True,
+               "postings": postings.num_rows if postings is not None else 0, **shown}
     version = "inverted-partitioned/" + (layout.get("token_set_format") or "?") + "/v" + \
         (layout.get("format_version") or "1")
     return IndexContent(kind=KIND, version=version, entries=docs, summary=summary,
-                        extra={"postings": None, "params": params, "postings_layout": layout})
+                        extra={"postings": postings, "params": params,
+                               "postings_layout": shown})
 
 
 def read(files, index):

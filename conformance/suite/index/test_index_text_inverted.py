@@ -1,0 +1,303 @@
+"""INDEX-125/126/127 on the partitioned INVERTED layout (pylance 0.3x to 14.0.2): the token FST,
+the block-compressed postings and the positions decoded into token -> rows, frequencies,
+positions, and held against the data.
+
+Units: the 4x bit packing, the varint tail, the FST walk over what pylance wrote, typed errors
+on cut bytes. Against pylance 14.0.2: the decoded postings equal the tokens of each row's text
+under several tokenizer settings, with and without positions; after appends +
+optimize_indices and deletes the table's own index draws no error; the swapped index (two
+tables, same rows reversed, index files copied over) answers wrong and draws INDEX-126
+naming the index and a row. Compat: 0.38.3 and 4.0.2 (fixed32 tails, per-document
+positions) decode the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from conformance.engine import validate
+from reference_impl.errors import FormatError, UnsupportedIndex
+from reference_impl.index import IndexFiles, fst, inverted
+from reference_impl.index import inverted_postings as ip
+from reference_impl.io.local import LocalStore
+
+TEXT_RULES = {"INDEX-100", "INDEX-124", "INDEX-125", "INDEX-126", "INDEX-127"}
+WORDS = ["Hello", "world", "quick", "Brown", "fox", "jumps", "lance", "runs", "db-42",
+         "zebra", "Zebra", "a", "the", "averyveryverylongword", "x", "y"]
+
+
+# ---- units: no pylance ----
+
+def _pack_4x(values, bits):
+    """Test-side packer: value i to lane i % 4, each lane LSB-first into 32-bit words, word k
+    of lane l at byte (4k + l) * 4."""
+    out = bytearray(16 * bits)
+    for lane in range(4):
+        acc = 0
+        for j in range(32):
+            acc |= int(values[4 * j + lane]) << (bits * j)
+        for k in range(bits):
+            word = (acc >> (32 * k)) & 0xFFFFFFFF
+            out[(4 * k + lane) * 4:(4 * k + lane) * 4 + 4] = word.to_bytes(4, "little")
+    return bytes(out)
+
+
+@pytest.mark.parametrize("bits", [0, 1, 3, 7, 13, 32])
+def test_unpack_4x_inverts_the_packing(bits):
+    rng = np.random.default_rng(bits)
+    values = rng.integers(0, 1 << bits, 128, dtype=np.int64) if bits else np.zeros(128, int)
+    assert ip.unpack_4x(_pack_4x(values, bits), bits).tolist() == values.tolist()
+
+
+def _varint(n):
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def test_posting_blocks_full_and_tail_under_both_codecs():
+    docs = np.arange(0, 400, 2)[:130]
+    freqs = np.arange(130) % 5 + 1
+    deltas = np.diff(docs[:128], prepend=docs[0])
+    full = (b"\0\0\0\0" + int(docs[0]).to_bytes(4, "little") + bytes([2]) + _pack_4x(deltas, 2)
+            + bytes([3]) + _pack_4x(freqs[:128], 3))
+    fixed = b"\0\0\0\0" + np.asarray(docs[128:], "<u4").tobytes() + \
+        np.asarray(freqs[128:], "<u4").tobytes()
+    varint = b"\0\0\0\0" + _varint(int(docs[128])) + _varint(int(docs[129] - docs[128])) + \
+        b"".join(_varint(int(f)) for f in freqs[128:])
+    for codec, tail in (("fixed32_v1", fixed), ("varint_delta_v1", varint)):
+        d, f = ip.posting_list([full, tail], 130, codec, None)
+        assert d.tolist() == docs.tolist() and f.tolist() == freqs.tolist()
+    with pytest.raises(FormatError):
+        ip.posting_list([full[:-1], fixed], 130, "fixed32_v1", None)
+    with pytest.raises(FormatError):
+        ip.posting_list([full], 130, "fixed32_v1", None)        # a block missing
+    with pytest.raises(FormatError):
+        ip.tail_block(b"\0\0\0\0\xff\xff\xff\xff\xff\xff", 1, "varint_delta_v1", None)
+
+
+def test_shared_position_stream_chunks():
+    # two postings, 130 positions: one packed chunk of 128 deltas then two varints
+    freqs = np.array([100, 30])
+    deltas = [0] + [1] * 99 + [5] + [2] * 29
+    stream = bytes([3]) + _pack_4x(deltas[:128], 3) + _varint(deltas[128]) + \
+        _varint(deltas[129])
+    pos = ip.positions_shared(stream, [0], freqs, None)
+    assert pos[0] == list(range(100)) and pos[1] == [5 + 2 * i for i in range(30)]
+    with pytest.raises(FormatError):
+        ip.positions_shared(stream[:-1], [0], freqs, None)
+
+
+def test_fst_refuses_cut_and_bad_bytes():
+    with pytest.raises(FormatError):
+        fst.entries(b"\x03" + b"\0" * 10)
+    with pytest.raises(FormatError):
+        fst.entries((9).to_bytes(8, "little") + b"\0" * 30)
+
+
+# ---- against pylance 14.0.2 ----
+
+def _rows(n=600, seed=0, words=WORDS):
+    rng = np.random.default_rng(seed)
+    text = [" ".join(rng.choice(words, int(rng.integers(1, 7)))) if i % 23 else None
+            for i in range(n)]
+    text[5] = "common " * 140           # a posting list of one row with 140 positions
+    return pa.table({"id": pa.array(np.arange(n) + seed * 100000, pa.int64()), "text": text})
+
+
+def _index_dir(uri):
+    import lance
+
+    (i,) = [x for x in lance.dataset(uri).list_indices() if x["name"] == "fts"]
+    d = os.path.join(uri, "_indices", i["uuid"])
+    return IndexFiles(LocalStore(d), {n: n for n in os.listdir(d)}), i
+
+
+def _decoded(uri):
+    files, i = _index_dir(uri)
+
+    class Index:
+        name = "fts"
+
+    return inverted.read(files, Index)
+
+
+def _expected(table, params):
+    """token -> {row position: token positions} from the text, under ``params``."""
+    want: dict[str, dict[int, list[int]]] = {}
+    for r, text in enumerate(table.column("text").to_pylist()):
+        if text is None:
+            continue
+        toks = inverted.exact_tokens(text, params)
+        assert toks is not None, (text, params)
+        for k, t in enumerate(toks):
+            want.setdefault(t, {}).setdefault(r, []).append(k)
+    return want
+
+
+SETTINGS = [
+    dict(with_position=True, base_tokenizer="simple", lower_case=True, stem=False,
+         remove_stop_words=False, ascii_folding=False),
+    dict(with_position=False, base_tokenizer="whitespace", lower_case=False, stem=False,
+         remove_stop_words=False, ascii_folding=False, max_token_length=10),
+    dict(with_position=True, base_tokenizer="simple", lower_case=True, stem=False,
+         remove_stop_words=True, ascii_folding=True),
+]
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("settings", SETTINGS, ids=["simple-pos", "whitespace-case-len",
+                                                    "stopwords-fold"])
+def test_decoded_postings_equal_the_tokens_of_the_text(tmp_path, settings):
+    import lance
+
+    uri = str(tmp_path / "t")
+    rows = _rows()
+    ds = lance.write_dataset(rows, uri)
+    ds.create_scalar_index("text", "INVERTED", name="fts", **settings)
+    content = _decoded(uri)
+    assert content.version == "inverted-partitioned/fst/v2"
+    want = _expected(rows, content.extra["params"])
+    post = content.extra["postings"]
+    freqs: dict[str, dict[int, int]] = {}
+    positions: dict[str, dict[int, list[int] | None]] = {}
+    for t, r, f, p in zip(*(post.column(c).to_pylist() for c in
+                            ("token", "row_id", "frequency", "positions")), strict=True):
+        freqs.setdefault(t, {})[r] = int(f)
+        positions.setdefault(t, {})[r] = p
+    assert freqs == {t: {r: len(p) for r, p in rs.items()} for t, rs in want.items()}
+    assert freqs["common"][5] == 140
+    if not settings["with_position"]:
+        assert all(p is None for rs in positions.values() for p in rs.values())
+    elif not settings["remove_stop_words"]:
+        assert positions == want
+        assert positions["common"][5] == list(range(140))
+
+
+def _text_errors(uri):
+    report = validate(uri, deep=True)
+    return [f for f in report.findings if f.rule in TEXT_RULES and f.severity == "error"], \
+        report
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("with_position", [True, False])
+def test_own_index_after_appends_optimize_and_deletes_draws_no_error(tmp_path, with_position):
+    import lance
+
+    uri = str(tmp_path / "t")
+    ds = lance.write_dataset(_rows(), uri, max_rows_per_file=250)
+    ds.create_scalar_index("text", "INVERTED", name="fts", with_position=with_position,
+                           stem=False, remove_stop_words=False, ascii_folding=False)
+    for seed in (1, 2):
+        ds = lance.write_dataset(_rows(200, seed=seed), uri, mode="append")
+        ds.optimize.optimize_indices()
+    ds.delete("id % 11 = 3")
+    ds = lance.dataset(uri)
+    content = _decoded(uri)
+    assert content.extra["postings"].num_rows > 0
+    errs, report = _text_errors(uri)
+    assert errs == [], [f.message for f in errs][:5]
+    assert "fts" not in " ".join(getattr(report, "not_judged", []) or [])
+    # the postings are judged: the search for a token answers the rows holding it
+    hits = ds.to_table(full_text_query="zebra", columns=["text"])["text"].to_pylist()
+    assert hits and all("zebra" in t.lower().split() for t in hits)
+
+
+def _swap(tmp_path, settings):
+    import lance
+
+    rows = _rows()
+    a = lance.write_dataset(rows, str(tmp_path / "a"))
+    b = lance.write_dataset(rows.take(np.arange(rows.num_rows)[::-1]), str(tmp_path / "b"))
+    for d in (a, b):
+        d.create_scalar_index("text", "INVERTED", name="fts", **settings)
+    (_, ia), (_, ib) = _index_dir(str(tmp_path / "a")), _index_dir(str(tmp_path / "b"))
+    da = tmp_path / "a" / "_indices" / ia["uuid"]
+    db = tmp_path / "b" / "_indices" / ib["uuid"]
+    assert sorted(os.listdir(da)) == sorted(os.listdir(db))
+    for n in os.listdir(db):
+        shutil.copyfile(db / n, da / n)
+        from conformance.suite.index.test_index_text import _set_index_file_size
+
+        _set_index_file_size(str(tmp_path / "a"), n, os.path.getsize(da / n))
+    return str(tmp_path / "a")
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("settings", SETTINGS[:2], ids=["simple-pos", "whitespace-case-len"])
+def test_swapped_index_is_an_index_126_error_naming_a_row(tmp_path, settings):
+    import lance
+
+    uri = _swap(tmp_path, settings)
+    hits = lance.dataset(uri).to_table(full_text_query="zebra", columns=["text"])
+    assert any("zebra" not in (t or "").lower() for t in hits["text"].to_pylist()), \
+        "the swapped index answers as the data does"
+    errs, _ = _text_errors(uri)
+    p126 = [f for f in errs if f.rule == "INDEX-126"]
+    assert p126 and all(f.location.get("index") == "fts" for f in p126)
+    assert all("row" in f.location for f in p126)
+    assert any("not listed under its token" in f.message for f in p126)
+
+
+@pytest.mark.interop
+def test_unknown_layout_setting_is_refused_by_name(tmp_path):
+    import lance
+
+    uri = str(tmp_path / "t")
+    lance.write_dataset(_rows(50), uri).create_scalar_index("text", "INVERTED", name="fts")
+    files, _ = _index_dir(uri)
+    with pytest.raises(UnsupportedIndex, match="posting_tail_codec"):
+        inverted._layout({b"posting_tail_codec": b"pfor_v9"}, files.key("metadata.lance"))
+
+
+# ---- older releases (0.38.3, 4.0.2): fixed32 tails, per-document positions ----
+
+_BUILD = r"""
+import json, sys, lance, pyarrow as pa
+out, pos = sys.argv[1], sys.argv[2] == "1"
+text = json.loads(sys.argv[3])
+ds = lance.write_dataset(pa.table({"id": list(range(len(text))), "text": text}), out)
+ds.create_scalar_index("text", "INVERTED", name="fts", with_position=pos, stem=False,
+                       remove_stop_words=False, ascii_folding=False)
+"""
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("release", ["pylance==0.38.3", "pylance==4.0.2"])
+def test_older_partitioned_releases_decode_to_the_text(tmp_path, release):
+    from conformance.releases.venvs import Release, ReleaseUnavailable, ensure_venv
+
+    try:
+        python = ensure_venv(Release.parse(release))
+    except ReleaseUnavailable as exc:
+        pytest.skip(f"{release} cannot be installed here: {exc}")
+    rows = _rows(400)
+    for pos in (True, False):
+        uri = str(tmp_path / f"t{int(pos)}")
+        done = subprocess.run([str(python), "-c", _BUILD, uri, "1" if pos else "0",
+                               json.dumps(rows.column("text").to_pylist())],
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr[-2000:]
+        content = _decoded(uri)
+        assert content.version == "inverted-partitioned/fst/v1"
+        want = _expected(rows, content.extra["params"])
+        post = content.extra["postings"]
+        have: dict = {}
+        for t, r, f, p in zip(*(post.column(c).to_pylist() for c in
+                                ("token", "row_id", "frequency", "positions")), strict=True):
+            have.setdefault(t, {})[r] = p if pos else int(f)
+        assert have == (want if pos else {t: {r: len(p) for r, p in rs.items()}
+                                          for t, rs in want.items()})
+        errs, _ = _text_errors(uri)
+        assert errs == [], [f.message for f in errs][:5]
