@@ -14,26 +14,33 @@ Two layouts are known.
                    token id; "max_scores": JSON list
     docs.lance     _rowid uint64, _num_tokens uint32          one row per document (row)
 
-**Partitioned layout** (later releases up to 14.0.2)::
+**Partitioned layout** (0.3x releases up to 14.0.2)::
 
     metadata.lance          schema metadata "params" (tokenizer settings as JSON),
                             "partitions" (JSON list of partition ids), "token_set_format"
-                            ("fst"), "format_version", posting/position codecs
-    part_N_tokens.lance     the partition's token set (an FST of token -> token id)
-    part_N_invert.lance     per token id: compressed posting blocks, max score, length,
-                            positions (codec named in the metadata)
-    part_N_docs.lance       _rowid uint64, _num_tokens uint32   one row per document
+                            ("fst"); from 4.x "posting_tail_codec"; from 14.x
+                            "format_version" "2", "posting_block_size" "128" and, with
+                            positions, "positions_codec" / "positions_layout"
+    part_N_tokens.lance     one row: _token_fst_bytes (an FST of token -> token id, see
+                            :mod:`reference_impl.index.fst`), _token_next_id (token count)
+    part_N_invert.lance     row i = token i: _posting (list of compressed blocks), _length
+                            (documents), _max_score, [_impacts], and with positions either
+                            _position (per document) or _compressed_position +
+                            _position_block_offset (see :mod:`.inverted_postings`)
+    part_N_docs.lance       _rowid uint64, _num_tokens uint32   one row per document; a
+                            posting names a document by its row number here
 
-This reader decodes, for every layout, the documents (row ids and token counts), and for
-the single-file-set layout the postings too. The partitioned layout's token FST and
-compressed posting blocks are **not decoded** here: ``extra["postings"]`` is None and
-``extra["postings_layout"]`` names the layout (its token set format and codecs), so a check
-can hold only the documents against the data. An unknown file set is refused.
+This reader decodes, for both layouts, the documents (row ids and token counts) and the
+postings; for the partitioned layout also the positions. A layout setting it does not know
+(a codec, a block size, a token set format) and an unknown file set are refused
+(UnsupportedIndex naming them).
 
 ``entries`` has one row per document: ``row_id`` uint64, ``num_tokens`` uint32,
-``partition`` int32. ``extra["postings"]`` (when decoded) is a table of (``token`` string,
-``row_id`` uint64, ``frequency`` float32); ``extra["params"]`` the tokenizer settings the
-metadata records (dict, or None).
+``partition`` int32. ``extra["postings"]`` is a table of (``token`` string, ``row_id``
+uint64, ``frequency`` float32) and, for the partitioned layout, ``positions``
+list<uint32> (null without positions) and ``partition`` int32; ``extra["params"]`` the
+tokenizer settings the metadata records (dict, or None). The tokenizer those settings
+describe is modelled in :mod:`reference_impl.index.inverted_tokens`.
 """
 
 from __future__ import annotations
@@ -52,6 +59,14 @@ from reference_impl.index.inverted_postings import (
     positions_per_doc,
     positions_shared,
     posting_list,
+)
+from reference_impl.index.inverted_tokens import (  # noqa: F401  (the model's names, re-exported)
+    ENGLISH_STOP_WORDS,
+    STOP_LISTS,
+    exact_tokens,
+    model,
+    split_simple,
+    split_whitespace,
 )
 
 KIND = "inverted"
@@ -297,7 +312,9 @@ def _partitioned(files, index):
         (layout.get("format_version") or "1")
     return IndexContent(kind=KIND, version=version, entries=docs, summary=summary,
                         extra={"postings": postings, "params": params,
-                               "postings_layout": shown})
+                               "postings_layout": shown,
+                               "stop_list": "v2" if layout["format_version"] == "2"
+                               else "lucene"})
 
 
 def read(files, index):
@@ -314,13 +331,6 @@ def read(files, index):
 
 # ---- holding the documents against the data ----
 
-#: The English stop words the writers remove when ``remove_stop_words`` is set (tantivy's
-#: list for English, the same as Lucene's English analyzer).
-ENGLISH_STOP_WORDS = frozenset((
-    "a an and are as at be but by for if in into is it no not of on or such that the their "
-    "then there these they this to was will with").split())
-_TOKEN_CHARS = ("Lu", "Ll", "Lt", "Lm", "Lo", "Nd")
-_ALNUM_RUNS = re.compile(r"[^\W_]+")
 #: the stop words' stems' possible beginnings (a token starting so may stem to a stop word)
 _STOP_PREFIXES = tuple(sorted({w[:-1] for w in ENGLISH_STOP_WORDS if len(w) > 1}))
 _unsure_cache: dict[str, bool] = {}
@@ -335,50 +345,16 @@ def _may_stem_to_stop_word(token: str) -> bool:
     return hit
 
 
-def split_simple(text: str) -> list[str] | None:
-    """Tokens of the ``simple`` base tokenizer (maximal runs of alphanumeric characters), or
-    None when ``text`` holds a character whose class may differ between Python's and the
-    writer's notion of alphanumeric (then the text is not judged)."""
-    import unicodedata
-
-    if text.isascii():
-        return _ALNUM_RUNS.findall(text)
-    for c in text:
-        if not c.isascii() and not c.isspace() and unicodedata.category(c) not in _TOKEN_CHARS:
-            if c.isalnum() or unicodedata.category(c).startswith(("M", "N")):
-                return None
-    return _ALNUM_RUNS.findall(text)
-
-
-def split_whitespace(text: str) -> list[str]:
-    """Tokens of the ``whitespace`` base tokenizer (split on ASCII whitespace)."""
-    return [t for t in re.split(r"[ \t\n\x0c\r]+", text) if t]
-
-
-def exact_tokens(text: str, params: dict | None) -> list[str] | None:
-    """The tokens the writer makes of ``text`` under ``params`` when this implementation
-    reproduces them exactly (no stemming; ASCII folding only of ASCII text), else None."""
-    if params is None or params.get("stem") or count_bounds(text, params) is None:
-        return None
-    if params.get("ascii_folding") and not text.isascii():
-        return None
-    base = params.get("base_tokenizer") or "simple"
-    tokens = split_simple(text) if base == "simple" else split_whitespace(text)
-    limit = params.get("max_token_length")
-    if limit:
-        tokens = [t for t in tokens if len(t.encode("utf-8")) < int(limit)]
-    if params.get("lower_case", True):
-        tokens = [t.lower() for t in tokens]
-    if params.get("remove_stop_words", False):
-        tokens = [t for t in tokens if t not in ENGLISH_STOP_WORDS]
-    return tokens
-
-
-def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
+def count_bounds(text: str, params: dict | None,
+                 stop_list: str = "lucene") -> tuple[int, int] | None:
     """``(least, most)`` tokens the writer can count for ``text`` under ``params`` (the
     settings recorded in the index metadata), or None when they cannot be bounded here.
-    Without stemming the count is exact; with it, a token whose stem might be a stop word
+    Where the tokenizer model reproduces the tokens (:mod:`.inverted_tokens`) the count is
+    exact; with stemming but no stemmer installed, a token whose stem might be a stop word
     (one starting like a stop word) is counted in ``most`` only."""
+    exact = exact_tokens(text, params, stop_list)
+    if exact is not None:
+        return len(exact), len(exact)
     if params is None:
         return None
     base = params.get("base_tokenizer") or "simple"
@@ -400,9 +376,11 @@ def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
     if (params.get("language") or "English").strip('"') != "English" or \
             not params.get("lower_case", True):
         return None
-    kept = [t for t in tokens if t not in ENGLISH_STOP_WORDS]
+    kept = [t for t in tokens if t not in STOP_LISTS[stop_list]]
     if not params.get("stem", False):
         return len(kept), len(kept)
+    if stop_list != "lucene":
+        return None
     unsure = sum(1 for t in kept if _may_stem_to_stop_word(t))
     return len(kept) - unsure, len(kept)
 
@@ -414,11 +392,30 @@ RULE_OUTSIDE = "INDEX-124"
 
 
 def check(content, index, data, remap=None):
-    """Yield a :class:`Disagreement` for each way the documents disagree with the rows they
-    cover (INDEX-125): a row with tokens that is not a document (a search through the index
-    never finds it), a document whose token count is outside what its text gives under the
-    recorded settings, a null row listed with tokens; a document outside the covered
-    fragments (INDEX-124); postings that disagree with the documents (INDEX-127)."""
+    """Yield a :class:`Disagreement` for each way the index disagrees with the rows it covers
+    (see :func:`_disagreements`). When the postings are decoded but the recorded tokenizer
+    settings are not modelled (:func:`reference_impl.index.inverted_tokens.model`), the
+    postings cannot be held against the text: if nothing else disagrees the index is refused
+    (UnsupportedIndex naming the setting: "not judged"), else what disagrees is reported."""
+    refusal = None
+    params = content.extra.get("params")
+    if content.extra.get("postings") is not None and params is not None:
+        try:
+            model(params, content.extra.get("stop_list", "lucene"))
+        except UnsupportedIndex as exc:
+            refusal = exc
+    found = list(_disagreements(content, index, data, remap))
+    if refusal is not None and not found:
+        raise refusal
+    yield from found
+
+
+def _disagreements(content, index, data, remap=None):
+    """The documents against the rows they cover (INDEX-125): a row with tokens that is not
+    a document (a search through the index never finds it), a document whose token count is
+    outside what its text gives under the recorded settings, a null row listed with tokens;
+    a document outside the covered fragments (INDEX-124); postings that disagree with the
+    documents (INDEX-127) or with the tokens of the text (INDEX-126)."""
     if remap is None:
         from reference_impl.index.remapped import Remap
 
@@ -429,6 +426,7 @@ def check(content, index, data, remap=None):
     name = index.name
     docs = content.entries
     params = content.extra.get("params")
+    stop_list = content.extra.get("stop_list", "lucene")
     doc_ids = docs.column("row_id").to_numpy().astype(np.uint64)
     counts = docs.column("num_tokens").to_numpy().astype(np.int64)
     state = classify(data, doc_ids, remap)
@@ -444,7 +442,7 @@ def check(content, index, data, remap=None):
                 yield Disagreement(RULE_DOCUMENTS, f"INVERTED index {name!r}: row {rid} is "
                                    f"null but is a document of {n} tokens", rid, None)
             continue
-        bounds = count_bounds(text, params)
+        bounds = count_bounds(text, params, stop_list)
         if bounds is None:
             continue
         if n < 0:
@@ -480,7 +478,7 @@ def check(content, index, data, remap=None):
     if stray.any():
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: {int(stray.sum())} "
                            "postings name rows that are not documents", int(prow[stray][0]))
-    yield from _postings_against_text(postings, name, data, params)
+    yield from _postings_against_text(postings, name, data, params, stop_list)
     rows, inv = np.unique(prow, return_inverse=True)
     sums = np.rint(np.bincount(inv, weights=freq)).astype(np.int64)
     by_doc = dict(zip(doc_ids.tolist(), counts.tolist(), strict=True))
@@ -491,35 +489,53 @@ def check(content, index, data, remap=None):
                                f"{by_doc[r]} tokens", r)
 
 
-def _postings_against_text(postings: pa.Table, name: str, data, params):
-    """INDEX-126: where the tokens are reproduced exactly, each covered row is listed under
-    exactly the tokens of its text (a search for a token finds the rows holding it, and only
-    them)."""
+def _postings_against_text(postings: pa.Table, name: str, data, params, stop_list: str):
+    """INDEX-126: where the tokens are reproduced exactly (:mod:`.inverted_tokens`), each
+    covered row is listed under exactly the tokens of its text (a search for a token finds
+    the rows holding it, and only them), and where positions are stored, with the positions
+    the token has in the text (a phrase search answers from them)."""
     from reference_impl.index import Disagreement
 
+    try:
+        tokenizer = model(params, stop_list)
+    except UnsupportedIndex:
+        return                                  # check() refuses or reports the rest
     prow = postings.column("row_id").to_numpy().astype(np.uint64)
     live = data.classify(prow) == data.LIVE
     at = data.positions(prow[live])
-    listed: dict[int, set[str]] = {}
-    for i, tok in zip(at.tolist(), np.asarray(postings.column("token").to_pylist(),
-                                              dtype=object)[live].tolist(), strict=True):
-        listed.setdefault(i, set()).add(tok)
+    has_positions = "positions" in postings.column_names
+    tokens = np.asarray(postings.column("token").to_pylist(), dtype=object)[live]
+    positions = (np.asarray(postings.column("positions").to_pylist() + [None],
+                            dtype=object)[:-1][live] if has_positions
+                 else [None] * len(tokens))
+    listed: dict[int, dict[str, list | None]] = {}
+    for i, tok, pos in zip(at.tolist(), tokens.tolist(), list(positions), strict=True):
+        listed.setdefault(i, {})[tok] = pos
     for i, text in enumerate(data.values.to_pylist()):
         if text is None:
             continue
-        want = exact_tokens(text, params)
-        if want is None:
+        pairs = tokenizer.stream(text)
+        if pairs is None:
             continue
-        want_set, have = set(want), listed.get(i, set())
+        want: dict[str, list[int]] = {}
+        for tok, pos in pairs:
+            want.setdefault(tok, []).append(pos)
+        have = listed.get(i, {})
         rid = int(data.row_ids[i])
-        for tok in sorted(want_set - have):
+        for tok in sorted(set(want) - set(have)):
             yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "
                                f"{text!r} but is not listed under its token {tok!r}", rid,
                                text, {"token": tok})
-        for tok in sorted(have - want_set):
+        for tok in sorted(set(have) - set(want)):
             yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "
                                f"{text!r} but is listed under the token {tok!r}", rid, text,
                                {"token": tok})
+        for tok in sorted(set(have) & set(want)):
+            if have[tok] is not None and list(have[tok]) != want[tok]:
+                yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "
+                                   f"{text!r}: its token {tok!r} is at positions "
+                                   f"{want[tok]}, the index lists {list(have[tok])}", rid,
+                                   text, {"token": tok})
 
 
 def classify(data, rows: np.ndarray, remap=None) -> np.ndarray:

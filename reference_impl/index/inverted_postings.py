@@ -189,7 +189,7 @@ def positions_shared(stream: bytes, offsets: list[int], freqs: np.ndarray,
         raise FormatError(f"INVERTED {len(offsets)} position block offsets for {nblocks} "
                           "posting blocks", path=path)
     bounds = list(offsets) + [len(stream)]
-    if any(not 0 <= a <= b <= len(stream) for a, b in zip(bounds, bounds[1:])):
+    if any(not 0 <= a <= b <= len(stream) for a, b in zip(bounds[:-1], bounds[1:], strict=True)):
         raise FormatError("INVERTED position block offsets are not ascending within the "
                           "stream", path=path)
     out: list[list[int]] = []
