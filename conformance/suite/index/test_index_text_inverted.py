@@ -217,6 +217,7 @@ def test_own_index_after_appends_optimize_and_deletes_draws_no_error(tmp_path, w
     ds = lance.dataset(uri)
     content = _decoded(uri)
     assert content.extra["postings"].num_rows > 0
+    assert len(content.summary["partitions"]) > 1   # optimize_indices added a partition
     errs, report = _text_errors(uri)
     assert errs == [], [f.message for f in errs][:5]
     assert "fts" not in " ".join(getattr(report, "not_judged", []) or [])
@@ -261,6 +262,115 @@ def test_swapped_index_is_an_index_126_error_naming_a_row(tmp_path, settings):
     assert p126 and all(f.location.get("index") == "fts" for f in p126)
     assert all("row" in f.location for f in p126)
     assert any("not listed under its token" in f.message for f in p126)
+
+
+@pytest.mark.interop
+def test_swapped_positions_are_an_index_126_error(tmp_path):
+    """Rows "alpha beta" / "beta alpha" alternate, the other table's the other way round:
+    the same tokens and counts per row, only the positions differ. The swapped index
+    answers the phrase query wrong and draws INDEX-126 (positions), not INDEX-125."""
+    import lance
+    from lance.query import PhraseQuery
+
+    def table(first):
+        text = [first if i % 2 == 0 else " ".join(reversed(first.split())) for i in range(60)]
+        return pa.table({"id": pa.array(np.arange(60), pa.int64()), "text": text})
+
+    for name, first in (("a", "alpha beta"), ("b", "beta alpha")):
+        lance.write_dataset(table(first), str(tmp_path / name)).create_scalar_index(
+            "text", "INVERTED", name="fts", with_position=True, stem=False)
+    uri = str(tmp_path / "a")
+    assert _errors_of(uri) == []
+    (_, ia), (_, ib) = _index_dir(uri), _index_dir(str(tmp_path / "b"))
+    da, db = tmp_path / "a" / "_indices" / ia["uuid"], tmp_path / "b" / "_indices" / ib["uuid"]
+    for n in os.listdir(db):
+        shutil.copyfile(db / n, da / n)
+        from conformance.suite.index.test_index_text import _set_index_file_size
+
+        _set_index_file_size(uri, n, os.path.getsize(da / n))
+    ds = lance.dataset(uri)
+    hits = ds.to_table(full_text_query=PhraseQuery("alpha beta", "text"), columns=["id"])
+    assert sorted(hits["id"].to_pylist()) != list(range(0, 60, 2)), \
+        "the swapped index answers the phrase as the data does"
+    errs = _errors_of(uri)
+    assert {f.rule for f in errs} == {"INDEX-126"}
+    assert all(f.location.get("index") == "fts" and "row" in f.location for f in errs)
+    assert all("positions" in f.message for f in errs)
+
+
+@pytest.mark.interop
+def test_cut_posting_block_is_index_100(tmp_path):
+    """A posting block one byte short, the file rewritten with the reference writer: the
+    index does not decode (INDEX-100 naming it), no traceback."""
+    import lance
+
+    from conformance.suite.index.test_index_text import _rewrite_index_file
+
+    uri = str(tmp_path / "t")
+    lance.write_dataset(_rows(), uri).create_scalar_index("text", "INVERTED", name="fts",
+                                                          stem=False)
+    _, i = _index_dir(uri)
+
+    def edit(table):
+        lists = table.column("_posting").to_pylist()
+        lists[0] = [lists[0][0][:-1]] + lists[0][1:]
+        at = table.schema.get_field_index("_posting")
+        return table.set_column(at, table.schema.field(at),
+                                pa.array(lists, table.schema.field(at).type))
+
+    _rewrite_index_file(uri, i["uuid"], "part_0_invert.lance", edit)
+    with pytest.raises(FormatError):
+        _decoded(uri)
+    errs, _ = _text_errors(uri)
+    assert [f.rule for f in errs] == ["INDEX-100"] and errs[0].location.get("index") == "fts"
+
+
+def _errors_of(uri):
+    return _text_errors(uri)[0]
+
+
+@pytest.mark.interop
+def test_many_tokens_decode_through_wide_fst_nodes(tmp_path):
+    """Tokens starting with 36 different characters (a root node of more than 32
+    transitions, written with its 256-byte input table) and token ids above 255 (outputs of
+    more than one byte)."""
+    import lance
+
+    rng = np.random.default_rng(7)
+    alphabet = list("abcdefghijklmnopqrstuvwxyz0123456789")
+    words = sorted({"".join(rng.choice(alphabet, int(rng.integers(1, 6)))) for _ in range(3000)})
+    text = [" ".join(words[i:i + 3]) for i in range(0, len(words), 3)]
+    uri = str(tmp_path / "t")
+    ds = lance.write_dataset(pa.table({"id": np.arange(len(text)), "text": text}), uri)
+    ds.create_scalar_index("text", "INVERTED", name="fts", stem=False, remove_stop_words=False)
+    content = _decoded(uri)
+    assert set(content.extra["postings"].column("token").to_pylist()) == set(words)
+    assert _errors_of(uri) == []
+
+
+@pytest.mark.interop
+def test_unmodelled_tokenizer_setting_is_not_judged_by_name(tmp_path):
+    import lance
+
+    uri = str(tmp_path / "t")
+    lance.write_dataset(_rows(100), uri).create_scalar_index(
+        "text", "INVERTED", name="fts", base_tokenizer="ngram")
+    errs, report = _text_errors(uri)
+    assert errs == []
+    notes = " ".join(getattr(report, "not_judged", []) or [])
+    assert "'fts'" in notes and "base_tokenizer='ngram'" in notes
+
+
+def test_stemming_without_the_stemmer_is_refused_by_name(monkeypatch):
+    import sys
+
+    from reference_impl.index import inverted_tokens
+
+    monkeypatch.setitem(sys.modules, "snowballstemmer", None)
+    with pytest.raises(UnsupportedIndex, match="stem=true"):
+        inverted_tokens.model({"base_tokenizer": "simple", "stem": True})
+    assert inverted_tokens.model({"stem": False}).stream("Fox runs") == [("fox", 0),
+                                                                         ("runs", 1)]
 
 
 @pytest.mark.interop
@@ -314,3 +424,22 @@ def test_older_partitioned_releases_decode_to_the_text(tmp_path, release):
                                           for t, rs in want.items()})
         errs, _ = _text_errors(uri)
         assert errs == [], [f.message for f in errs][:5]
+
+
+# ---- the index census answers full-text queries from the decoded postings ----
+
+@pytest.mark.interop
+def test_census_cells_of_inverted_are_decoded_and_the_swap_caught(tmp_path):
+    import sys
+
+    from conformance.census import index_census, indexes
+
+    out = tmp_path / "pylance-14.0.2"
+    indexes.build("pylance==14.0.2", out, kinds=["INVERTED", "INVERTED-positions"],
+                  scenarios=["plain", "delete", "optimize", "swap"], python=sys.executable)
+    cells = index_census.judge([out])
+    assert len(cells) == 8
+    for c in cells:
+        assert c.decoded == "yes", (c.kind, c.scenario, c.detail)
+        assert c.verdict == ("caught" if c.scenario == "swap" else "agree"), \
+            (c.kind, c.scenario, c.verdict, c.detail)
