@@ -142,7 +142,7 @@ def _expected(table, content):
         if text is None:
             continue
         pairs = tokenizer.stream(text)
-        assert pairs is not None, (text, params)
+        assert pairs is not None, (text, content.extra["params"])
         for t, k in pairs:
             want.setdefault(t, {}).setdefault(r, []).append(k)
     return want
