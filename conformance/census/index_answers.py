@@ -243,11 +243,11 @@ def candidates(content, q: Query, *, rowmap: RowMap, scan_ids: set[int]) -> tupl
         params = content.extra.get("params")
         if params is not None:
             try:
-                pairs = model(params, content.extra.get("stop_list", "lucene")).stream(
-                    q.args[0])
+                tokenizer = model(params, content.extra.get("stop_list", "lucene"))
             except UnsupportedIndex as exc:
                 raise CannotAnswer(f"the index's tokenizer is not modelled: {exc}") from None
-            if not pairs:
+            pairs = tokenizer.stream(q.args[0])
+            if not pairs or any(t in tokenizer.unsure for t, _ in pairs):
                 raise CannotAnswer("the query term holds no token the kit reproduces")
             want = {t for t, _ in pairs}
         tokens = _need(postings, "token").to_pylist()

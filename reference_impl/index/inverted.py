@@ -350,13 +350,21 @@ def count_bounds(text: str, params: dict | None,
     """``(least, most)`` tokens the writer can count for ``text`` under ``params`` (the
     settings recorded in the index metadata), or None when they cannot be bounded here.
     Where the tokenizer model reproduces the tokens (:mod:`.inverted_tokens`) the count is
-    exact; with stemming but no stemmer installed, a token whose stem might be a stop word
+    exact but for tokens the writer may or may not drop as stop words (counted in ``most``
+    only); with stemming but no stemmer installed, a token whose stem might be a stop word
     (one starting like a stop word) is counted in ``most`` only."""
-    exact = exact_tokens(text, params, stop_list)
-    if exact is not None:
-        return len(exact), len(exact)
     if params is None:
         return None
+    try:
+        tokenizer = model(params, stop_list)
+    except UnsupportedIndex:
+        tokenizer = None
+    if tokenizer is not None:
+        pairs = tokenizer.stream(text)
+        if pairs is None:
+            return None
+        unsure = sum(1 for t, _ in pairs if t in tokenizer.unsure)
+        return len(pairs) - unsure, len(pairs)
     base = params.get("base_tokenizer") or "simple"
     if params.get("lance_tokenizer") not in (None, "text") or base not in ("simple", "whitespace"):
         return None
@@ -376,7 +384,7 @@ def count_bounds(text: str, params: dict | None,
     if (params.get("language") or "English").strip('"') != "English" or \
             not params.get("lower_case", True):
         return None
-    kept = [t for t in tokens if t not in STOP_LISTS[stop_list]]
+    kept = [t for t in tokens if t not in STOP_LISTS[stop_list][0]]
     if not params.get("stem", False):
         return len(kept), len(kept)
     if stop_list != "lucene":
@@ -519,8 +527,9 @@ def _postings_against_text(postings: pa.Table, name: str, data, params, stop_lis
             continue
         want: dict[str, list[int]] = {}
         for tok, pos in pairs:
-            want.setdefault(tok, []).append(pos)
-        have = listed.get(i, {})
+            if tok not in tokenizer.unsure:
+                want.setdefault(tok, []).append(pos)
+        have = {t: p for t, p in listed.get(i, {}).items() if t not in tokenizer.unsure}
         rid = int(data.row_ids[i])
         for tok in sorted(set(want) - set(have)):
             yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "

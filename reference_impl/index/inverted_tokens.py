@@ -37,11 +37,10 @@ from reference_impl.errors import UnsupportedIndex
 ENGLISH_STOP_WORDS = frozenset((
     "a an and are as at be but by for if in into is it no not of on or such that the their "
     "then there these they this to was will with").split())
-#: The English stop words pylance 14.0.2 removes (its partitioned layout of format_version
-#: "2"), measured: each of 20,223 distinct words of English prose and 190 candidate stop
-#: words (pronouns, auxiliaries, contractions, negations) indexed alone with the whitespace
-#: tokenizer; these are the ones it drops. It keeps the negations (no, nor, not, don't ...),
-#: would/could/shall/may/might/must, and contractions other than a pronoun's.
+#: The English stop words pylance 14.0.2 and 9.0.1 both remove (both write the partitioned
+#: layout of format_version "2"), measured: each of 20,281 distinct words (the words of
+#: English prose and candidate stop words: pronouns, auxiliaries, contractions, negations)
+#: indexed after a kept word with the whitespace tokenizer; these are the ones dropped.
 ENGLISH_STOP_WORDS_V2 = frozenset((
     "a about above after again against all am an and any are as at be because been before "
     "being below between both but by can did do does doing down during each few for from "
@@ -52,8 +51,17 @@ ENGLISH_STOP_WORDS_V2 = frozenset((
     "these they they'd they'll they're they've this those through to too under until up "
     "very was we we'd we'll we're we've were what when where which while who whom why will "
     "with you you'd you'll you're you've your yours yourself yourselves").split())
-#: the English stop lists by the index layout that records which writer generation it is
-STOP_LISTS = {"lucene": ENGLISH_STOP_WORDS, "v2": ENGLISH_STOP_WORDS_V2}
+#: The words 9.0.1 removes too and 14.0.2 keeps (negations and clitics); a writer of the
+#: same layout may do either, so a token among them is not judged.
+ENGLISH_STOP_WORDS_V2_UNSURE = frozenset((
+    "ain aren aren't couldn couldn't d didn didn't doesn doesn't don don't hadn hadn't hasn "
+    "hasn't haven haven't isn isn't ll m ma mightn mustn mustn't needn no nor not o s shan "
+    "shan't shouldn shouldn't t ve wasn wasn't weren weren't won won't wouldn wouldn't "
+    "y").split())
+#: the English stop lists by the writer generation the index layout tells: (the words every
+#: measured release of it removes, the words some remove and some keep)
+STOP_LISTS = {"lucene": (ENGLISH_STOP_WORDS, frozenset()),
+              "v2": (ENGLISH_STOP_WORDS_V2, ENGLISH_STOP_WORDS_V2_UNSURE)}
 _TOKEN_CHARS = ("Lu", "Ll", "Lt", "Lm", "Lo", "Nd")
 _ALNUM_RUNS = re.compile(r"[^\W_]+")
 _ASCII_SPACE = re.compile(r"[ \t\n\x0c\r]+")
@@ -108,6 +116,9 @@ class Model:
     stem: object          # None, or word -> stem
     stop_words: frozenset | None
     ascii_folding: bool
+    #: tokens the writer may or may not have dropped as stop words (kept by :meth:`stream`;
+    #: a check judges them neither way)
+    unsure: frozenset = frozenset()
 
     def stream(self, text: str) -> list[tuple[str, int]] | None:
         """The (token, position) pairs the writer makes of ``text``, or None when this
@@ -152,22 +163,25 @@ def model(params: dict | None, stop_list: str = "lucene") -> Model:
     remove = bool(params.get("remove_stop_words", False))
     if language != "English" and (stem or (remove and not custom)):
         raise _refuse("language", language)
-    stop_words = None
+    stop_words, unsure = None, frozenset()
     if remove:
-        stop_words = frozenset(custom) if custom else STOP_LISTS[stop_list]
+        stop_words, unsure = (frozenset(custom), frozenset()) if custom else STOP_LISTS[stop_list]
     limit = params.get("max_token_length")
     return Model(base=base, max_bytes=int(limit) if limit else None,
                  lower_case=bool(params.get("lower_case", True)),
                  stem=english_stemmer() if stem else None, stop_words=stop_words,
-                 ascii_folding=bool(params.get("ascii_folding", False)))
+                 ascii_folding=bool(params.get("ascii_folding", False)), unsure=unsure)
 
 
 def exact_tokens(text: str, params: dict | None, stop_list: str = "lucene") -> list[str] | None:
     """The tokens the writer makes of ``text`` under ``params`` when the model reproduces
-    them exactly, else None (settings not modelled, or this text not reproducible)."""
+    them exactly, else None (settings not modelled, this text not reproducible, or a token
+    the writer may or may not drop)."""
     try:
         m = model(params, stop_list)
     except UnsupportedIndex:
         return None
     pairs = m.stream(text)
-    return None if pairs is None else [t for t, _ in pairs]
+    if pairs is None or any(t in m.unsure for t, _ in pairs):
+        return None
+    return [t for t, _ in pairs]

@@ -31,7 +31,7 @@ from reference_impl.io.local import LocalStore
 TEXT_RULES = {"INDEX-100", "INDEX-124", "INDEX-125", "INDEX-126", "INDEX-127"}
 WORDS = ["Hello", "world", "quick", "Brown", "fox", "jumps", "lance", "runs", "db-42",
          "zebra", "Zebra", "a", "the", "averyveryverylongword", "x", "y", "running", "its",
-         "ponies", "Caresses", "generously"]
+         "ponies", "Caresses", "generously", "not"]
 
 
 # ---- units: no pylance ----
@@ -145,7 +145,8 @@ def _expected(table, content):
         assert pairs is not None, (text, content.extra["params"])
         for t, k in pairs:
             want.setdefault(t, {}).setdefault(r, []).append(k)
-    return want
+    # a token some writers of the layout drop as a stop word and others keep is not judged
+    return {t: rs for t, rs in want.items() if t not in tokenizer.unsure}
 
 
 SETTINGS = {
@@ -182,8 +183,11 @@ def test_decoded_postings_equal_the_tokens_of_the_text(tmp_path, settings):
     post = content.extra["postings"]
     freqs: dict[str, dict[int, int]] = {}
     positions: dict[str, dict[int, list[int] | None]] = {}
+    unsure = inverted.model(content.extra["params"], content.extra["stop_list"]).unsure
     for t, r, f, p in zip(*(post.column(c).to_pylist() for c in
                             ("token", "row_id", "frequency", "positions")), strict=True):
+        if t in unsure:
+            continue
         freqs.setdefault(t, {})[r] = int(f)
         positions.setdefault(t, {})[r] = p
     assert freqs == {t: {r: len(p) for r, p in rs.items()} for t, rs in want.items()}
