@@ -45,6 +45,7 @@ describe is modelled in :mod:`reference_impl.index.inverted_tokens`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -360,7 +361,8 @@ def count_bounds(text: str, params: dict | None,
     except UnsupportedIndex:
         tokenizer = None
     if tokenizer is not None:
-        pairs = tokenizer.stream(text)
+        # folding comes last and drops no token: the count does not depend on it
+        pairs = dataclasses.replace(tokenizer, ascii_folding=False).stream(text)
         if pairs is None:
             return None
         unsure = sum(1 for t, _ in pairs if t in tokenizer.unsure)

@@ -106,6 +106,35 @@ def test_fst_refuses_cut_and_bad_bytes():
         fst.entries((9).to_bytes(8, "little") + b"\0" * 30)
 
 
+def test_tokenizer_model_positions_case_stop_lists_and_refusals():
+    from reference_impl.index import inverted_tokens as tk
+
+    plain = {"base_tokenizer": "simple", "lower_case": True, "max_token_length": 6}
+    # a dropped token (too long) leaves a gap in the positions
+    assert tk.model(plain).stream("Fox jumped over") == [("fox", 0), ("over", 2)]
+    # each character lower-cased alone (pylance 14.0.2 writes these tokens): a final sigma
+    # stays sigma; "ΟΔΟΣ" is 8 UTF-8 bytes, too long for a limit of 6
+    assert tk.model({}).stream("ΟΔΟΣ İstanbul") == [("οδοσ", 0), ("i̇stanbul", 1)]
+    assert tk.model(plain).stream("ΟΔΟΣ") == []
+    stops = dict(plain, remove_stop_words=True, max_token_length=40)
+    assert [t for t, _ in tk.model(stops, "lucene").stream("its not the fox")] == ["its", "fox"]
+    v2 = tk.model(stops, "v2")
+    assert v2.stream("its not the fox") == [("not", 1), ("fox", 3)] and "not" in v2.unsure
+    assert tk.exact_tokens("its not the fox", stops, "v2") is None   # "not": either way
+    custom = dict(stops, custom_stop_words=["fox"])
+    assert tk.model(custom, "v2").stream("the fox") == [("the", 0)]
+    for bad, setting in (({"base_tokenizer": "ngram"}, "base_tokenizer"),
+                         ({"lance_tokenizer": "json"}, "lance_tokenizer"),
+                         ({"split_identifiers": True}, "split_identifiers"),
+                         ({"stem": True, "language": "French"}, "language")):
+        with pytest.raises(UnsupportedIndex, match=setting):
+            tk.model(bad)
+    # non-ASCII text under ASCII folding: tokens not reproduced, the count still exact
+    folded = dict(stops, ascii_folding=True, stem=True)
+    assert tk.exact_tokens("Café über its", folded, "v2") is None
+    assert inverted.count_bounds("Café über its running", folded, "v2") == (3, 3)
+
+
 # ---- against pylance 14.0.2 ----
 
 def _rows(n=600, seed=0, words=WORDS):
