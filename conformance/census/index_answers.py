@@ -243,7 +243,8 @@ def candidates(content, q: Query, *, rowmap: RowMap, scan_ids: set[int]) -> tupl
         params = content.extra.get("params")
         if params is not None:
             try:
-                tokenizer = model(params, content.extra.get("stop_list", "lucene"))
+                tokenizer = model(params, content.extra.get("stop_list", "lucene"),
+                                  content.extra.get("stemmer", "snowball3"))
             except UnsupportedIndex as exc:
                 raise CannotAnswer(f"the index's tokenizer is not modelled: {exc}") from None
             pairs = tokenizer.stream(q.args[0])

@@ -63,6 +63,8 @@ from reference_impl.index.inverted_postings import (
 )
 from reference_impl.index.inverted_tokens import (  # noqa: F401  (the model's names, re-exported)
     ENGLISH_STOP_WORDS,
+    SNOWBALL_2,
+    SNOWBALL_3,
     STOP_LISTS,
     exact_tokens,
     model,
@@ -148,7 +150,8 @@ def _legacy(files, index):
                "postings": n}
     return IndexContent(kind=KIND, version="inverted-legacy", entries=docs, summary=summary,
                         extra={"postings": postings, "params": params,
-                               "postings_layout": "legacy"})
+                               "postings_layout": "legacy", "stop_list": "lucene",
+                               "stemmer": SNOWBALL_2})
 
 
 #: metadata.lance settings of the partitioned layout and the values this reader decodes
@@ -313,9 +316,20 @@ def _partitioned(files, index):
         (layout.get("format_version") or "1")
     return IndexContent(kind=KIND, version=version, entries=docs, summary=summary,
                         extra={"postings": postings, "params": params,
-                               "postings_layout": shown,
-                               "stop_list": "v2" if layout["format_version"] == "2"
-                               else "lucene"})
+                               "postings_layout": shown, **_generation(files, parts, layout)})
+
+
+def _generation(files, parts: list, layout: dict) -> dict:
+    """Which writer generation's English stop list and stemmer the index was built with, as
+    far as its files tell: format_version "2" (9.0.1 on) has the longer stop list; its
+    documents files record "total_tokens" from 11.0.0 on, the releases that stem with
+    Snowball 3 (9.0.1 writes no such key and stems with Snowball 2)."""
+    v2 = layout["format_version"] == "2"
+    totals = bool(parts) and all(
+        b"total_tokens" in (files.lance_file(f"part_{p}_docs.lance").schema.metadata or {})
+        for p in parts)
+    return {"stop_list": "v2" if v2 else "lucene",
+            "stemmer": SNOWBALL_3 if v2 and totals else SNOWBALL_2}
 
 
 def read(files, index):
@@ -346,8 +360,8 @@ def _may_stem_to_stop_word(token: str) -> bool:
     return hit
 
 
-def count_bounds(text: str, params: dict | None,
-                 stop_list: str = "lucene") -> tuple[int, int] | None:
+def count_bounds(text: str, params: dict | None, stop_list: str = "lucene",
+                 stemmer: str = SNOWBALL_3) -> tuple[int, int] | None:
     """``(least, most)`` tokens the writer can count for ``text`` under ``params`` (the
     settings recorded in the index metadata), or None when they cannot be bounded here.
     Where the tokenizer model reproduces the tokens (:mod:`.inverted_tokens`) the count is
@@ -357,7 +371,7 @@ def count_bounds(text: str, params: dict | None,
     if params is None:
         return None
     try:
-        tokenizer = model(params, stop_list)
+        tokenizer = model(params, stop_list, stemmer)
     except UnsupportedIndex:
         tokenizer = None
     if tokenizer is not None:
@@ -409,9 +423,12 @@ def check(content, index, data, remap=None):
     (UnsupportedIndex naming the setting: "not judged"), else what disagrees is reported."""
     refusal = None
     params = content.extra.get("params")
-    if content.extra.get("postings") is not None and params is not None:
+    stemmer = content.extra.get("stemmer", SNOWBALL_3)
+    # stemming by the Snowball 2 generation: counts bounded, postings not judged (as before)
+    old_stems = bool(params and params.get("stem")) and stemmer != SNOWBALL_3
+    if content.extra.get("postings") is not None and params is not None and not old_stems:
         try:
-            model(params, content.extra.get("stop_list", "lucene"))
+            model(params, content.extra.get("stop_list", "lucene"), stemmer)
         except UnsupportedIndex as exc:
             refusal = exc
     found = list(_disagreements(content, index, data, remap))
@@ -437,6 +454,7 @@ def _disagreements(content, index, data, remap=None):
     docs = content.entries
     params = content.extra.get("params")
     stop_list = content.extra.get("stop_list", "lucene")
+    stemmer = content.extra.get("stemmer", SNOWBALL_3)
     doc_ids = docs.column("row_id").to_numpy().astype(np.uint64)
     counts = docs.column("num_tokens").to_numpy().astype(np.int64)
     state = classify(data, doc_ids, remap)
@@ -452,7 +470,7 @@ def _disagreements(content, index, data, remap=None):
                 yield Disagreement(RULE_DOCUMENTS, f"INVERTED index {name!r}: row {rid} is "
                                    f"null but is a document of {n} tokens", rid, None)
             continue
-        bounds = count_bounds(text, params, stop_list)
+        bounds = count_bounds(text, params, stop_list, stemmer)
         if bounds is None:
             continue
         if n < 0:
@@ -488,7 +506,7 @@ def _disagreements(content, index, data, remap=None):
     if stray.any():
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: {int(stray.sum())} "
                            "postings name rows that are not documents", int(prow[stray][0]))
-    yield from _postings_against_text(postings, name, data, params, stop_list)
+    yield from _postings_against_text(postings, name, data, params, stop_list, stemmer)
     rows, inv = np.unique(prow, return_inverse=True)
     sums = np.rint(np.bincount(inv, weights=freq)).astype(np.int64)
     by_doc = dict(zip(doc_ids.tolist(), counts.tolist(), strict=True))
@@ -499,7 +517,8 @@ def _disagreements(content, index, data, remap=None):
                                f"{by_doc[r]} tokens", r)
 
 
-def _postings_against_text(postings: pa.Table, name: str, data, params, stop_list: str):
+def _postings_against_text(postings: pa.Table, name: str, data, params, stop_list: str,
+                           stemmer: str):
     """INDEX-126: where the tokens are reproduced exactly (:mod:`.inverted_tokens`), each
     covered row is listed under exactly the tokens of its text (a search for a token finds
     the rows holding it, and only them), and where positions are stored, with the positions
@@ -507,7 +526,7 @@ def _postings_against_text(postings: pa.Table, name: str, data, params, stop_lis
     from reference_impl.index import Disagreement
 
     try:
-        tokenizer = model(params, stop_list)
+        tokenizer = model(params, stop_list, stemmer)
     except UnsupportedIndex:
         return                                  # check() refuses or reports the rest
     prow = postings.column("row_id").to_numpy().astype(np.uint64)
