@@ -18,7 +18,7 @@ Two layouts are known.
 
     metadata.lance          schema metadata "params" (tokenizer settings as JSON),
                             "partitions" (JSON list of partition ids), "token_set_format"
-                            ("fst"); from 4.x "posting_tail_codec"; from 14.x
+                            ("fst"); from 4.x "posting_tail_codec"; from 9.0.1
                             "format_version" "2", "posting_block_size" "128" and, with
                             positions, "positions_codec" / "positions_layout"
     part_N_tokens.lance     one row: _token_fst_bytes (an FST of token -> token id, see

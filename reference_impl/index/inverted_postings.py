@@ -18,17 +18,17 @@ deltas (the first delta is 0).
 
 Tail block, two codecs (``posting_tail_codec`` in metadata.lance)::
 
-    fixed32_v1 (or no codec named: 0.3x..4.x)   f32 score | n u32 doc ids | n u32 frequencies
-    varint_delta_v1 (format_version 2: 14.x)    f32 score | n LEB128 varints: the first doc id,
-                                                then deltas | n LEB128 varints: frequencies
+    fixed32_v1 (or no codec named: 0.3x..8.x)   f32 score | n u32 doc ids | n u32 frequencies
+    varint_delta_v1 (format_version 2: 9.0.1 on) f32 score | n LEB128 varints: the first doc
+                                                id, then deltas | n LEB128 varints: frequencies
 
 Positions (``with_position``), two layouts:
 
-* per document (0.3x..4.x): ``_position`` is a list per token of one list per posting:
+* per document (0.3x..8.x): ``_position`` is a list per token of one list per posting:
   binary 0 = u32 count; then full chunks of 128 positions each as
   ``u32 first | u8 b | 16*b bytes`` (sorted 4x packing: first + cumulative deltas), then
   the remainder as raw u32s (each chunk one binary).
-* ``shared_stream_v2`` / ``packed_delta_v1`` (format_version 2): ``_compressed_position``
+* ``shared_stream_v2`` / ``packed_delta_v1`` (format_version 2, 9.0.1 on): ``_compressed_position``
   is one byte stream per token, ``_position_block_offset`` where each posting block's part
   starts. A block's part is the positions of its postings in order, each document's
   positions as deltas (the first absolute), the whole sequence cut into chunks of 128:
