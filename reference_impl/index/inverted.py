@@ -181,8 +181,9 @@ def _layout(meta: dict, path: str) -> dict:
 
 def _partition_tokens(files, p: int) -> list[str]:
     """The tokens of partition ``p`` by token id, from ``part_p_tokens.lance``: one row whose
-    ``_token_fst_bytes`` is an FST of token -> token id (:mod:`reference_impl.index.fst`);
-    ``_token_next_id`` is the number of token ids (0..n-1, each once)."""
+    ``_token_fst_bytes`` is an FST of token -> token id (:mod:`reference_impl.index.fst`),
+    the ids 0..n-1, each once; ``_token_next_id`` the next id to hand out (n, or more after
+    a compaction dropped a token)."""
     name = f"part_{p}_tokens.lance"
     path = files.key(name)
     reader = files.lance_file(name)
@@ -202,11 +203,12 @@ def _partition_tokens(files, p: int) -> list[str]:
         except UnicodeDecodeError:
             raise FormatError(f"INVERTED {name}: token {key!r} is not UTF-8",
                               path=path) from None
-    if "_token_next_id" in t.column_names and t.column("_token_next_id")[0].as_py() != \
-            len(tokens):
-        raise FormatError(f"INVERTED {name}: _token_next_id is "
-                          f"{t.column('_token_next_id')[0].as_py()}, the FST holds "
-                          f"{len(tokens)} tokens", path=path)
+    # the next id to hand out: a compaction that drops a token keeps it (0.38.3, 4.0.2)
+    next_id = t.column("_token_next_id")[0].as_py() if "_token_next_id" in t.column_names \
+        else None
+    if next_id is not None and next_id < len(tokens):
+        raise FormatError(f"INVERTED {name}: _token_next_id is {next_id}, below the "
+                          f"{len(tokens)} tokens the FST holds", path=path)
     return tokens
 
 

@@ -259,6 +259,14 @@ def test_own_index_after_appends_optimize_and_deletes_draws_no_error(tmp_path, w
     errs, report = _text_errors(uri)
     assert errs == [], [f.message for f in errs][:5]
     assert "fts" not in " ".join(getattr(report, "not_judged", []) or [])
+    # then the one row holding "common" deleted and the table compacted: the remapped index
+    # drops the token (0.38.3 and 4.0.2 keep _token_next_id above the tokens left)
+    ds.delete("id = 5")
+    ds.optimize.compact_files(target_rows_per_fragment=5000)
+    ds = lance.dataset(uri)
+    errs, report = _text_errors(uri)
+    assert errs == [], [f.message for f in errs][:5]
+    assert "fts" not in " ".join(getattr(report, "not_judged", []) or [])
     # the postings are judged: the search for a token answers the rows holding it
     hits = ds.to_table(full_text_query="zebra", columns=["text"])["text"].to_pylist()
     assert hits and all("zebra" in t.lower().split() for t in hits)
