@@ -244,11 +244,11 @@ def candidates(content, q: Query, *, rowmap: RowMap, scan_ids: set[int]) -> tupl
         if params is not None:
             try:
                 tokenizer = model(params, content.extra.get("stop_list", "lucene"),
-                                  content.extra.get("stemmer", "snowball3"))
+                                  content.extra.get("stemmer", "snowball2or3"))
             except UnsupportedIndex as exc:
                 raise CannotAnswer(f"the index's tokenizer is not modelled: {exc}") from None
             pairs = tokenizer.stream(q.args[0])
-            if not pairs or any(t in tokenizer.unsure for t, _ in pairs):
+            if not pairs or any(tokenizer.is_unsure(t) for t, _ in pairs):
                 raise CannotAnswer("the query term holds no token the kit reproduces")
             want = {t for t, _ in pairs}
         tokens = _need(postings, "token").to_pylist()

@@ -64,6 +64,7 @@ from reference_impl.index.inverted_postings import (
 from reference_impl.index.inverted_tokens import (  # noqa: F401  (the model's names, re-exported)
     ENGLISH_STOP_WORDS,
     SNOWBALL_2,
+    SNOWBALL_2_OR_3,
     SNOWBALL_3,
     STOP_LISTS,
     exact_tokens,
@@ -318,20 +319,17 @@ def _partitioned(files, index):
         (layout.get("format_version") or "1")
     return IndexContent(kind=KIND, version=version, entries=docs, summary=summary,
                         extra={"postings": postings, "params": params,
-                               "postings_layout": shown, **_generation(files, parts, layout)})
+                               "postings_layout": shown, **_generation(layout)})
 
 
-def _generation(files, parts: list, layout: dict) -> dict:
+def _generation(layout: dict) -> dict:
     """Which writer generation's English stop list and stemmer the index was built with, as
-    far as its files tell: format_version "2" (9.0.1 on) has the longer stop list; its
-    documents files record "total_tokens" from 11.0.0 on, the releases that stem with
-    Snowball 3 (9.0.1 writes no such key and stems with Snowball 2)."""
+    far as its files tell: format_version "2" (9.0.1 on) has the longer stop list and is
+    written by releases of either stemmer (10.0.0: Snowball 2, 11.0.0 on: Snowball 3, the
+    same keys); earlier layouts stem with Snowball 2."""
     v2 = layout["format_version"] == "2"
-    totals = bool(parts) and all(
-        b"total_tokens" in (files.lance_file(f"part_{p}_docs.lance").schema.metadata or {})
-        for p in parts)
     return {"stop_list": "v2" if v2 else "lucene",
-            "stemmer": SNOWBALL_3 if v2 and totals else SNOWBALL_2}
+            "stemmer": SNOWBALL_2_OR_3 if v2 else SNOWBALL_2}
 
 
 def read(files, index):
@@ -427,7 +425,7 @@ def check(content, index, data, remap=None):
     params = content.extra.get("params")
     stemmer = content.extra.get("stemmer", SNOWBALL_3)
     # stemming by the Snowball 2 generation: counts bounded, postings not judged (as before)
-    old_stems = bool(params and params.get("stem")) and stemmer != SNOWBALL_3
+    old_stems = bool(params and params.get("stem")) and stemmer == SNOWBALL_2
     if content.extra.get("postings") is not None and params is not None and not old_stems:
         try:
             model(params, content.extra.get("stop_list", "lucene"), stemmer)
@@ -550,9 +548,9 @@ def _postings_against_text(postings: pa.Table, name: str, data, params, stop_lis
             continue
         want: dict[str, list[int]] = {}
         for tok, pos in pairs:
-            if tok not in tokenizer.unsure:
+            if not tokenizer.is_unsure(tok):
                 want.setdefault(tok, []).append(pos)
-        have = {t: p for t, p in listed.get(i, {}).items() if t not in tokenizer.unsure}
+        have = {t: p for t, p in listed.get(i, {}).items() if not tokenizer.is_unsure(t)}
         rid = int(data.row_ids[i])
         for tok in sorted(set(want) - set(have)):
             yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "

@@ -8,7 +8,7 @@ name a base tokenizer and filters applied in this order (pylance's text tokenize
 2. ``max_token_length``: tokens of that many UTF-8 bytes or more are dropped;
 3. ``lower_case``: each character lower-cased on its own;
 4. ``stem``: the Snowball English stemmer (``language`` "English"): Snowball 2's up to
-   pylance 9.x, Snowball 3's from 11.0.0 (:data:`SNOWBALL_3`, the one modelled);
+   pylance 10.0.0, Snowball 3's from 11.0.0 (:data:`SNOWBALL_3`, the one modelled);
 5. ``remove_stop_words``: tokens in the stop list dropped (``custom_stop_words`` when given,
    else the English list of the writer's generation: :data:`STOP_LISTS`) — after stemming,
    so a stem that is a stop word is dropped too;
@@ -19,8 +19,9 @@ Dropped tokens leave gaps: positions are those of step 1.
 What is not modelled is refused by :func:`model` (UnsupportedIndex naming the setting): other
 base tokenizers, languages other than English for stemming or stop words, identifier or
 numeric splitting, and stemming when the optional ``snowballstemmer`` package is absent.
-Stemming by the Snowball 2 generation is not modelled either: the index reader then
-bounds document counts and leaves the postings unjudged, as for the old layout.
+Stemming by the Snowball 2 generation (layouts before format_version 2) is not modelled
+either: the index reader then bounds document counts and leaves the postings unjudged, as
+for the old layout.
 Within a modelled setting, a text the model cannot reproduce exactly (a character whose
 alphanumeric class may differ from the writer's; non-ASCII text under ASCII folding, whose
 table is not reproduced) is answered None: not judged, never guessed.
@@ -91,11 +92,22 @@ def split_whitespace(text: str) -> list[str]:
     return [t for t in _ASCII_SPACE.split(text) if t]
 
 
-#: The English stemmer generations: pylance up to 9.x stems with Snowball 2's English
+#: The English stemmer generations: pylance up to 10.0.0 stems with Snowball 2's English
 #: algorithm, 11.0.0 to 14.0.2 with Snowball 3's (measured on 20,223 distinct English
-#: words: 0.38.3 and 9.0.1 agree with snowballstemmer 2.2.0 on every one, 11.0.0, 13.0.0 and
-#: 14.0.2 with 3.1.1; the two differ on 23, e.g. "added" -> "ad" / "add").
-SNOWBALL_2, SNOWBALL_3 = "snowball2", "snowball3"
+#: words: 0.38.3, 9.0.1 and 10.0.0 agree with snowballstemmer 2.2.0 on every one, 11.0.0,
+#: 13.0.0 and 14.0.2 with 3.1.1). The partitioned layout of format_version "2" (9.0.1 on)
+#: does not tell the two apart (10.0.0 and 11.0.0 write the same keys): for it the kit
+#: stems with Snowball 3 and leaves unjudged every token that starts like a stem on which
+#: the two were measured to differ (:data:`STEM_UNSURE_PREFIXES`). Older layouts stem with
+#: Snowball 2, which is not modelled.
+SNOWBALL_2, SNOWBALL_3, SNOWBALL_2_OR_3 = "snowball2", "snowball3", "snowball2or3"
+#: Snowball 2 -> 3 stems measured to differ: added ad/add, adding, odding od/odd, emergency
+#: emerg/emergenc, evening even/evening, inter* (internal intern/internal, interval
+#: interv/interval, interfering, international), organ* (organize organ/organiz), past*
+#: (paste past/paste), univers* (universal univers/universal); Snowball 3's exceptional
+#: prefixes include "later" too. A token starting so may be either generation's stem.
+STEM_UNSURE_PREFIXES = ("ad", "od", "emerg", "even", "inter", "organ", "past", "univers",
+                        "later")
 
 
 def english_stemmer():
@@ -135,6 +147,14 @@ class Model:
     #: tokens the writer may or may not have dropped as stop words (kept by :meth:`stream`;
     #: a check judges them neither way)
     unsure: frozenset = frozenset()
+    #: stems that may be another generation's (a check judges tokens starting so neither way)
+    unsure_prefixes: tuple = ()
+
+    def is_unsure(self, token: str) -> bool:
+        """True when the writer may or may not list ``token`` as the model does (a stop
+        word of some writers of the layout, or a stem of either stemmer generation)."""
+        return token in self.unsure or (bool(self.unsure_prefixes)
+                                        and token.startswith(self.unsure_prefixes))
 
     def stream(self, text: str) -> list[tuple[str, int]] | None:
         """The (token, position) pairs the writer makes of ``text``, or None when this
@@ -161,7 +181,8 @@ def model(params: dict | None, stop_list: str = "lucene", stemmer: str = SNOWBAL
     setting that is not modelled (or None params: no settings recorded). ``stop_list``
     names the English stop list of the writer's generation (:data:`STOP_LISTS`: "v2" for
     the partitioned layout of format_version "2", "lucene" before), ``stemmer`` its
-    stemmer generation (only :data:`SNOWBALL_3` is modelled)."""
+    stemmer generation (:data:`SNOWBALL_3`, or :data:`SNOWBALL_2_OR_3` with the tokens of
+    :data:`STEM_UNSURE_PREFIXES` unsure; Snowball 2 alone is refused)."""
     if params is None:
         raise UnsupportedIndex("INVERTED index records no tokenizer settings",
                                kind="inverted", version="params=None")
@@ -180,7 +201,7 @@ def model(params: dict | None, stop_list: str = "lucene", stemmer: str = SNOWBAL
     remove = bool(params.get("remove_stop_words", False))
     if language != "English" and (stem or (remove and not custom)):
         raise _refuse("language", language)
-    if stem and stemmer != SNOWBALL_3:
+    if stem and stemmer not in (SNOWBALL_3, SNOWBALL_2_OR_3):
         raise UnsupportedIndex(f"INVERTED setting stem=true by a writer stemming with "
                                f"{stemmer}: not modelled (the kit models Snowball 3)",
                                kind="inverted", version=f"stem=true/{stemmer}")
@@ -191,7 +212,9 @@ def model(params: dict | None, stop_list: str = "lucene", stemmer: str = SNOWBAL
     return Model(base=base, max_bytes=int(limit) if limit else None,
                  lower_case=bool(params.get("lower_case", True)),
                  stem=english_stemmer() if stem else None, stop_words=stop_words,
-                 ascii_folding=bool(params.get("ascii_folding", False)), unsure=unsure)
+                 ascii_folding=bool(params.get("ascii_folding", False)), unsure=unsure,
+                 unsure_prefixes=STEM_UNSURE_PREFIXES if stem and stemmer == SNOWBALL_2_OR_3
+                 else ())
 
 
 def exact_tokens(text: str, params: dict | None, stop_list: str = "lucene",
@@ -204,6 +227,6 @@ def exact_tokens(text: str, params: dict | None, stop_list: str = "lucene",
     except UnsupportedIndex:
         return None
     pairs = m.stream(text)
-    if pairs is None or any(t in m.unsure for t, _ in pairs):
+    if pairs is None or any(m.is_unsure(t) for t, _ in pairs):
         return None
     return [t for t, _ in pairs]
