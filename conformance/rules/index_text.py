@@ -142,12 +142,12 @@ def outside_bitmap(ctx):
                "postings in blocks of 128, bit-packed; the kit decodes both). 14.0.2 leaves "
                "rows without tokens out of the documents, 0.38.3 lists them with 0. Counts "
                "are checked under the settings the index records (simple/whitespace, "
-               "max_token_length, lower_case, Snowball 3 English stemming (11.0.0 on) with "
-               "the optional snowballstemmer package, English or custom stop words: Lucene's "
-               "list up to 8.x, a longer one for format_version 2, 9.0.1 on, whose negations "
-               "and clitics 14.0.2 keeps and earlier ones drop, allowed either way); with "
-               "Snowball 2 stems (up to 9.x) a token that may stem to a stop word is allowed "
-               "either way")
+               "max_token_length, lower_case, Snowball English stemming with the optional "
+               "snowballstemmer package, English or custom stop words: Lucene's list up to "
+               "8.x, a longer one for format_version 2, 9.0.1 on, whose negations and "
+               "clitics 14.0.2 keeps and earlier ones drop, allowed either way); stems are "
+               "Snowball 2's up to 10.0.0 and Snowball 3's from 11.0.0: in layouts before "
+               "format_version 2 a token that may stem to a stop word is allowed either way")
 def inverted_documents(ctx):
     yield from findings(ctx, "INDEX-125")
 
@@ -163,8 +163,10 @@ def inverted_documents(ctx):
                "(reference_impl.index.inverted_tokens); an index whose settings are not "
                "(another base tokenizer or language, identifier splitting, stemming without "
                "the snowballstemmer package) is not judged, naming the setting, unless "
-               "something else already disagrees; Snowball 2 stems (up to 9.x) leave the "
-               "postings unjudged. Text the model cannot reproduce exactly "
+               "something else already disagrees; Snowball 2 stems of layouts before "
+               "format_version 2 leave the postings unjudged, and in format_version 2 "
+               "(written by both stemmer generations) a token starting like a stem the two "
+               "differ on is judged neither way. Text the model cannot reproduce exactly "
                "(non-ASCII text under ASCII folding; characters whose alphanumeric class may "
                "differ) is not judged. 0.18.2 records no settings. Where positions are "
                "stored they are held against the text too (a phrase search answers from "
