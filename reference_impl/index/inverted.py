@@ -424,9 +424,7 @@ def check(content, index, data, remap=None):
     refusal = None
     params = content.extra.get("params")
     stemmer = content.extra.get("stemmer", SNOWBALL_3)
-    # stemming by the Snowball 2 generation: counts bounded, postings not judged (as before)
-    old_stems = bool(params and params.get("stem")) and stemmer == SNOWBALL_2
-    if content.extra.get("postings") is not None and params is not None and not old_stems:
+    if content.extra.get("postings") is not None and params is not None:
         try:
             model(params, content.extra.get("stop_list", "lucene"), stemmer)
         except UnsupportedIndex as exc:

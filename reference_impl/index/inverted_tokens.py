@@ -19,9 +19,9 @@ Dropped tokens leave gaps: positions are those of step 1.
 What is not modelled is refused by :func:`model` (UnsupportedIndex naming the setting): other
 base tokenizers, languages other than English for stemming or stop words, identifier or
 numeric splitting, and stemming when the optional ``snowballstemmer`` package is absent.
-Stemming by the Snowball 2 generation (layouts before format_version 2) is not modelled
-either: the index reader then bounds document counts and leaves the postings unjudged, as
-for the old layout.
+Stems of the Snowball 2 generation (layouts before format_version 2; some writers of
+format_version 2) are Snowball 3's but for the tokens starting like a stem the two were
+measured to differ on, which are judged neither way.
 Within a modelled setting, a text the model cannot reproduce exactly (a character whose
 alphanumeric class may differ from the writer's; non-ASCII text under ASCII folding, whose
 table is not reproduced) is answered None: not judged, never guessed.
@@ -96,10 +96,10 @@ def split_whitespace(text: str) -> list[str]:
 #: algorithm, 11.0.0 to 14.0.2 with Snowball 3's (measured on 20,223 distinct English
 #: words: 0.38.3, 9.0.1 and 10.0.0 agree with snowballstemmer 2.2.0 on every one, 11.0.0,
 #: 13.0.0 and 14.0.2 with 3.1.1). The partitioned layout of format_version "2" (9.0.1 on)
-#: does not tell the two apart (10.0.0 and 11.0.0 write the same keys): for it the kit
-#: stems with Snowball 3 and leaves unjudged every token that starts like a stem on which
-#: the two were measured to differ (:data:`STEM_UNSURE_PREFIXES`). Older layouts stem with
-#: Snowball 2, which is not modelled.
+#: does not tell the two apart (10.0.0 and 11.0.0 write the same keys). The kit stems with
+#: Snowball 3 and, for a writer that may stem (or stems) with Snowball 2, leaves unjudged
+#: every token that starts like a stem on which the two were measured to differ
+#: (:data:`STEM_UNSURE_PREFIXES`).
 SNOWBALL_2, SNOWBALL_3, SNOWBALL_2_OR_3 = "snowball2", "snowball3", "snowball2or3"
 #: Snowball 2 -> 3 stems measured to differ: added ad/add, adding, odding od/odd, emergency
 #: emerg/emergenc, evening even/evening, inter* (internal intern/internal, interval
@@ -181,8 +181,9 @@ def model(params: dict | None, stop_list: str = "lucene", stemmer: str = SNOWBAL
     setting that is not modelled (or None params: no settings recorded). ``stop_list``
     names the English stop list of the writer's generation (:data:`STOP_LISTS`: "v2" for
     the partitioned layout of format_version "2", "lucene" before), ``stemmer`` its
-    stemmer generation (:data:`SNOWBALL_3`, or :data:`SNOWBALL_2_OR_3` with the tokens of
-    :data:`STEM_UNSURE_PREFIXES` unsure; Snowball 2 alone is refused)."""
+    stemmer generation (:data:`SNOWBALL_3`; for :data:`SNOWBALL_2` or
+    :data:`SNOWBALL_2_OR_3` Snowball 3 stems with the tokens of
+    :data:`STEM_UNSURE_PREFIXES` unsure)."""
     if params is None:
         raise UnsupportedIndex("INVERTED index records no tokenizer settings",
                                kind="inverted", version="params=None")
@@ -201,10 +202,6 @@ def model(params: dict | None, stop_list: str = "lucene", stemmer: str = SNOWBAL
     remove = bool(params.get("remove_stop_words", False))
     if language != "English" and (stem or (remove and not custom)):
         raise _refuse("language", language)
-    if stem and stemmer not in (SNOWBALL_3, SNOWBALL_2_OR_3):
-        raise UnsupportedIndex(f"INVERTED setting stem=true by a writer stemming with "
-                               f"{stemmer}: not modelled (the kit models Snowball 3)",
-                               kind="inverted", version=f"stem=true/{stemmer}")
     stop_words, unsure = None, frozenset()
     if remove:
         stop_words, unsure = (frozenset(custom), frozenset()) if custom else STOP_LISTS[stop_list]
@@ -213,7 +210,7 @@ def model(params: dict | None, stop_list: str = "lucene", stemmer: str = SNOWBAL
                  lower_case=bool(params.get("lower_case", True)),
                  stem=english_stemmer() if stem else None, stop_words=stop_words,
                  ascii_folding=bool(params.get("ascii_folding", False)), unsure=unsure,
-                 unsure_prefixes=STEM_UNSURE_PREFIXES if stem and stemmer == SNOWBALL_2_OR_3
+                 unsure_prefixes=STEM_UNSURE_PREFIXES if stem and stemmer != SNOWBALL_3
                  else ())
 
 
