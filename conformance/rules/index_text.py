@@ -146,8 +146,9 @@ def outside_bitmap(ctx):
                "snowballstemmer package, English or custom stop words: Lucene's list up to "
                "8.x, a longer one for format_version 2, 9.0.1 on, whose negations and "
                "clitics 14.0.2 keeps and earlier ones drop, allowed either way); stems are "
-               "Snowball 2's up to 10.0.0 and Snowball 3's from 11.0.0: in layouts before "
-               "format_version 2 a token that may stem to a stop word is allowed either way")
+               "Snowball 2's up to 10.0.0 and Snowball 3's from 11.0.0, and where a writer "
+               "may stem with Snowball 2 a token starting like a stem the two differ on is "
+               "allowed either way")
 def inverted_documents(ctx):
     yield from findings(ctx, "INDEX-125")
 
@@ -163,10 +164,10 @@ def inverted_documents(ctx):
                "(reference_impl.index.inverted_tokens); an index whose settings are not "
                "(another base tokenizer or language, identifier splitting, stemming without "
                "the snowballstemmer package) is not judged, naming the setting, unless "
-               "something else already disagrees; Snowball 2 stems of layouts before "
-               "format_version 2 leave the postings unjudged, and in format_version 2 "
-               "(written by both stemmer generations) a token starting like a stem the two "
-               "differ on is judged neither way. Text the model cannot reproduce exactly "
+               "something else already disagrees; where a writer may stem with Snowball 2 "
+               "(layouts before format_version 2; 9.0.1 and 10.0.0 of format_version 2) a "
+               "token starting like a stem Snowball 2 and 3 differ on is judged neither "
+               "way. Text the model cannot reproduce exactly "
                "(non-ASCII text under ASCII folding; characters whose alphanumeric class may "
                "differ) is not judged. 0.18.2 records no settings. Where positions are "
                "stored they are held against the text too (a phrase search answers from "
