@@ -234,11 +234,28 @@ def candidates(content, q: Query, *, rowmap: RowMap, scan_ids: set[int]) -> tupl
         if postings is None:
             raise CannotAnswer(f"the kit does not decode the postings of this inverted index "
                                f"({content.version}) yet")
+        from reference_impl.errors import UnsupportedIndex
+        from reference_impl.index.inverted_tokens import model
+
+        # the query term goes through the tokenizer the index records, as the reader's
+        # does; its tokens' rows are the answer (a match query ORs its tokens)
+        want = {q.args[0]}
+        params = content.extra.get("params")
+        if params is not None:
+            try:
+                tokenizer = model(params, content.extra.get("stop_list", "lucene"),
+                                  content.extra.get("stemmer", "snowball2or3"))
+            except UnsupportedIndex as exc:
+                raise CannotAnswer(f"the index's tokenizer is not modelled: {exc}") from None
+            pairs = tokenizer.stream(q.args[0])
+            if not pairs or any(tokenizer.is_unsure(t) for t, _ in pairs):
+                raise CannotAnswer("the query term holds no token the kit reproduces")
+            want = {t for t, _ in pairs}
         tokens = _need(postings, "token").to_pylist()
         rows = _need(postings, "row_id").to_pylist()
         out = []
         for t, r in zip(tokens, rows, strict=True):
-            if t == q.args[0]:
+            if t in want:
                 out.extend(r if isinstance(r, list) else [r])
         return rowmap.ids_of(out), True
     if kind == "bloomfilter" and q.op not in ("eq", "in"):

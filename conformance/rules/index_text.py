@@ -143,13 +143,18 @@ def outside_bitmap(ctx):
 
 @rule("INDEX-125", title="INVERTED documents are the covered rows with their token counts",
       severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
-      releases="pylance up to the 0.1x releases write tokens/invert/docs.lance; later ones "
+      releases="pylance up to the 0.2x releases write tokens/invert/docs.lance; later ones "
                "metadata.lance and part_N_{tokens,invert,docs}.lance (the token set an FST, "
-               "postings compressed: not decoded by the kit, so only the documents are held "
-               "against the data). 14.0.2 leaves rows without tokens out of the documents, "
-               "0.38.3 lists them with 0. Counts are checked under the settings metadata.lance "
-               "records (simple/whitespace, max_token_length, lower_case, English stop words); "
-               "with stemming a token that may stem to a stop word is allowed either way")
+               "postings in blocks of 128, bit-packed; the kit decodes both). 14.0.2 leaves "
+               "rows without tokens out of the documents, 0.38.3 lists them with 0. Counts "
+               "are checked under the settings the index records (simple/whitespace, "
+               "max_token_length, lower_case, Snowball English stemming with the optional "
+               "snowballstemmer package, English or custom stop words: Lucene's list up to "
+               "8.x, a longer one for format_version 2, 9.0.1 on, whose negations and "
+               "clitics 14.0.2 keeps and earlier ones drop, allowed either way); stems are "
+               "Snowball 2's up to 10.0.0 and Snowball 3's from 11.0.0, and where a writer "
+               "may stem with Snowball 2 a token starting like a stem the two differ on is "
+               "allowed either way")
 def inverted_documents(ctx):
     yield from findings(ctx, "INDEX-125")
 
@@ -159,22 +164,30 @@ def inverted_documents(ctx):
       pylance="a full-text search answers from the postings alone: a row missing from a "
               "token's postings is never found, a row listed under a token it lacks is found "
               "for it",
-      releases="checked where the postings are decoded (tokens/invert/docs.lance, written up "
-               "to the 0.2x releases) and the tokens reproduced exactly: settings recorded "
-               "(tokens.lance metadata 'tokenizer', from the 0.2x releases; 0.18.2 records "
-               "none and writes no details), no stemming, ASCII folding only of ASCII text. "
-               "The partitioned layout of format_version 2 (128-document blocks, varint_delta_v1 "
-               "tail: 14.0.2's default) has its postings decoded but its token set (an FST) not: "
-               "there the rows of a partition that hold one word must share a token (whatever "
-               "the stemmer makes of the word)")
+      releases="checked for both layouts (tokens/invert/docs.lance up to the 0.2x releases; "
+               "the partitioned layout of 0.3x to 14.0.2, its fixed32 and varint tails, per-"
+               "document and shared-stream positions) where the settings are modelled "
+               "(reference_impl.index.inverted_tokens); an index whose settings are not "
+               "(another base tokenizer or language, identifier splitting, stemming without "
+               "the snowballstemmer package) is not judged, naming the setting, unless "
+               "something else already disagrees; where a writer may stem with Snowball 2 "
+               "(layouts before format_version 2; 9.0.1 and 10.0.0 of format_version 2) a "
+               "token starting like a stem Snowball 2 and 3 differ on is judged neither "
+               "way. Text the model cannot reproduce exactly "
+               "(non-ASCII text under ASCII folding; characters whose alphanumeric class may "
+               "differ) is not judged. 0.18.2 records no settings. Where positions are "
+               "stored they are held against the text too (a phrase search answers from "
+               "them); a dropped token (stop word, too long) leaves a gap")
 def inverted_postings(ctx):
     yield from findings(ctx, "INDEX-126")
 
 
 @rule("INDEX-127", title="text and zone index files decode into self-consistent content",
       severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
-      releases="self-consistency is checked where postings are decoded (the tokens/invert/docs "
-               "layout of the 0.1x releases): every posting names a document, and a "
-               "document's token count is the sum of its postings' frequencies")
+      releases="checked for both layouts: every posting names a document, and a "
+               "document's token count is the sum of its postings' frequencies; in the "
+               "partitioned layout a posting's doc id lies within its partition's "
+               "documents, and a token FST, posting block or position stream that does not "
+               "decode is INDEX-100")
 def undecodable(ctx):
     yield from findings(ctx, "INDEX-127")

@@ -14,35 +14,38 @@ Two layouts are known.
                    token id; "max_scores": JSON list
     docs.lance     _rowid uint64, _num_tokens uint32          one row per document (row)
 
-**Partitioned layout** (later releases up to 14.0.2)::
+**Partitioned layout** (0.3x releases up to 14.0.2)::
 
     metadata.lance          schema metadata "params" (tokenizer settings as JSON),
                             "partitions" (JSON list of partition ids), "token_set_format"
-                            ("fst"), "format_version", posting/position codecs
-    part_N_tokens.lance     the partition's token set (an FST of token -> token id)
-    part_N_invert.lance     per token id: compressed posting blocks, max score, length,
-                            positions (codec named in the metadata)
-    part_N_docs.lance       _rowid uint64, _num_tokens uint32   one row per document
+                            ("fst"); from 4.x "posting_tail_codec"; from 9.0.1
+                            "format_version" "2", "posting_block_size" "128" and, with
+                            positions, "positions_codec" / "positions_layout"
+    part_N_tokens.lance     one row: _token_fst_bytes (an FST of token -> token id, see
+                            :mod:`reference_impl.index.fst`), _token_next_id (token count)
+    part_N_invert.lance     row i = token i: _posting (list of compressed blocks), _length
+                            (documents), _max_score, [_impacts], and with positions either
+                            _position (per document) or _compressed_position +
+                            _position_block_offset (see :mod:`.inverted_postings`)
+    part_N_docs.lance       _rowid uint64, _num_tokens uint32   one row per document; a
+                            posting names a document by its row number here
 
-This reader decodes, for every layout, the documents (row ids and token counts), and for
-the single-file-set layout the postings too. The partitioned layout's token FST is **not
-decoded** here: ``extra["postings"]`` is None and ``extra["postings_layout"]`` names the
-layout (its token set format and codecs). Its posting blocks are decoded when the layout is
-the one :mod:`reference_impl.index.postings` reads (format_version 2, 128-document blocks,
-``varint_delta_v1`` tail): ``extra["token_postings"]`` is then a table of (``token`` uint64,
-partition << 32 | token id; ``row_id``; ``frequency``), else None. With tokens known by id
-only, the check holds the postings to what holds whatever the stemmer does: a document's
-frequencies sum to its token count, and the rows of a partition that hold one word are
-listed under one common token. An unknown file set is refused.
+This reader decodes, for both layouts, the documents (row ids and token counts) and the
+postings; for the partitioned layout also the positions. A layout setting it does not know
+(a codec, a block size, a token set format) and an unknown file set are refused
+(UnsupportedIndex naming them).
 
 ``entries`` has one row per document: ``row_id`` uint64, ``num_tokens`` uint32,
-``partition`` int32. ``extra["postings"]`` (when decoded) is a table of (``token`` string,
-``row_id`` uint64, ``frequency`` float32); ``extra["params"]`` the tokenizer settings the
-metadata records (dict, or None).
+``partition`` int32. ``extra["postings"]`` is a table of (``token`` string, ``row_id``
+uint64, ``frequency`` float32) and, for the partitioned layout, ``positions``
+list<uint32> (null without positions) and ``partition`` int32; ``extra["params"]`` the
+tokenizer settings the metadata records (dict, or None). The tokenizer those settings
+describe is modelled in :mod:`reference_impl.index.inverted_tokens`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 
@@ -50,6 +53,25 @@ import numpy as np
 import pyarrow as pa
 
 from reference_impl.errors import FormatError, UnsupportedIndex
+from reference_impl.index import fst, need_columns
+from reference_impl.index.inverted_postings import (
+    BLOCK,
+    TAIL_CODECS,
+    positions_per_doc,
+    positions_shared,
+    posting_list,
+)
+from reference_impl.index.inverted_tokens import (  # noqa: F401  (the model's names, re-exported)
+    ENGLISH_STOP_WORDS,
+    SNOWBALL_2,
+    SNOWBALL_2_OR_3,
+    SNOWBALL_3,
+    STOP_LISTS,
+    exact_tokens,
+    model,
+    split_simple,
+    split_whitespace,
+)
 
 KIND = "inverted"
 #: Most documents and postings materialised.
@@ -129,10 +151,130 @@ def _legacy(files, index):
                "postings": n}
     return IndexContent(kind=KIND, version="inverted-legacy", entries=docs, summary=summary,
                         extra={"postings": postings, "params": params,
-                               "postings_layout": "legacy"})
+                               "postings_layout": "legacy", "stop_list": "lucene",
+                               "stemmer": SNOWBALL_2})
+
+
+#: metadata.lance settings of the partitioned layout and the values this reader decodes
+#: (None: the setting is absent, as 0.3x releases write it)
+KNOWN_LAYOUT = {
+    "token_set_format": (None, "fst"),
+    "format_version": (None, "1", "2"),
+    "posting_tail_codec": (None, *TAIL_CODECS),
+    "posting_block_size": (None, str(BLOCK)),
+    "positions_codec": (None, "packed_delta_v1"),
+    "positions_layout": (None, "shared_stream_v2"),
+}
+
+
+def _layout(meta: dict, path: str) -> dict:
+    """The partitioned layout's settings from metadata.lance; a value this reader does not
+    decode is refused (UnsupportedIndex naming the setting)."""
+    layout = {k: (meta[k.encode()].decode(errors="replace") if k.encode() in meta else None)
+              for k in KNOWN_LAYOUT}
+    for k, allowed in KNOWN_LAYOUT.items():
+        if layout[k] not in allowed:
+            raise UnsupportedIndex(f"INVERTED metadata.lance {k}={layout[k]!r}: this reader "
+                                   f"decodes {[a for a in allowed if a]}", kind=KIND,
+                                   version=f"{k}={layout[k]}", path=path)
+    return layout
+
+
+def _partition_tokens(files, p: int) -> list[str]:
+    """The tokens of partition ``p`` by token id, from ``part_p_tokens.lance``: one row whose
+    ``_token_fst_bytes`` is an FST of token -> token id (:mod:`reference_impl.index.fst`),
+    the ids 0..n-1, each once; ``_token_next_id`` the next id to hand out (n, or more after
+    a compaction dropped a token)."""
+    name = f"part_{p}_tokens.lance"
+    path = files.key(name)
+    reader = files.lance_file(name)
+    need_columns(reader.schema.names, ["_token_fst_bytes"], what=f"INVERTED {name}",
+                 kind=KIND, version="inverted-partitioned")
+    t = reader.read_all()
+    if t.num_rows != 1:
+        raise FormatError(f"INVERTED {name} has {t.num_rows} rows, not 1", path=path)
+    pairs = fst.entries(t.column("_token_fst_bytes")[0].as_py() or b"", path)
+    tokens: list[str | None] = [None] * len(pairs)
+    for key, tid in pairs:
+        if tid >= len(pairs) or tokens[tid] is not None:
+            raise FormatError(f"INVERTED {name}: token ids are not 0..{len(pairs) - 1}, "
+                              "each once", path=path)
+        try:
+            tokens[tid] = key.decode("utf-8")
+        except UnicodeDecodeError:
+            raise FormatError(f"INVERTED {name}: token {key!r} is not UTF-8",
+                              path=path) from None
+    # the next id to hand out: a compaction that drops a token keeps it (0.38.3, 4.0.2)
+    next_id = t.column("_token_next_id")[0].as_py() if "_token_next_id" in t.column_names \
+        else None
+    if next_id is not None and next_id < len(tokens):
+        raise FormatError(f"INVERTED {name}: _token_next_id is {next_id}, below the "
+                          f"{len(tokens)} tokens the FST holds", path=path)
+    return tokens
+
+
+def _partition_postings(files, p: int, tokens: list[str], row_ids: np.ndarray,
+                        layout: dict) -> pa.Table:
+    """The postings of partition ``p`` in logical form, from ``part_p_invert.lance``: row i
+    is token i, ``_length`` its number of documents, ``_posting`` its blocks, and with
+    positions either ``_position`` (per document) or ``_compressed_position`` +
+    ``_position_block_offset`` (one stream per token); see
+    :mod:`reference_impl.index.inverted_postings`. Doc ids are positions in
+    ``part_p_docs.lance`` and become its row ids here."""
+    name = f"part_{p}_invert.lance"
+    path = files.key(name)
+    reader = files.lance_file(name)
+    cols = reader.schema.names
+    need_columns(cols, ["_posting", "_length"], what=f"INVERTED {name}", kind=KIND,
+                 version="inverted-partitioned")
+    if reader.num_rows != len(tokens):
+        raise FormatError(f"INVERTED {name} has {reader.num_rows} rows for {len(tokens)} "
+                          "tokens", path=path)
+    shared = "_compressed_position" in cols
+    per_doc = "_position" in cols
+    wanted = ["_posting", "_length"] + (["_compressed_position", "_position_block_offset"]
+                                        if shared else ["_position"] if per_doc else [])
+    t = reader.read_columns(wanted)
+    codec = layout["posting_tail_codec"] or "fixed32_v1"
+    tok_col, row_col, freq_col, pos_col = [], [], [], []
+    total = 0
+    for tid, (blocks, length) in enumerate(zip(t.column("_posting").to_pylist(),
+                                               t.column("_length").to_pylist(), strict=True)):
+        total += length
+        if total > MAX_ROWS:
+            raise FormatError(f"INVERTED {name} holds more than {MAX_ROWS} postings", path=path)
+        docs, freqs = posting_list(blocks, length, codec, path)
+        if len(docs) and docs[-1] >= len(row_ids):
+            raise FormatError(f"INVERTED {name}: token {tokens[tid]!r} names doc "
+                              f"{int(docs[-1])} of {len(row_ids)}", path=path)
+        if shared:
+            pos = positions_shared(t.column("_compressed_position")[tid].as_py(),
+                                   t.column("_position_block_offset")[tid].as_py(), freqs,
+                                   path)
+        elif per_doc:
+            pos = [positions_per_doc(chunks, path)
+                   for chunks in t.column("_position")[tid].as_py()]
+            if [len(x) for x in pos] != freqs.tolist():
+                raise FormatError(f"INVERTED {name}: token {tokens[tid]!r}: positions per "
+                                  "document differ from its frequencies", path=path)
+        else:
+            pos = [None] * len(docs)
+        tok_col.extend([tokens[tid]] * len(docs))
+        row_col.append(row_ids[docs])
+        freq_col.append(freqs)
+        pos_col.extend(pos)
+    rows = np.concatenate(row_col) if row_col else np.zeros(0, np.uint64)
+    freq = np.concatenate(freq_col) if freq_col else np.zeros(0, np.int64)
+    return pa.table({"token": pa.array(tok_col, pa.string()),
+                     "row_id": pa.array(rows.astype(np.uint64), pa.uint64()),
+                     "frequency": pa.array(freq.astype(np.float32), pa.float32()),
+                     "positions": pa.array(pos_col, pa.list_(pa.uint32())),
+                     "partition": pa.array(np.full(len(rows), p, np.int32))})
 
 
 def _partitioned(files, index):
+    """The partitioned layout: metadata.lance (settings) and, per partition, its documents,
+    its token FST and its postings, each decoded by its own function above."""
     from reference_impl.index import IndexContent
 
     meta_reader = files.lance_file("metadata.lance")
@@ -144,6 +286,7 @@ def _partitioned(files, index):
             params = json.loads(meta[b"params"])
         except ValueError:
             raise FormatError("INVERTED params metadata is not JSON", path=path) from None
+    layout = _layout(meta, path)
     found: dict[int, set[str]] = {}
     for name in files.names():
         m = _PART.match(name)
@@ -157,67 +300,36 @@ def _partitioned(files, index):
     if incomplete:
         raise FormatError(f"INVERTED partitions {incomplete} lack some of their files "
                           "(docs, invert, tokens)", path=path)
-    docs = pa.concat_tables([_docs(files, f"part_{p}_docs.lance", p) for p in parts]) if parts \
-        else pa.table({"row_id": pa.array([], pa.uint64()), "num_tokens": pa.array([], pa.uint32()),
-                       "partition": pa.array([], pa.int32())})
-    layout = {k.decode(): v.decode(errors="replace") for k, v in meta.items()
-              if k in (b"token_set_format", b"format_version", b"posting_tail_codec",
-                       b"positions_codec", b"positions_layout", b"posting_block_size")}
-    token_postings = _token_postings(files, parts, layout, path)
+    doc_tables, posting_tables = [], []
+    for p in parts:
+        docs = _docs(files, f"part_{p}_docs.lance", p)
+        doc_tables.append(docs)
+        row_ids = docs.column("row_id").to_numpy().astype(np.uint64)
+        posting_tables.append(_partition_postings(files, p, _partition_tokens(files, p),
+                                                  row_ids, layout))
+    docs = pa.concat_tables(doc_tables) if parts else \
+        pa.table({"row_id": pa.array([], pa.uint64()), "num_tokens": pa.array([], pa.uint32()),
+                  "partition": pa.array([], pa.int32())})
+    postings = pa.concat_tables(posting_tables) if parts else None
+    shown = {k: v for k, v in layout.items() if v is not None}
     summary = {"layout": "partitioned", "partitions": parts, "documents": docs.num_rows,
-               "postings_decoded": token_postings is not None,
-               **{k: v for k, v in layout.items()}}
+               "postings_decoded": True,
+               "postings": postings.num_rows if postings is not None else 0, **shown}
     version = "inverted-partitioned/" + (layout.get("token_set_format") or "?") + "/v" + \
         (layout.get("format_version") or "1")
     return IndexContent(kind=KIND, version=version, entries=docs, summary=summary,
-                        extra={"postings": None, "params": params, "postings_layout": layout,
-                               "token_postings": token_postings})
+                        extra={"postings": postings, "params": params,
+                               "postings_layout": shown, **_generation(layout)})
 
 
-def _token_postings(files, parts, layout, path) -> pa.Table | None:
-    """The decoded posting lists of the partitioned layout, as (``token``: partition << 32 |
-    token id, ``row_id``, ``frequency``), when the layout is the one
-    :mod:`reference_impl.index.postings` reads (else None). The token set (an FST) is not
-    decoded: tokens are known by id only."""
-    from reference_impl.index import postings as codec
-
-    if any(layout.get(k, "1" if k == "format_version" else None) != v
-           for k, v in codec.KNOWN.items()):
-        return None
-    tokens, rows, freqs = [], [], []
-    total = 0
-    for p in parts:
-        name = f"part_{p}_invert.lance"
-        reader = files.lance_file(name)
-        if not {"_posting", "_length"} <= set(reader.schema.names):
-            return None
-        doc_rows = files.lance_file(f"part_{p}_docs.lance").read_columns(["_rowid"]) \
-            .column("_rowid").to_numpy().astype(np.uint64)
-        inv = reader.read_columns(["_posting", "_length"])
-        for tid, (blocks, length) in enumerate(zip(inv.column("_posting").to_pylist(),
-                                                   inv.column("_length").to_pylist(),
-                                                   strict=True)):
-            if blocks is None or length is None:
-                raise FormatError(f"INVERTED {name} row {tid}: null posting list",
-                                  path=files.key(name))
-            total += int(length)
-            if total > MAX_ROWS:
-                raise FormatError(f"INVERTED postings hold more than {MAX_ROWS} entries",
-                                  path=path)
-            docs, f = codec.decode(blocks, length, path=files.key(name))
-            if len(docs) and int(docs.max()) >= len(doc_rows):
-                raise FormatError(f"INVERTED {name} token {tid}: document {int(docs.max())} "
-                                  f"of {len(doc_rows)}", path=files.key(name))
-            tokens.append(np.full(len(docs), (int(p) << 32) | tid, np.uint64))
-            rows.append(doc_rows[docs.astype(np.int64)])
-            freqs.append(f.astype(np.float32))
-    if not tokens:
-        return pa.table({"token": pa.array([], pa.uint64()),
-                         "row_id": pa.array([], pa.uint64()),
-                         "frequency": pa.array([], pa.float32())})
-    return pa.table({"token": pa.array(np.concatenate(tokens)),
-                     "row_id": pa.array(np.concatenate(rows)),
-                     "frequency": pa.array(np.concatenate(freqs))})
+def _generation(layout: dict) -> dict:
+    """Which writer generation's English stop list and stemmer the index was built with, as
+    far as its files tell: format_version "2" (9.0.1 on) has the longer stop list and is
+    written by releases of either stemmer (10.0.0: Snowball 2, 11.0.0 on: Snowball 3, the
+    same keys); earlier layouts stem with Snowball 2."""
+    v2 = layout["format_version"] == "2"
+    return {"stop_list": "v2" if v2 else "lucene",
+            "stemmer": SNOWBALL_2_OR_3 if v2 else SNOWBALL_2}
 
 
 def read(files, index):
@@ -234,13 +346,6 @@ def read(files, index):
 
 # ---- holding the documents against the data ----
 
-#: The English stop words the writers remove when ``remove_stop_words`` is set (tantivy's
-#: list for English, the same as Lucene's English analyzer).
-ENGLISH_STOP_WORDS = frozenset((
-    "a an and are as at be but by for if in into is it no not of on or such that the their "
-    "then there these they this to was will with").split())
-_TOKEN_CHARS = ("Lu", "Ll", "Lt", "Lm", "Lo", "Nd")
-_ALNUM_RUNS = re.compile(r"[^\W_]+")
 #: the stop words' stems' possible beginnings (a token starting so may stem to a stop word)
 _STOP_PREFIXES = tuple(sorted({w[:-1] for w in ENGLISH_STOP_WORDS if len(w) > 1}))
 _unsure_cache: dict[str, bool] = {}
@@ -255,52 +360,27 @@ def _may_stem_to_stop_word(token: str) -> bool:
     return hit
 
 
-def split_simple(text: str) -> list[str] | None:
-    """Tokens of the ``simple`` base tokenizer (maximal runs of alphanumeric characters), or
-    None when ``text`` holds a character whose class may differ between Python's and the
-    writer's notion of alphanumeric (then the text is not judged)."""
-    import unicodedata
-
-    if text.isascii():
-        return _ALNUM_RUNS.findall(text)
-    for c in text:
-        if not c.isascii() and not c.isspace() and unicodedata.category(c) not in _TOKEN_CHARS:
-            if c.isalnum() or unicodedata.category(c).startswith(("M", "N")):
-                return None
-    return _ALNUM_RUNS.findall(text)
-
-
-def split_whitespace(text: str) -> list[str]:
-    """Tokens of the ``whitespace`` base tokenizer (split on ASCII whitespace)."""
-    return [t for t in re.split(r"[ \t\n\x0c\r]+", text) if t]
-
-
-def exact_tokens(text: str, params: dict | None) -> list[str] | None:
-    """The tokens the writer makes of ``text`` under ``params`` when this implementation
-    reproduces them exactly (no stemming; ASCII folding only of ASCII text), else None."""
-    if params is None or params.get("stem") or count_bounds(text, params) is None:
-        return None
-    if params.get("ascii_folding") and not text.isascii():
-        return None
-    base = params.get("base_tokenizer") or "simple"
-    tokens = split_simple(text) if base == "simple" else split_whitespace(text)
-    limit = params.get("max_token_length")
-    if limit:
-        tokens = [t for t in tokens if len(t.encode("utf-8")) < int(limit)]
-    if params.get("lower_case", True):
-        tokens = [t.lower() for t in tokens]
-    if params.get("remove_stop_words", False):
-        tokens = [t for t in tokens if t not in ENGLISH_STOP_WORDS]
-    return tokens
-
-
-def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
+def count_bounds(text: str, params: dict | None, stop_list: str = "lucene",
+                 stemmer: str = SNOWBALL_3) -> tuple[int, int] | None:
     """``(least, most)`` tokens the writer can count for ``text`` under ``params`` (the
     settings recorded in the index metadata), or None when they cannot be bounded here.
-    Without stemming the count is exact; with it, a token whose stem might be a stop word
+    Where the tokenizer model reproduces the tokens (:mod:`.inverted_tokens`) the count is
+    exact but for tokens the writer may or may not drop as stop words (counted in ``most``
+    only); with stemming but no stemmer installed, a token whose stem might be a stop word
     (one starting like a stop word) is counted in ``most`` only."""
     if params is None:
         return None
+    try:
+        tokenizer = model(params, stop_list, stemmer)
+    except UnsupportedIndex:
+        tokenizer = None
+    if tokenizer is not None:
+        # folding comes last and drops no token: the count does not depend on it
+        pairs = dataclasses.replace(tokenizer, ascii_folding=False).stream(text)
+        if pairs is None:
+            return None
+        unsure = sum(1 for t, _ in pairs if t in tokenizer.unsure)
+        return len(pairs) - unsure, len(pairs)
     base = params.get("base_tokenizer") or "simple"
     if params.get("lance_tokenizer") not in (None, "text") or base not in ("simple", "whitespace"):
         return None
@@ -320,9 +400,11 @@ def count_bounds(text: str, params: dict | None) -> tuple[int, int] | None:
     if (params.get("language") or "English").strip('"') != "English" or \
             not params.get("lower_case", True):
         return None
-    kept = [t for t in tokens if t not in ENGLISH_STOP_WORDS]
+    kept = [t for t in tokens if t not in STOP_LISTS[stop_list][0]]
     if not params.get("stem", False):
         return len(kept), len(kept)
+    if stop_list != "lucene":
+        return None
     unsure = sum(1 for t in kept if _may_stem_to_stop_word(t))
     return len(kept) - unsure, len(kept)
 
@@ -334,11 +416,31 @@ RULE_OUTSIDE = "INDEX-124"
 
 
 def check(content, index, data, remap=None):
-    """Yield a :class:`Disagreement` for each way the documents disagree with the rows they
-    cover (INDEX-125): a row with tokens that is not a document (a search through the index
-    never finds it), a document whose token count is outside what its text gives under the
-    recorded settings, a null row listed with tokens; a document outside the covered
-    fragments (INDEX-124); postings that disagree with the documents (INDEX-127)."""
+    """Yield a :class:`Disagreement` for each way the index disagrees with the rows it covers
+    (see :func:`_disagreements`). When the postings are decoded but the recorded tokenizer
+    settings are not modelled (:func:`reference_impl.index.inverted_tokens.model`), the
+    postings cannot be held against the text: if nothing else disagrees the index is refused
+    (UnsupportedIndex naming the setting: "not judged"), else what disagrees is reported."""
+    refusal = None
+    params = content.extra.get("params")
+    stemmer = content.extra.get("stemmer", SNOWBALL_3)
+    if content.extra.get("postings") is not None and params is not None:
+        try:
+            model(params, content.extra.get("stop_list", "lucene"), stemmer)
+        except UnsupportedIndex as exc:
+            refusal = exc
+    found = list(_disagreements(content, index, data, remap))
+    if refusal is not None and not found:
+        raise refusal
+    yield from found
+
+
+def _disagreements(content, index, data, remap=None):
+    """The documents against the rows they cover (INDEX-125): a row with tokens that is not
+    a document (a search through the index never finds it), a document whose token count is
+    outside what its text gives under the recorded settings, a null row listed with tokens;
+    a document outside the covered fragments (INDEX-124); postings that disagree with the
+    documents (INDEX-127) or with the tokens of the text (INDEX-126)."""
     if remap is None:
         from reference_impl.index.remapped import Remap
 
@@ -349,6 +451,8 @@ def check(content, index, data, remap=None):
     name = index.name
     docs = content.entries
     params = content.extra.get("params")
+    stop_list = content.extra.get("stop_list", "lucene")
+    stemmer = content.extra.get("stemmer", SNOWBALL_3)
     doc_ids = docs.column("row_id").to_numpy().astype(np.uint64)
     counts = docs.column("num_tokens").to_numpy().astype(np.int64)
     state = classify(data, doc_ids, remap)
@@ -364,7 +468,7 @@ def check(content, index, data, remap=None):
                 yield Disagreement(RULE_DOCUMENTS, f"INVERTED index {name!r}: row {rid} is "
                                    f"null but is a document of {n} tokens", rid, None)
             continue
-        bounds = count_bounds(text, params)
+        bounds = count_bounds(text, params, stop_list, stemmer)
         if bounds is None:
             continue
         if n < 0:
@@ -387,10 +491,6 @@ def check(content, index, data, remap=None):
     if len(uniq) != len(doc_ids):
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: "
                            f"{len(doc_ids) - len(uniq)} rows are documents more than once")
-    by_id = content.extra.get("token_postings")
-    if by_id is not None and by_id.num_rows:
-        yield from _token_postings_against_text(by_id, name, data, params, remap, doc_ids,
-                                                counts)
     postings = content.extra.get("postings")
     if postings is None or not postings.num_rows:
         return
@@ -404,7 +504,7 @@ def check(content, index, data, remap=None):
     if stray.any():
         yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: {int(stray.sum())} "
                            "postings name rows that are not documents", int(prow[stray][0]))
-    yield from _postings_against_text(postings, name, data, params)
+    yield from _postings_against_text(postings, name, data, params, stop_list, stemmer)
     rows, inv = np.unique(prow, return_inverse=True)
     sums = np.rint(np.bincount(inv, weights=freq)).astype(np.int64)
     by_doc = dict(zip(doc_ids.tolist(), counts.tolist(), strict=True))
@@ -415,35 +515,55 @@ def check(content, index, data, remap=None):
                                f"{by_doc[r]} tokens", r)
 
 
-def _postings_against_text(postings: pa.Table, name: str, data, params):
-    """INDEX-126: where the tokens are reproduced exactly, each covered row is listed under
-    exactly the tokens of its text (a search for a token finds the rows holding it, and only
-    them)."""
+def _postings_against_text(postings: pa.Table, name: str, data, params, stop_list: str,
+                           stemmer: str):
+    """INDEX-126: where the tokens are reproduced exactly (:mod:`.inverted_tokens`), each
+    covered row is listed under exactly the tokens of its text (a search for a token finds
+    the rows holding it, and only them), and where positions are stored, with the positions
+    the token has in the text (a phrase search answers from them)."""
     from reference_impl.index import Disagreement
 
+    try:
+        tokenizer = model(params, stop_list, stemmer)
+    except UnsupportedIndex:
+        return                                  # check() refuses or reports the rest
     prow = postings.column("row_id").to_numpy().astype(np.uint64)
     live = data.classify(prow) == data.LIVE
     at = data.positions(prow[live])
-    listed: dict[int, set[str]] = {}
-    for i, tok in zip(at.tolist(), np.asarray(postings.column("token").to_pylist(),
-                                              dtype=object)[live].tolist(), strict=True):
-        listed.setdefault(i, set()).add(tok)
+    has_positions = "positions" in postings.column_names
+    tokens = np.asarray(postings.column("token").to_pylist(), dtype=object)[live]
+    positions = (np.asarray(postings.column("positions").to_pylist() + [None],
+                            dtype=object)[:-1][live] if has_positions
+                 else [None] * len(tokens))
+    listed: dict[int, dict[str, list | None]] = {}
+    for i, tok, pos in zip(at.tolist(), tokens.tolist(), list(positions), strict=True):
+        listed.setdefault(i, {})[tok] = pos
     for i, text in enumerate(data.values.to_pylist()):
         if text is None:
             continue
-        want = exact_tokens(text, params)
-        if want is None:
+        pairs = tokenizer.stream(text)
+        if pairs is None:
             continue
-        want_set, have = set(want), listed.get(i, set())
+        want: dict[str, list[int]] = {}
+        for tok, pos in pairs:
+            if not tokenizer.is_unsure(tok):
+                want.setdefault(tok, []).append(pos)
+        have = {t: p for t, p in listed.get(i, {}).items() if not tokenizer.is_unsure(t)}
         rid = int(data.row_ids[i])
-        for tok in sorted(want_set - have):
+        for tok in sorted(set(want) - set(have)):
             yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "
                                f"{text!r} but is not listed under its token {tok!r}", rid,
                                text, {"token": tok})
-        for tok in sorted(have - want_set):
+        for tok in sorted(set(have) - set(want)):
             yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "
                                f"{text!r} but is listed under the token {tok!r}", rid, text,
                                {"token": tok})
+        for tok in sorted(set(have) & set(want)):
+            if have[tok] is not None and list(have[tok]) != want[tok]:
+                yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds "
+                                   f"{text!r}: its token {tok!r} is at positions "
+                                   f"{want[tok]}, the index lists {list(have[tok])}", rid,
+                                   text, {"token": tok})
 
 
 def sure_words(text: str, params: dict | None) -> set[str] | None:
@@ -465,72 +585,6 @@ def sure_words(text: str, params: dict | None) -> set[str] | None:
         if params.get("stem", False):
             words = [t for t in words if not _may_stem_to_stop_word(t)]
     return set(words)
-
-
-def _token_postings_against_text(by_id: pa.Table, name: str, data, params, remap, doc_ids,
-                                 counts):
-    """The decoded posting lists of the partitioned layout, whose tokens are known by id
-    only: each document's frequencies sum to its token count (INDEX-127), and the rows
-    holding one word are all listed under one token (INDEX-126: a word becomes the same
-    token in every row, whatever the stemmer makes of it, so a search for it must find the
-    rows together; a row listed under no token at all is never found)."""
-    from reference_impl.index import Disagreement
-
-    rows = by_id.column("row_id").to_numpy().astype(np.uint64)
-    if remap is not None:
-        rows = remap.forward(rows)[0]
-    toks = by_id.column("token").to_numpy().astype(np.uint64)
-    freq = by_id.column("frequency").to_numpy().astype(np.float64)
-    uniq, inv = np.unique(rows, return_inverse=True)
-    sums = np.rint(np.bincount(inv, weights=freq)).astype(np.int64)
-    by_doc = dict(zip(doc_ids.tolist(), counts.tolist(), strict=True))
-    bad = [(r, s) for r, s in zip(uniq.tolist(), sums.tolist(), strict=True)
-           if r in by_doc and s != by_doc[r]]
-    for r, s in bad[:10]:
-        yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: row {r}: its "
-                           f"postings' frequencies sum to {s}, its document counts "
-                           f"{by_doc[r]} tokens", r)
-    if len(bad) > 10:
-        yield Disagreement(RULE_CONSISTENT, f"INVERTED index {name!r}: {len(bad) - 10} more "
-                           "rows whose postings' frequencies do not sum to their count")
-    if params is None:
-        return
-    live = data.classify(rows) == data.LIVE
-    listed: dict[int, set[int]] = {}
-    for i, t in zip(data.positions(rows[live]).tolist(), toks[live].tolist(), strict=True):
-        listed.setdefault(i, set()).add(t)
-    # each partition numbers its own tokens: rows are compared within their partition. A
-    # row listed under no token is not compared (INDEX-125 says when it should be a document)
-    holding: dict[tuple[str, int], list[int]] = {}
-    for i, text in enumerate(data.values.to_pylist()):
-        if i not in listed or text is None:
-            continue
-        part = next(iter(listed[i])) >> 32
-        for w in sure_words(text, params) or ():
-            holding.setdefault((w, part), []).append(i)
-    found = 0
-    for (w, _part), at in holding.items():
-        first = at[0]
-        common = set(listed[first])
-        lost = None
-        for i in at[1:]:
-            common &= listed[i]
-            if not common:
-                lost = i
-                break
-        if lost is None:
-            continue
-        found += 1
-        if found > 10:
-            continue
-        rid, text = int(data.row_ids[lost]), data.values[lost].as_py()
-        yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: row {rid} holds {text!r} "
-                           f"and row {int(data.row_ids[first])} the word {w!r} too, but no "
-                           "token of the index lists both (a search for it misses one)", rid,
-                           text, {"word": w})
-    if found > 10:
-        yield Disagreement(RULE_POSTINGS, f"INVERTED index {name!r}: {found - 10} more words "
-                           "whose rows no one token lists together")
 
 
 def classify(data, rows: np.ndarray, remap=None) -> np.ndarray:

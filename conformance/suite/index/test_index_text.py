@@ -497,16 +497,7 @@ def test_ngram_expected_postings_numpy_form_equals_readable():
         pairs(ngram.expected_postings_readable(values))
 
 
-# ---- the partitioned layout's posting blocks (reference_impl.index.postings) ----
-
-def test_four_lane_unpacking_equals_its_readable_form():
-    from reference_impl.index import postings
-
-    rng = np.random.default_rng(7)
-    for bits in (0, 1, 3, 7, 13, 31, 32):
-        data = rng.bytes(bits * 16)
-        assert postings.unpack4x(data, bits).tolist() == postings.unpack4x_readable(data, bits)
-
+# ---- the partitioned layout's posting blocks (reference_impl.index.inverted_postings) ----
 
 def _pack4x(values, bits):
     """Pack 128 values in the four-lane layout, written from its description (test helper)."""
@@ -520,11 +511,20 @@ def _pack4x(values, bits):
     return b"".join(w.to_bytes(4, "little") for w in words)
 
 
+def test_four_lane_unpacking_reverses_the_described_packing():
+    from reference_impl.index.inverted_postings import unpack_4x
+
+    rng = np.random.default_rng(7)
+    for bits in (0, 1, 3, 7, 13, 31, 32):
+        values = rng.integers(0, 1 << bits, 128, dtype=np.int64) if bits else np.zeros(128, int)
+        assert unpack_4x(_pack4x(values.tolist(), bits), bits).tolist() == values.tolist()
+
+
 def test_posting_list_of_a_full_block_and_a_tail_decodes():
     import struct
 
     from reference_impl.errors import FormatError
-    from reference_impl.index import postings
+    from reference_impl.index.inverted_postings import posting_list
 
     docs = np.cumsum(np.arange(1, 140)) + 3  # 139 documents: one block of 128, a tail of 11
     freqs = (np.arange(139) % 3) + 1
@@ -545,10 +545,10 @@ def test_posting_list_of_a_full_block_and_a_tail_decodes():
     tail_docs = docs[128:]
     tail = struct.pack("<f", 0.5) + varints(np.diff(np.concatenate([[0], tail_docs])).tolist()) \
         + varints(freqs[128:].tolist())
-    got_docs, got_freqs = postings.decode([block, tail], 139)
+    got_docs, got_freqs = posting_list([block, tail], 139, "varint_delta_v1", None)
     assert got_docs.tolist() == docs.tolist() and got_freqs.tolist() == freqs.tolist()
     with pytest.raises(FormatError):
-        postings.decode([block], 139)
+        posting_list([block], 139, "varint_delta_v1", None)
 
 
 @pytest.mark.interop
