@@ -66,7 +66,7 @@ class Outcome:
     be judged (``unsupported``), or that its bytes do not decode (``error``)."""
 
     disagreements: list = field(default_factory=list)
-    more: dict = field(default_factory=dict)  # rule id -> disagreements beyond the first few
+    more: dict = field(default_factory=dict)  # rule id -> (count, first) beyond the first few
     unsupported: str | None = None
     error: str | None = None
     error_reported: bool = False  # INDEX-015 already names the file that does not decode
@@ -384,7 +384,8 @@ PER_INDEX_AND_RULE = 20
 
 
 def first_disagreements(disagreements, limit: int = PER_INDEX_AND_RULE):
-    """The first ``limit`` disagreements of each rule, and how many more each rule has."""
+    """The first ``limit`` disagreements of each rule, and for each rule that has more, how
+    many more and the first of them (its row is named in the finding that counts them)."""
     kept, more, seen = [], {}, {}
     for d in disagreements:
         n = seen.get(d.rule, 0)
@@ -392,8 +393,23 @@ def first_disagreements(disagreements, limit: int = PER_INDEX_AND_RULE):
         if n < limit:
             kept.append(d)
         else:
-            more[d.rule] = more.get(d.rule, 0) + 1
+            count, first = more.get(d.rule, (0, d))
+            more[d.rule] = (count + 1, first)
     return kept, more
+
+
+def more_finding(ctx, i, rule_id: str, more: dict):
+    """The one finding that counts the disagreements of ``rule_id`` beyond those named, with
+    the row of the first of them (None when there are none)."""
+    if rule_id not in more:
+        return None
+    count, first = more[rule_id]
+    extra = {"more": count}
+    if first.row_id is not None:
+        extra["row"] = int(first.row_id)
+    return Finding(f"index {i.name!r}: {count} more disagreements of the same rule beyond "
+                   f"the {PER_INDEX_AND_RULE} named above, the first: {first.message}",
+                   _loc(ctx, i, **extra))
 
 
 def findings(ctx, rule_id: str):
@@ -408,11 +424,9 @@ def findings(ctx, rule_id: str):
             if d.row_id is not None:
                 extra["row"] = int(d.row_id)
             yield Finding(d.message, _loc(ctx, i, **extra))
-        extra_count = o.more.get(rule_id, 0)
-        if extra_count:
-            yield Finding(f"index {i.name!r}: {extra_count} more disagreements of the same "
-                          f"rule beyond the {PER_INDEX_AND_RULE} named above",
-                          _loc(ctx, i, more=extra_count))
+        extra = more_finding(ctx, i, rule_id, o.more)
+        if extra is not None:
+            yield extra
 
 
 # -- the rules ---------------------------------------------------------------------------------

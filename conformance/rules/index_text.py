@@ -21,7 +21,7 @@ import importlib
 from reference_impl.errors import LanceError, UnsupportedIndex
 
 from .index import _loc, indices
-from .index_content import PER_INDEX_AND_RULE, first_disagreements, indexed_data, judged
+from .index_content import first_disagreements, indexed_data, judged, more_finding
 from .registry import Finding, rule
 
 _SEC = "IndexMetadata"
@@ -78,10 +78,9 @@ def findings(ctx, rule_id: str):
             if d.row_id is not None:
                 extra["row"] = int(d.row_id)
             yield Finding(d.message, _loc(ctx, i, **extra))
-        if more.get(rule_id):
-            yield Finding(f"index {i.name!r}: {more[rule_id]} more disagreements of the same "
-                          f"rule beyond the {PER_INDEX_AND_RULE} named above",
-                          _loc(ctx, i, more=more[rule_id]))
+        extra = more_finding(ctx, i, rule_id, more)
+        if extra is not None:
+            yield extra
 
 
 @rule("INDEX-120", title="ZONEMAP zones bound every row they cover", severity="error",
