@@ -218,7 +218,10 @@ def test_fuzz_catches_known_bad_writer(bug, tmp_path):
     assert not result.finding.kit_bug, result.summary()
     assert set(result.finding.rules) & EXPECTED_RULES[bug], result.summary()
     assert set(result.finding.rules) <= EXPECTED_RULES[bug] | READ_BACK_CHECKS, result.summary()
-    assert len(result.script) <= 3, result.summary()
+    # shrunk to a handful of operations: the create and at most three (the shrinker's local
+    # minimum is not always the global one: overwrite-commit shrank to 3 operations alone and
+    # to 4 -- a needless tag among them -- after the whole default profile in one worker)
+    assert len(result.script) <= 4, result.summary()
     path = fuzz.save_case(result, tmp_path / "cases")
     doc = fuzz.load_case(path)
     assert doc["seed"] == seed and doc["impl"] == f"known-bad:{bug}"

@@ -71,7 +71,7 @@ def test_run_with_the_fixtures_missing(tmp_path, monkeypatch, capsys):
         f"run: no case to run: the golden cases of --suite read are missing ({gone} does not exist)")
     assert main(["run", "--impl", "reference", "--suite", "write", "--no-pylance-check"]) == 2
     line = _one_line(capsys.readouterr().err)
-    assert "2 of the 20 cases of --suite write are missing" in line
+    assert "2 of the 22 cases of --suite write are missing" in line
     assert "write.reject-unknown-txn-operation" in line
 
 
@@ -107,9 +107,9 @@ def test_a_run_that_judged_no_case(capsys):
     code = main(["run", "--impl", f'cmd:"{sys.executable} {EXAMPLE}"', "--suite", "write"])
     out, err = capsys.readouterr()
     assert code == 2, out
-    assert _one_line(err) == ("run: no case was judged: 20 UNSUPPORTED, 0 skipped "
+    assert _one_line(err) == ("run: no case was judged: 22 UNSUPPORTED, 0 skipped "
                               "(example-subprocess-reader can do nothing --suite write asks)")
-    assert "UNSUPPORTED 20" in out
+    assert "UNSUPPORTED 22" in out
 
 
 def test_replaying_an_unsupported_case_judged_nothing(monkeypatch, capsys):
@@ -155,7 +155,7 @@ def test_the_plugin_refuses_a_suite_without_items(tmp_path, workers):
 def test_the_plugin_fails_a_session_that_judged_nothing(tmp_path):
     done = _pytest(tmp_path, f"--lance-impl=cmd:{sys.executable} {EXAMPLE}", "--lance-suite=write")
     assert done.returncode == pytest.ExitCode.USAGE_ERROR, done.stdout + done.stderr
-    assert "lance-conformance: no case was judged: all 20 case items were skipped" in done.stdout
+    assert "lance-conformance: no case was judged: all 22 case items were skipped" in done.stdout
 
 
 # -- the other commands --------------------------------------------------------------------

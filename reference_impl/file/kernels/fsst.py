@@ -73,6 +73,27 @@ def _expand_values(data, offs, v0, v1, sym8, sym64, lens, nsym, out, o_lo, o_hi,
     return 0, 0, o - o_lo
 
 
+@jit
+def _decoded_size(data, lo, hi, lens, nsym):
+    """The bytes tokens ``data[lo:hi]`` decode to, or -1 at a bad token (an escape as the last
+    byte, a code outside the table: the expanding pass then refuses it where it stands)."""
+    size = 0
+    i = lo
+    while i < hi:
+        c = data[i]
+        if c == ESCAPE:
+            if i + 1 >= hi:
+                return -1
+            size += 1
+            i += 2
+        else:
+            if c >= nsym:
+                return -1
+            size += lens[c]
+            i += 1
+    return size
+
+
 def _well_formed(offs: np.ndarray, size: int) -> bool:
     return (len(offs) >= 1 and int(offs[0]) == 0 and int(offs[-1]) == size
             and (len(offs) < 2 or bool((offs[1:] >= offs[:-1]).all())))
@@ -112,6 +133,13 @@ def decode(src, offs: np.ndarray, sym: np.ndarray, lens8: np.ndarray, nsym: int,
     # two bytes for one), its values sized on the way
     longest = int(lens[:min(int(nsym), ESCAPE)].max(initial=1))
     room = [longest * int(offs[v1] - offs[v0]) for v0, v1 in spans]
+    if longest > 2:
+        # a loose bound (long symbols: up to 8 bytes a compressed byte) would hold memory
+        # far beyond the output: size each span exactly first (one cheap pass)
+        exact = [int(_decoded_size(data, int(offs[v0]), int(offs[v1]), lens, int(nsym)))
+                 for v0, v1 in spans]
+        if min(exact, default=0) >= 0:
+            room = exact
     at = np.concatenate([[0], np.cumsum(room)]).astype(np.int64)
     wide = np.empty(int(at[-1]), np.uint8)
 
