@@ -28,6 +28,9 @@ pytestmark = pytest.mark.interop
 
 #: what the default run holds: one kind per reader module, and both zone kinds
 QUICK = ("BTREE", "LABEL_LIST", "ZONEMAP", "BLOOMFILTER", "INVERTED", "JSON", "IVF_PQ")
+#: families run in the default profile (for the QUICK kinds; the rest under ``-m slow``, which
+#: CI runs too): the default profile keeps within its time budget
+QUICK_FAMILIES = ("swap", "swap-same-counts", "stale-update", "partitions-exchanged")
 
 #: kinds whose index names rows by address even under stable row ids (pylance 14.0.2's BTREE
 #: of index_version 1; the zones)
@@ -70,8 +73,8 @@ def _cases(kinds, versions, stables, right=False):
                         continue
                     if right_all_the_same(family, kind, stable) != right:
                         continue
-                    quick = kind in QUICK and version == "2.1" and (
-                        not stable or kind in ADDRESS_KINDS)
+                    quick = kind in QUICK and family in QUICK_FAMILIES and version == "2.1" \
+                        and (not stable or kind in ADDRESS_KINDS)
                     marks = () if quick else (pytest.mark.slow,)
                     yield pytest.param(family, kind, version, stable, marks=marks,
                                        id=f"{family}-{kind}-{version}-{'stable' if stable else 'addr'}")
@@ -119,7 +122,7 @@ def _own_cases():
         for stable, defer in ((False, False), (False, True), (True, False)):
             if stable and kind in w.UNSTABLE:
                 continue
-            quick = kind in QUICK and (kind in ("ZONEMAP", "BLOOMFILTER", "BTREE") or not defer)
+            quick = kind in QUICK and not defer and (kind in ADDRESS_KINDS or not stable)
             yield pytest.param(kind, stable, defer, marks=() if quick else (pytest.mark.slow,),
                                id=f"{kind}-{'stable' if stable else 'addr'}"
                                   f"{'-deferred' if defer else ''}")
