@@ -109,3 +109,36 @@ def test_fuzz_finds_the_delete_data_loss(duckdb_impl, tmp_path):
     assert re.search(r"0 rows != expected [1-9]", result.finding.messages[0]), result.summary()
     saved = json.loads(fuzz.save_case(result, tmp_path).read_text())
     assert saved["script"][1]["where"] == where
+
+
+def test_predicates_with_braces_reach_duckdb_as_written(tmp_path):
+    """The adapter names the table by the first ``{t}`` of a statement and leaves the rest as
+    it is: a predicate holding a brace (a string literal, say) is sent unchanged (with
+    ``str.format`` it broke the statement, or named the table inside the literal)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("duckdb_adapter_under_test", ADAPTER)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sent = []
+
+    class _Recorder(mod.Engine):
+        def __init__(self):  # no DuckDB: the statement is recorded, not run
+            pass
+
+        def attach(self, uri):
+            return "ns0"
+
+        def detach(self, alias):
+            pass
+
+        def sql(self, statement):
+            sent.append(statement)
+            return type("R", (), {"fetchall": lambda self: []})()
+
+    where = "s = '{t}' OR s LIKE '%}%'"
+    _Recorder().on_table(str(tmp_path), "DELETE FROM {t} WHERE " + where)
+    assert sent == ["DELETE FROM ns0.main.t WHERE " + where]
+    merge = mod.merge_statement({"on": "id", "when_matched_update_all": {"condition":
+                                 "target.s <> '{x}'"}, "when_not_matched_insert_all": True})
+    assert "AND (target.s <> '{x}')" in merge and merge.startswith("MERGE INTO {t} AS target")

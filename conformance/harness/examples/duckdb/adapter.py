@@ -165,13 +165,14 @@ class Engine:
         shutil.rmtree(os.path.join(self.scratch, alias[3:]), ignore_errors=True)
 
     def on_table(self, uri: str, statement: str):
-        """Run ``statement`` with ``{t}`` naming the table at ``uri`` in an attached
-        namespace."""
+        """Run ``statement`` with its first ``{t}`` naming the table at ``uri`` in an attached
+        namespace (the table comes before any predicate, so braces in a predicate are left
+        as they are)."""
         if not os.path.isdir(uri):
             raise FileNotFoundError(f"no table at {uri}")
         alias = self.attach(uri)
         try:
-            return self.sql(statement.format(t=f"{alias}.main.t")).fetchall()
+            return self.sql(statement.replace("{t}", f"{alias}.main.t", 1)).fetchall()
         finally:
             self.detach(alias)
 
@@ -269,24 +270,20 @@ def read(engine: Engine, params: dict) -> dict:
 
 
 def merge_statement(op: dict) -> str:
-    """The ``MERGE INTO`` statement of a ``merge_insert`` operation (``{t}``: the table; the
-    braces of the conditions doubled for ``str.format``)."""
-    def braces(text: str) -> str:
-        return text.replace("{", "{{").replace("}", "}}")
-
+    """The ``MERGE INTO`` statement of a ``merge_insert`` operation (``{t}``: the table)."""
     on = [op["on"]] if isinstance(op["on"], str) else list(op["on"])
     text = ("MERGE INTO {t} AS target USING rows AS source ON "
             + " AND ".join(f"target.{ident(k)} = source.{ident(k)}" for k in on))
     matched = op.get("when_matched_update_all")
     if matched is not None and matched is not False:
         cond = matched.get("condition") if isinstance(matched, dict) else None
-        text += " WHEN MATCHED" + (f" AND ({braces(cond)})" if cond else "") + " THEN UPDATE SET *"
+        text += " WHEN MATCHED" + (f" AND ({cond})" if cond else "") + " THEN UPDATE SET *"
     if op.get("when_not_matched_insert_all"):
         text += " WHEN NOT MATCHED THEN INSERT *"
     by_source = op.get("when_not_matched_by_source_delete")
     if by_source is not None and by_source is not False:
         where = by_source.get("where") if isinstance(by_source, dict) else None
-        text += " WHEN NOT MATCHED BY SOURCE" + (f" AND ({braces(where)})" if where else "") + " THEN DELETE"
+        text += " WHEN NOT MATCHED BY SOURCE" + (f" AND ({where})" if where else "") + " THEN DELETE"
     return text
 
 
