@@ -21,6 +21,21 @@ from ._jit import jit
 
 
 @jit
+def _copy_values(data, starts, los, counts, out_offs, out):
+    """The value bytes of every chunk, one after another, into ``out``: chunk ``c``'s values
+    start ``los[c]`` bytes into it and take the bytes ``out_offs`` gives them (both kernels
+    below checked every range: lo <= hi <= size)."""
+    o = 0
+    v = 0
+    for c in range(len(starts)):
+        lo = los[c]
+        n = out_offs[v + counts[c]] - out_offs[v]
+        out[o:o + n] = data[starts[c] + lo:starts[c] + lo + n]
+        o += n
+        v += counts[c]
+
+
+@jit
 def _chunks(data, starts, sizes, counts, w, out_offs, out):
     """Fill ``out_offs`` (values + 1, from 0) and ``out`` (the value bytes) from every chunk.
     Returns 0, or 1 when a chunk's offsets do not start right after themselves or end past
@@ -62,14 +77,7 @@ def _chunks(data, starts, sizes, counts, w, out_offs, out):
             out_offs[v] = o
             prev = cur
     # the value bytes, chunk by chunk (every range checked above: lo <= hi <= size)
-    o = 0
-    v = 0
-    for c in range(nc):
-        lo = los[c]
-        n = out_offs[v + counts[c]] - out_offs[v]
-        out[o:o + n] = data[starts[c] + lo:starts[c] + lo + n]
-        o += n
-        v += counts[c]
+    _copy_values(data, starts, los, counts, out_offs, out)
     return 0
 
 
@@ -100,14 +108,7 @@ def _chunks_aligned(data, words, starts, sizes, counts, w, out_offs, out):
             v += 1
             out_offs[v] = o
             prev = cur
-    o = 0
-    v = 0
-    for c in range(nc):
-        lo = los[c]
-        n = out_offs[v + counts[c]] - out_offs[v]
-        out[o:o + n] = data[starts[c] + lo:starts[c] + lo + n]
-        o += n
-        v += counts[c]
+    _copy_values(data, starts, los, counts, out_offs, out)
     return 0
 
 
