@@ -412,19 +412,22 @@ def more_finding(ctx, i, rule_id: str, more: dict):
                    _loc(ctx, i, **extra))
 
 
-def findings(ctx, rule_id: str):
+def findings(ctx, rule_id: str, held=None):
     """The findings of rule ``rule_id`` in this version: one per disagreement of that rule,
     naming the index, the row and the value (the first :data:`PER_INDEX_AND_RULE` of an
-    index; one more finding counts the rest)."""
+    index; one more finding counts the rest). ``held(ctx, index, outcome)`` gives the
+    disagreements and their overflow counts when a rule family judges otherwise than the
+    shared outcome (the text and zone rules follow a fragment reuse index)."""
     for i, o in judged(ctx):
-        for d in o.disagreements:
+        disagreements, more = held(ctx, i, o) if held else (o.disagreements, o.more)
+        for d in disagreements:
             if d.rule != rule_id:
                 continue
-            extra = {k: v for k, v in d.where.items()}
+            extra = dict(d.where)
             if d.row_id is not None:
                 extra["row"] = int(d.row_id)
             yield Finding(d.message, _loc(ctx, i, **extra))
-        extra = more_finding(ctx, i, rule_id, o.more)
+        extra = more_finding(ctx, i, rule_id, more)
         if extra is not None:
             yield extra
 

@@ -20,9 +20,10 @@ import importlib
 
 from reference_impl.errors import LanceError, UnsupportedIndex
 
-from .index import _loc, indices
-from .index_content import first_disagreements, indexed_data, judged, more_finding
-from .registry import Finding, rule
+from .index import indices
+from .index_content import findings as content_findings
+from .index_content import first_disagreements, indexed_data
+from .registry import rule
 
 _SEC = "IndexMetadata"
 _BITMAP = "A bitmap of the included fragment ids."
@@ -68,19 +69,8 @@ def _held(ctx, i, o) -> tuple[list, dict]:
 
 
 def findings(ctx, rule_id: str):
-    """The findings of rule ``rule_id``: one per disagreement, naming index, row, value."""
-    for i, o in judged(ctx):
-        held, more = _held(ctx, i, o)
-        for d in held:
-            if d.rule != rule_id:
-                continue
-            extra = dict(d.where)
-            if d.row_id is not None:
-                extra["row"] = int(d.row_id)
-            yield Finding(d.message, _loc(ctx, i, **extra))
-        extra = more_finding(ctx, i, rule_id, more)
-        if extra is not None:
-            yield extra
+    """The findings of rule ``rule_id``: the shared ones, through :func:`_held`."""
+    return content_findings(ctx, rule_id, held=_held)
 
 
 @rule("INDEX-120", title="ZONEMAP zones bound every row they cover", severity="error",
