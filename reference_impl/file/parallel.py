@@ -7,8 +7,8 @@ release the GIL, so plain threads give real parallelism without copying pages be
 processes.
 
 The readable path is unchanged: :func:`map_ordered` returns exactly
-``[fn(x) for x in items]`` (the first exception raised in item order propagates); only the
-order of evaluation differs. ``LANCE_CONFORMANCE_DECODE_THREADS=1`` turns it off.
+``[fn(x) for x in items]`` (the first exception raised in item order propagates, once every
+item a thread had started has finished); only the order of evaluation differs. ``LANCE_CONFORMANCE_DECODE_THREADS=1`` turns it off.
 
 Nested use (fragments, then the fields of a file, then the pages of a field) shares one pool
 and can never wait on itself: every item is queued on the pool, and the calling thread then
@@ -175,9 +175,21 @@ def map_ordered(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
             break  # only after an error, which was raised below in item order already
         t.done.wait()  # claimed by a thread that is running it: it finishes
         if t.error is not None:
+            _settle(tasks)
             raise t.error
         out.append(t.value)
     return out
+
+
+def _settle(tasks: list[_Task]) -> None:
+    """After an error: the items nobody started never run, and those a thread is running
+    finish before the error reaches the caller, so that no work of a call that raised goes on
+    behind the caller's back (holding its memory, allocating while the caller tears down
+    what it set up around the call)."""
+    for t in tasks:
+        t.skip()
+        if not t.skipped:
+            t.done.wait()
 
 
 __all__ = ["ENV", "cgroup_cpus", "map_ordered", "mark_worker_thread", "saturated", "threads"]

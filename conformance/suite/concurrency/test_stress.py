@@ -77,6 +77,7 @@ def test_short_profile_with_pylance_local(tmp_path, pylance):
 
 @pytest.mark.s3
 @pytest.mark.interop
+@pytest.mark.slow  # (the local twin runs by default)
 @pytest.mark.parametrize("s3_bucket", ["seaweedfs"], indirect=True)
 def test_short_profile_with_pylance_seaweedfs(s3_bucket, pylance):
     r = run_stress(f"{s3_bucket.uri}/ds", storage_options=s3_bucket.storage_options,
@@ -113,6 +114,7 @@ def test_lockstep_memory_loses_nothing():
 
 
 @pytest.mark.s3
+@pytest.mark.slow  # (the local and memory twins run by default)
 @pytest.mark.parametrize("s3_bucket", ["seaweedfs"], indirect=True)
 def test_lockstep_seaweedfs_loses_nothing(s3_bucket):
     _assert_forced_race_safe(run_stress(f"{s3_bucket.uri}/ds", writers=W, commits=C, seed=33,
@@ -143,7 +145,8 @@ def test_lockstep_in_process_unsafe_store_loses_commits(monkeypatch):
 
 
 @pytest.mark.s3
-@pytest.mark.parametrize("s3_bucket", ["moto_unsafe", "s3rver"], indirect=True)
+@pytest.mark.parametrize("s3_bucket", [pytest.param("moto_unsafe", marks=pytest.mark.slow), "s3rver"],
+                         indirect=True)
 def test_unsafe_store_loses_commits_and_is_caught(s3_bucket):
     """A store that ignores ``If-None-Match`` (moto with the header stripped, npm's s3rver):
     all writers of a round 'create' the same manifest; all but one commit are lost."""

@@ -142,7 +142,8 @@ def _upload(local_root: str, bucket, prefix: str) -> str:
 
 
 @pytest.mark.s3
-@pytest.mark.parametrize("s3_bucket", ["moto", "seaweedfs"], indirect=True)
+@pytest.mark.parametrize("s3_bucket", ["moto", pytest.param("seaweedfs", marks=pytest.mark.slow)],
+                         indirect=True)
 def test_scenarios_on_s3(pylance_scenarios, s3_bucket):
     for name in S3_SCENARIOS:
         path = pylance_scenarios[name]

@@ -111,6 +111,30 @@ def test_an_error_ends_the_call_before_later_items_start(monkeypatch):
     assert ran == [0, 1, 2]
 
 
+
+def test_an_error_reaches_the_caller_after_the_items_threads_were_running(monkeypatch):
+    """Item 0 (run by the caller) fails while a decode thread runs item 1: the error is raised
+    only once item 1 has finished, so no work of the failed call goes on behind the caller
+    (a caller that then tears down what it set up, such as ``tracemalloc``, races nothing)."""
+    monkeypatch.setenv(parallel.ENV, "2")
+    one_started, go, never = threading.Event(), threading.Event(), threading.Event()
+    finished = []
+
+    def work(x):
+        if x == 0:
+            assert one_started.wait(timeout=120), "no decode thread took item 1"
+            go.set()
+            raise FormatError("bad page 0", rule="FILE-013")
+        one_started.set()
+        go.wait(timeout=120)
+        never.wait(timeout=0.3)  # still running when item 0 raises
+        finished.append(x)
+        return x
+
+    with pytest.raises(FormatError, match="bad page 0"):
+        parallel.map_ordered(work, [0, 1])
+    assert finished == [1]
+
 def test_nested_calls_keep_order_on_threads(monkeypatch):
     monkeypatch.setenv(parallel.ENV, "2")
 

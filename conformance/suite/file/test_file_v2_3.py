@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import random
 import struct
-import tracemalloc
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +34,7 @@ from google.protobuf.descriptor import FieldDescriptor as FD
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conformance.suite.file.test_file_hostile import PEAK_LIMIT, mutate, read_hostile
+from conformance.suite.file.test_file_hostile import PEAK_LIMIT, mutate, read_hostile, traced_peaks
 from conformance.suite.file.test_file_v2_1 import LEAF_TYPES, NESTED_TYPES, make_column
 from reference_impl.dataset import open_dataset
 from reference_impl.errors import FormatError, UnsupportedFeature
@@ -312,19 +311,15 @@ def test_take_and_ranges_match_the_full_read(pylance, tmp_path, original_2_3):
 def _mutants(original: bytes, count: int, seed: int) -> dict:
     rng = random.Random(seed)
     outcomes = {"ok": 0, "format": 0, "unsupported": 0}
-    for i in range(count):
-        data = mutate(original, rng)
-        tracemalloc.start()
-        try:
+    with traced_peaks() as peak_of:  # (one start and stop for the run: see traced_peaks)
+        for i in range(count):
+            data = mutate(original, rng)
             try:
-                res = read_hostile(data)
+                res, peak = peak_of(read_hostile, data)
             except Exception as exc:  # noqa: BLE001
                 raise AssertionError(f"mutant {i} raised {type(exc).__name__}: {exc}") from exc
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        assert peak < PEAK_LIMIT, f"mutant {i} peaked at {peak} bytes"
-        outcomes[res] += 1
+            assert peak < PEAK_LIMIT, f"mutant {i} peaked at {peak} bytes"
+            outcomes[res] += 1
     return outcomes
 
 
@@ -369,34 +364,30 @@ def _planar_mutants(original: bytes, count: int, seed: int) -> dict:
     outcomes = {"ok": 0, "format": 0, "unsupported": 0}
     cols = read_columns(original)
     pages = [(ci, pi) for ci, c in enumerate(cols) for pi in range(len(c.pages))]
-    for _ in range(count):
-        cols = read_columns(original)
-        ci, pi = rng.choice(pages)
-        page = cols[ci].pages[pi]
-        a = any_pb2.Any.FromString(page.encoding.direct.encoding)
-        planar_msg = pb23.PlanarLayout.FromString(a.value)
-        fields = _int_fields(planar_msg, [])
-        if not fields:
-            continue
-        msg, fd = rng.choice(fields)
-        value = min(rng.choice([0, 1, 2, 3, 7, 64, 65535, 2**31 - 1, 2**32 - 1, 2**63, 2**64 - 1]),
-                    _LIMITS[fd.type])
-        setattr(msg, fd.name, value)
-        a.value = planar_msg.SerializeToString()
-        page.encoding.direct.encoding = a.SerializeToString()
-        data = rewrite_tail(original, cols)
-        tracemalloc.start()
-        try:
+    with traced_peaks() as peak_of:  # (one start and stop for the run: see traced_peaks)
+        for _ in range(count):
+            cols = read_columns(original)
+            ci, pi = rng.choice(pages)
+            page = cols[ci].pages[pi]
+            a = any_pb2.Any.FromString(page.encoding.direct.encoding)
+            planar_msg = pb23.PlanarLayout.FromString(a.value)
+            fields = _int_fields(planar_msg, [])
+            if not fields:
+                continue
+            msg, fd = rng.choice(fields)
+            value = min(rng.choice([0, 1, 2, 3, 7, 64, 65535, 2**31 - 1, 2**32 - 1, 2**63, 2**64 - 1]),
+                        _LIMITS[fd.type])
+            setattr(msg, fd.name, value)
+            a.value = planar_msg.SerializeToString()
+            page.encoding.direct.encoding = a.SerializeToString()
+            data = rewrite_tail(original, cols)
             try:
-                res = read_hostile(data)
+                res, peak = peak_of(read_hostile, data)
             except Exception as exc:  # noqa: BLE001
                 raise AssertionError(f"{fd.full_name} = {value} (column {ci} page {pi}) raised "
                                      f"{type(exc).__name__}: {exc}") from exc
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-        assert peak < PEAK_LIMIT, f"{fd.full_name} = {value} peaked at {peak} bytes"
-        outcomes[res] += 1
+            assert peak < PEAK_LIMIT, f"{fd.full_name} = {value} peaked at {peak} bytes"
+            outcomes[res] += 1
     return outcomes
 
 

@@ -160,6 +160,7 @@ class _DropsConditionOnSimpleTables(MergeConditionIgnoredWriter):
 
 
 @pytest.mark.fuzz
+@pytest.mark.slow
 def test_a_dropped_merge_condition_is_found_and_shrunk(tmp_path):
     # about one example in fifty shows the bug (rows matched, a condition false for one of
     # them, values that differ); the search stops at the first and shrinks it, so 400 is a

@@ -479,6 +479,7 @@ def test_older_partitioned_releases_decode_to_the_text(tmp_path, release):
 # ---- the index census answers full-text queries from the decoded postings ----
 
 @pytest.mark.interop
+@pytest.mark.slow
 def test_census_cells_of_inverted_are_decoded_and_the_swap_caught(tmp_path):
     import sys
 

@@ -122,7 +122,8 @@ def _own_cases():
         for stable, defer in ((False, False), (False, True), (True, False)):
             if stable and kind in w.UNSTABLE:
                 continue
-            quick = kind in QUICK and not defer and (kind in ADDRESS_KINDS or not stable)
+            quick = kind in QUICK and not defer and (kind in ADDRESS_KINDS or not stable) \
+                and kind != "INVERTED"  # (its lifecycle takes half a minute: slow profile)
             yield pytest.param(kind, stable, defer, marks=() if quick else (pytest.mark.slow,),
                                id=f"{kind}-{'stable' if stable else 'addr'}"
                                   f"{'-deferred' if defer else ''}")

@@ -308,6 +308,7 @@ def test_s3_wrong_credentials_on_seaweedfs_are_store_errors(seaweedfs_server):
         store.put("k", b"v")
 
 
+@pytest.mark.slow  # (one bucket per 1 GB of free disk: 80 buckets, two minutes, on a roomy disk)
 def test_seaweedfs_takes_more_buckets_than_it_has_volumes_when_each_is_deleted(
         seaweedfs_server):
     """SeaweedFS gives every bucket volumes of its own and has as many as its free disk space

@@ -124,6 +124,7 @@ def test_the_same_seed_gives_the_same_damage(small_corpus, tmp_path):
     assert {v[0][1] for v in seen.values()} >= {"flip", "tail-flip", "truncate"}
 
 
+@pytest.mark.slow
 def test_a_campaign_judges_every_mutation_and_passes_on_sound_kit(small_corpus, tmp_path, capsys):
     out = tmp_path / "judged.jsonl"
     code = main(["fixtures", "mutate", "--corpus", str(small_corpus), "--count", "4", "--seed", "2",
@@ -216,6 +217,7 @@ def test_field_edits_reach_inside_the_page_encodings(small_corpus, tmp_path, tab
         assert layout.FromString(ea.value) != layout.FromString(eb.value)
 
 
+@pytest.mark.slow
 def test_a_campaign_over_manifests_and_deletion_files(small_corpus, tmp_path, capsys):
     out = tmp_path / "judged.jsonl"
     code = main(["fixtures", "mutate", "--corpus", str(small_corpus), "--count", "4", "--seed", "4",

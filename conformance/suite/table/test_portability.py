@@ -85,6 +85,7 @@ def test_copy_local_to_s3_and_back(tmp_path, s3_bucket, pylance):
     assert pylance.dataset(s3_uri, storage_options=opts).count_rows() == before[5].num_rows + 1
 
 
+@pytest.mark.slow
 def test_copy_between_buckets(request, pylance):
     from conformance.suite.servers import _new_bucket
 
