@@ -64,16 +64,6 @@ _FILE_21 = ("2.1 file rule (file.py/encoding.py, another engineer); negative tes
             "change of the tiny fixture files breaks exactly this rule")
 PENDING: dict[str, str] = {}
 
-# INDEX-122 (an NGRAM row missing from a trigram's postings) cannot be broken on the base
-# dataset, whose text is one letter a row and so holds no trigram; the other text and zone
-# rules (INDEX-120..127) have fixtures (conformance/fixtures/invalid_index.py).
-_TEXT = "conformance/suite/index/test_index_text.py::"
-EXEMPT.update({
-    "INDEX-122": "the base's text holds no trigram; a row missing from a trigram's postings: "
-                 + _TEXT + "test_swapped_ngram_is_an_error",
-})
-
-
 def _fixture_ids() -> set[str]:
     return {p.name for p in FIXTURES.iterdir() if (p / "case.json").exists()} \
         if FIXTURES.exists() else set()
