@@ -263,7 +263,7 @@ class SubprocessAdapter(Adapter):
         err = resp.get("error") or {}
         if not isinstance(err, dict):
             raise ProtocolError(f"error is not an object: {str(err)[:200]}")
-        if err.get("unsupported"):
+        if err.get("unsupported") is True:  # the boolean: "false" or 1 is no such answer
             raise Unsupported(str(err.get("message", "unsupported")))
         cls = str(err.get("class", "Error"))
         raise (AdapterPanic if cls == "Panic" else AdapterError)(cls, str(err.get("message", "")))
@@ -343,9 +343,12 @@ class SubprocessAdapter(Adapter):
         result = self._call("take_blobs", {"uri": str(uri), "version": version, "column": column,
                                            "indices": [int(i) for i in indices]})
         try:
-            return [None if b is None else base64.b64decode(b) for b in result["blobs"]]
+            blobs = [None if b is None else base64.b64decode(b) for b in result["blobs"]]
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"take_blobs result is not a list of base64 or null: {exc}") from None
+        if len(blobs) != len(indices):
+            raise ProtocolError(f"take_blobs result: {len(blobs)} blobs for {len(indices)} indices")
+        return blobs
 
     def versions(self, uri) -> list[int]:
         try:

@@ -99,9 +99,11 @@ def test_a_writer_that_commits_an_append_twice_or_elsewhere_fails(tmp_path):
     ("bad-arrow", "read result: arrow is not a base64 Arrow IPC stream"),  # was "read raised ArrowInvalid"
     ("foreign-path", "read result: arrow_path"),  # was read wherever it pointed, and PASSed
     pytest.param("stdout-log", "not a JSON line: b'INFO opening", marks=pytest.mark.slow),
+    # was "take_blobs raised ValueError: zip() argument 2 is longer than argument 1"
+    pytest.param("blobs-short", "take_blobs result: 6 blobs for 7 indices", marks=pytest.mark.slow),
 ])
 def test_an_answer_that_breaks_the_protocol_fails_its_read(tmp_path, fault, says):
-    r = _read_case(fault, "types-2.1", tmp_path)
+    r = _read_case(fault, "blob-v2" if fault.startswith("blobs") else "types-2.1", tmp_path)
     assert (r.outcome, r.rules) == (runner.FAIL, ["HARNESS-009"]), r.message
     assert says in r.message
 
@@ -161,3 +163,9 @@ def test_a_line_without_end_is_refused_at_the_real_limit_well_within_the_time_li
         r = runner.run_read_case(a, GOLDEN / "types-2.1", tmp_path)
     assert (r.outcome, r.rules) == (runner.FAIL, ["HARNESS-009"]), r.message
     assert "response line too long" in r.message
+
+
+@pytest.mark.slow
+def test_only_the_boolean_true_makes_an_error_unsupported(tmp_path):
+    r = _read_case("unsupported-text", "reject-unknown-reader-flag", tmp_path)
+    assert (r.outcome, r.message) == (runner.PASS, "refused with UnsupportedFeature")  # was UNSUPPORTED

@@ -22,7 +22,9 @@ stdout before each read's answer), ``huge-line`` (a read answered by an endless 
 ``closes-stdout`` (closes its stdout on a read and keeps running), ``exits-0`` (exits with
 status 0 on a read), ``bad-arrow`` (a read's ``arrow`` is not an Arrow stream),
 ``foreign-path`` (a read answered with ``arrow_path`` outside ``data_dir``),
-``claims-blobs`` (declares the feature ``blobs`` and answers ``take_blobs`` unsupported).
+``claims-blobs`` (declares the feature ``blobs`` and answers ``take_blobs`` unsupported),
+``blobs-short`` (``take_blobs`` answered with one blob less than the indices asked),
+``unsupported-text`` (every error answer says ``"unsupported": "false"``, a string).
 
 Faults of a query (``query`` feature): ``query-duplicates`` (the nearest search answered
 with its best half, each row twice), ``query-int32`` (int64 columns as int32).
@@ -46,7 +48,7 @@ from conformance.suite.harness.programs import loop  # noqa: E402
 FAULT = sys.argv[sys.argv.index("--fault") + 1]
 OPS = ["create", "append", "overwrite", "delete", "update", "add_columns", "merge", "merge_insert",
        "drop_columns", "compact", "tag", "restore", "update_config"]
-FEATURES = ["query", "filtered-read"] + (["blobs"] if FAULT == "claims-blobs" else [])
+FEATURES = ["query", "filtered-read"] + (["blobs"] if FAULT in ("claims-blobs", "blobs-short") else [])
 HELLO = {"name": f"misbehaves-{FAULT}", "version": "1",
          "capabilities": {"read": True, "write": True, "ops": OPS, "row_ids": True,
                           "features": FEATURES}}
@@ -170,6 +172,12 @@ def handle(method: str, params: dict) -> dict:
         return query(params)
     if method == "apply":
         return apply(params)
+    if method == "take_blobs":  # blobs-short
+        from reference_impl.dataset import open_dataset
+
+        ds = open_dataset(params["uri"], version=params.get("version"))
+        blobs = ds.take_blobs(params["column"], indices=params["indices"][:-1])
+        return {"blobs": [None if b is None else base64.b64encode(b).decode() for b in blobs]}
     if method == "versions":
         from reference_impl.dataset import open_dataset
 
@@ -202,7 +210,8 @@ def serve() -> int:
                    "error": {"class": "Unsupported", "message": str(exc), "unsupported": True}})
         except Exception as exc:  # noqa: BLE001 - every failure is an answer
             _send({"id": request["id"], "ok": False,
-                   "error": {"class": loop.error_class(exc), "message": str(exc), "unsupported": False}})
+                   "error": {"class": loop.error_class(exc), "message": str(exc),
+                             "unsupported": "false" if FAULT == "unsupported-text" else False}})
     return 0
 
 
