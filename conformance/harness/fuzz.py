@@ -215,25 +215,22 @@ def rows_problem(reader: Adapter, uri: Path, version: int, want: pa.Table, *,
 
 def judge_reference(uri: Path, model: sc.Model) -> tuple[list[str], list[str]]:
     """Judge a written dataset with the kit: the validator on every version (error-severity
-    findings), then versions (``HARNESS-002``), the reference reader's rows and, with stable
+    findings), then versions (``HARNESS-002``) and the data storage version the ``create``
+    asked for (``HARNESS-012``), the reference reader's rows and, with stable
     row ids, ``_rowid`` at every version (``HARNESS-003``) and the tags (``HARNESS-005``).
     Returns (rule ids, messages)."""
     from conformance.engine.local import validate
 
     from .reference import ReferenceAdapter
 
-    rules, messages = set(), []
+    found, messages, have = runner.judge_versions(uri, model)
+    if have is None:  # nothing written at the uri
+        return found, messages
+    rules = set(found)
     for v in validate(str(uri), versions="all").violations:
         rules.add(v.rule)
         messages.append(f"{v.rule}: {v.message}")
     ref = ReferenceAdapter()
-    try:
-        have = ref.versions(str(uri))
-    except Exception as exc:  # noqa: BLE001
-        return sorted(rules | {"HARNESS-002"}), messages + [f"cannot list versions: {exc}"]
-    if have != sorted(model.versions):
-        rules.add("HARNESS-002")
-        messages.append(f"versions {have} != expected {sorted(model.versions)}")
     row_ids = model.stable_row_ids
     for v in sorted(set(model.versions) & set(have)):
         try:

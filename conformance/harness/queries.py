@@ -8,8 +8,8 @@ table's index on that column. What it must answer is what a scan of the rows ans
 (:func:`scan_answer`, the model's predicate evaluator; the ``k`` rows nearest to ``q`` by
 squared L2 distance). An **exact** query (a scalar index: BTREE, BITMAP ...) must return
 exactly those rows; an **approximate** one (a vector index: IVF_PQ ...) must return rows
-the table holds, at most ``k``, and at least ``min_recall`` of the scan's ``k`` nearest
-(:func:`judge_answer`).
+the table holds, each once, with the table's columns and types, at most ``k``, and at least
+``min_recall`` of the scan's ``k`` nearest (:func:`judge_answer`).
 """
 
 from __future__ import annotations
@@ -61,6 +61,13 @@ def judge_answer(got: pa.Table, rows: pa.Table, asked: dict, query: dict) -> str
     k = asked["nearest"]["k"]
     if got.num_rows > k:
         return f"{got.num_rows} rows for k={k}"
+    columns = sc.difference(got.slice(0, 0), want.slice(0, 0))  # names, order and types
+    if columns:
+        return f"the answer's columns are not the table's: {columns}"
+    ids = got[ID].to_pylist()
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        return f"rows answered more than once (ids {twice[:5]})"
     held = {r[ID]: r for r in rows.to_pylist()}
     foreign = [r.get(ID) for r in got.to_pylist() if held.get(r.get(ID)) != r]
     if foreign:

@@ -46,6 +46,9 @@ Harness checks (ids beside the validator's rule ids, spec 001 "Committing Datase
 * ``HARNESS-011`` a filtered read (a ``read`` step of a script: a filter, optionally columns)
   returns the rows of the model's version that the filter is true for (three-valued logic:
   a null answer is no match), the columns asked in their order, as a read is compared.
+* ``HARNESS-012`` the version a ``create`` with ``data_storage_version`` commits has that
+  data storage version, in its manifest and in every data file (a writer that ignores it
+  fails).
 
 A program that dies, hangs or breaks the protocol is started again for the next request
 (:mod:`.subprocess_adapter`): only the case it died on is affected; a read case stops at
@@ -540,25 +543,62 @@ def _pylance_reader():
     return a if a.capabilities.read else None
 
 
+def storage_version_problem(uri: Path, version: int, wanted: str) -> str | None:
+    """What differs from the data storage version ``wanted`` (``"legacy"``, ``"2.0"`` ...)
+    at ``version`` of ``uri``: its manifest's, or a data file's; None when both are it."""
+    from reference_impl.dataset import open_dataset
+    from reference_impl.table import fragment as fragmod
+
+    want = "0.1" if wanted == "legacy" else wanted
+    ds = open_dataset(str(uri), version=version)
+    if ds.data_storage_version != want:
+        return f"v{version}: data storage version {ds.data_storage_version} != asked {wanted}"
+    for frag in ds.manifest.fragments:
+        for df in frag.files:
+            if fragmod.data_file_version(df) != want:
+                return (f"v{version}: data file {df.path} of version {fragmod.data_file_version(df)} "
+                        f"!= asked {wanted}")
+    return None
+
+
+def judge_versions(uri: Path, model: sc.Model) -> tuple[list[str], list[str], list[int] | None]:
+    """The versions a writer left at ``uri`` against ``model``'s (``HARNESS-002``; none at all,
+    a writer that claimed success and wrote nothing or wrote elsewhere, is a FAIL too) and
+    the data storage version its ``create`` asked for, at version 1 (``HARNESS-012``):
+    (rule ids, messages, the versions present or None)."""
+    from .reference import ReferenceAdapter
+
+    try:
+        have = ReferenceAdapter().versions(str(uri))
+    except Exception as exc:  # noqa: BLE001 - nothing readable was written there
+        return ["HARNESS-002"], [f"no dataset at the uri after the script: {type(exc).__name__}: {exc}"], None
+    rules, messages = [], []
+    if have != sorted(model.versions):
+        rules.append("HARNESS-002")
+        messages.append(f"versions {have} != expected {sorted(model.versions)}")
+    if model.storage_version is not None and 1 in have:  # the create's version (an
+        # overwrite may write the writer's own default, as the reference writer does)
+        problem = storage_version_problem(uri, 1, model.storage_version)
+        if problem:
+            rules.append("HARNESS-012")
+            messages.append(problem)
+    return rules, messages, have
+
+
 def judge_written(uri: Path, model: sc.Model, *, pylance=True) -> tuple[list[str], list[str]]:
     """Judge a written dataset against ``model``: (rule ids, messages)."""
     from conformance.engine.local import validate
 
     from .reference import ReferenceAdapter
 
-    rules, messages = set(), []
-    report = validate(str(uri), versions="all")
-    for v in report.violations:
+    found, messages, have = judge_versions(uri, model)
+    if have is None:
+        return found, messages
+    rules = set(found)
+    for v in validate(str(uri), versions="all").violations:
         rules.add(v.rule)
         messages.append(f"{v.rule}: {v.message}")
     ref = ReferenceAdapter()
-    try:
-        have = ref.versions(str(uri))
-    except Exception as exc:  # noqa: BLE001
-        return sorted(rules | {"HARNESS-002"}), messages + [f"cannot list versions: {exc}"]
-    if have != sorted(model.versions):
-        rules.add("HARNESS-002")
-        messages.append(f"versions {have} != expected {sorted(model.versions)}")
     readers = [("HARNESS-003", ref)]
     py = _pylance_reader() if pylance else None
     if py is not None:

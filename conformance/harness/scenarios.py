@@ -154,6 +154,7 @@ class Model:
     stable_row_ids: bool = False  # the tables of ``versions`` then carry ``_rowid``
     next_row_id: int = 0
     reads: list[tuple[int, dict]] = field(default_factory=list)  # (version, read step)
+    storage_version: str | None = None  # the data storage version ``create`` asked for
 
     @property
     def latest(self) -> int:
@@ -216,6 +217,7 @@ class Model:
             return
         if kind == "create":
             self.stable_row_ids = bool(op.get("stable_row_ids", False))
+            self.storage_version = op.get("data_storage_version")
             new = self._new_rows(table_for(op["data"]))
         elif kind == "overwrite":
             new = self._new_rows(table_for(op["data"]))

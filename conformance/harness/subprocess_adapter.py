@@ -153,7 +153,7 @@ class SubprocessAdapter(Adapter):
 
     def _start(self) -> dict:
         """Start the program and greet it; its ``hello`` result."""
-        self._buf = b""
+        self._buf = bytearray()
         self._stopped = False  # set when the kit kills it (time limit, broken protocol)
         if self._stderr_file is not None:
             self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -177,40 +177,50 @@ class SubprocessAdapter(Adapter):
             return self._stderr.tail(drained=drained)
         return _file_tail(self._stderr_file)
 
-    def _died(self, doing: str) -> ProgramDied:
-        """The error for a program found dead while ``doing``: reaps it, with its status and
-        the end of its stderr."""
+    def _died(self, doing: str) -> ProtocolError:
+        """The error for a program found dead while ``doing`` (its stdout or stdin closed):
+        :class:`ProgramDied`, with its status and the end of its stderr, once it is reaped;
+        a program still running :data:`STDERR_DRAIN_S` later closed its stream but did not
+        die: it is stopped, and that is a broken protocol, not a crash."""
         try:
             code = self.proc.wait(timeout=STDERR_DRAIN_S)
-        except subprocess.TimeoutExpired:  # stdout closed but still running: stop it
+        except subprocess.TimeoutExpired:
             self._kill()
-            code = self.proc.returncode
+            return ProtocolError(f"the program closed its stdout or stdin {doing} but kept running "
+                                 f"(stopped after {STDERR_DRAIN_S} s)")
         tail = self.stderr_tail(drained=True)
         how = f"killed by signal {-code}" if code is not None and code < 0 else f"exit status {code}"
         return ProgramDied(f"the program died {doing} ({how})", code, tail)
 
     # -- transport ---------------------------------------------------------------------
     def _readline(self, deadline: float) -> bytes:
+        """The next line of the program's stdout (without its ``\\n``). The buffer grows in
+        place and only the bytes just read are searched for the line's end: a long line
+        costs time in proportion to its length, and one longer than :data:`MAX_LINE` is
+        refused as soon as it is."""
+        start = 0  # the buffer before this holds no line end
         sel = selectors.DefaultSelector()
         sel.register(self.proc.stdout, selectors.EVENT_READ)
         try:
-            while b"\n" not in self._buf:
+            while (end := self._buf.find(b"\n", start)) < 0:
+                start = len(self._buf)
+                if start > MAX_LINE:
+                    self._kill()
+                    raise ProtocolError(f"response line too long (more than {MAX_LINE} bytes)")
                 left = deadline - time.monotonic()
                 if left <= 0:
                     self._kill()
                     raise ProtocolError(f"no response within {self.timeout} s")
                 if not sel.select(left):
                     continue
-                chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 20)
                 if not chunk:
                     raise self._died("before it answered")
                 self._buf += chunk
-                if len(self._buf) > MAX_LINE:
-                    self._kill()
-                    raise ProtocolError("response line too long")
         finally:
             sel.close()
-        line, _, self._buf = self._buf.partition(b"\n")
+        line = bytes(self._buf[:end])
+        del self._buf[:end + 1]
         return line
 
     def _call(self, method: str, params: dict) -> dict:
@@ -236,9 +246,16 @@ class SubprocessAdapter(Adapter):
                 raise ProtocolError(f"not a JSON line: {line[:200]!r}") from None
             if not isinstance(resp, dict) or resp.get("id") != rid:
                 self._kill()
-                raise ProtocolError(f"unexpected response {str(resp)[:200]}")
+                rsp = resp.get("id") if isinstance(resp, dict) else None
+                why = (f"a second answer to the earlier request {rsp}" if isinstance(rsp, int)
+                       and 0 < rsp < rid else "not the answer to it")
+                raise ProtocolError(f"unexpected response to request {rid} ({method}), {why}: "
+                                    f"{str(resp)[:200]}")
+            if not isinstance(resp.get("ok"), bool):
+                self._kill()
+                raise ProtocolError(f"a response without \"ok\": true or false: {str(resp)[:200]}")
             break
-        if resp.get("ok"):
+        if resp["ok"]:
             result = resp.get("result") or {}
             if not isinstance(result, dict):
                 raise ProtocolError("result is not an object")
@@ -246,7 +263,7 @@ class SubprocessAdapter(Adapter):
         err = resp.get("error") or {}
         if not isinstance(err, dict):
             raise ProtocolError(f"error is not an object: {str(err)[:200]}")
-        if err.get("unsupported"):
+        if err.get("unsupported") is True:  # the boolean: "false" or 1 is no such answer
             raise Unsupported(str(err.get("message", "unsupported")))
         cls = str(err.get("class", "Error"))
         raise (AdapterPanic if cls == "Panic" else AdapterError)(cls, str(err.get("message", "")))
@@ -282,15 +299,28 @@ class SubprocessAdapter(Adapter):
         return self._rows(result, "query")
 
     def _rows(self, result: dict, method: str) -> pa.Table:
+        """The table a ``read`` or ``query`` result carries: inline (``arrow``) or in a file
+        inside ``data_dir`` (``arrow_path``, deleted once read). Bytes that are not an Arrow
+        IPC stream, or a file elsewhere, break the protocol: they are no error the
+        implementation reported (and never a refusal)."""
         if "arrow" in result:
-            return table_from_ipc(base64.b64decode(result["arrow"]))
+            try:
+                return table_from_ipc(base64.b64decode(result["arrow"]))
+            except (TypeError, ValueError, pa.ArrowException) as exc:
+                raise ProtocolError(f"{method} result: arrow is not a base64 Arrow IPC stream: "
+                                    f"{type(exc).__name__}: {exc}") from None
         if "arrow_path" in result:
-            path = Path(result["arrow_path"])
+            path = Path(str(result["arrow_path"])).resolve()
+            if not path.is_relative_to(Path(self._tmp.name).resolve()) or not path.is_file():
+                raise ProtocolError(f"{method} result: arrow_path {str(path)!r} is not a file inside "
+                                    f"data_dir {self._tmp.name!r}")
             try:
                 return table_from_ipc(path.read_bytes())
+            except (OSError, ValueError, pa.ArrowException) as exc:
+                raise ProtocolError(f"{method} result: arrow_path holds no Arrow IPC stream: "
+                                    f"{type(exc).__name__}: {exc}") from None
             finally:
-                if path.resolve().is_relative_to(Path(self._tmp.name).resolve()):
-                    path.unlink(missing_ok=True)
+                path.unlink(missing_ok=True)
         raise ProtocolError(f"{method} result has neither arrow nor arrow_path")
 
     def apply(self, uri, op, data=None) -> None:
@@ -313,9 +343,12 @@ class SubprocessAdapter(Adapter):
         result = self._call("take_blobs", {"uri": str(uri), "version": version, "column": column,
                                            "indices": [int(i) for i in indices]})
         try:
-            return [None if b is None else base64.b64decode(b) for b in result["blobs"]]
+            blobs = [None if b is None else base64.b64decode(b) for b in result["blobs"]]
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"take_blobs result is not a list of base64 or null: {exc}") from None
+        if len(blobs) != len(indices):
+            raise ProtocolError(f"take_blobs result: {len(blobs)} blobs for {len(indices)} indices")
+        return blobs
 
     def versions(self, uri) -> list[int]:
         try:

@@ -284,7 +284,8 @@ def test_reports_count_reads(some_cases, tmp_path):
 
 class WrongIndex(ReferenceAdapter):
     """Answers each query through a broken index: the filter's rows less one, the nearest
-    search's rows with a vector the table does not hold, or far rows."""
+    search's rows with a vector the table does not hold, far rows, its best half each row
+    twice, or its rows with ``id`` as int32."""
 
     name = "wrong-index"
 
@@ -297,6 +298,12 @@ class WrongIndex(ReferenceAdapter):
             return rows.slice(1)
         if query["nearest"] is None:  # the other faults are a vector index's
             return rows
+        if self.fault == "twice":
+            half = rows.slice(0, (rows.num_rows + 1) // 2)
+            return pa.concat_tables([half, half]).slice(0, rows.num_rows)
+        if self.fault == "int32":
+            i = rows.schema.get_field_index("id")
+            return rows.set_column(i, pa.field("id", pa.int32()), rows.column(i).cast(pa.int32()))
         if self.fault == "foreign":
             vec = rows["vec"].to_pylist()
             vec[0] = [9.0, 9.0, 9.0, 9.0]
@@ -313,14 +320,17 @@ class WrongIndex(ReferenceAdapter):
 @pytest.mark.parametrize("fault, case, query", [("miss", "index-scalar", "query.id-eq"),
                                                  ("miss", "index-types", "query.category-eq"),
                                                  ("foreign", "index-types", "query.vec-nearest"),
-                                                 ("far", "index-types", "query.vec-nearest")])
+                                                 ("far", "index-types", "query.vec-nearest"),
+                                                 ("twice", "index-types", "query.vec-nearest"),
+                                                 ("int32", "index-types", "query.vec-nearest")])
 def test_an_index_that_answers_other_than_the_scan_fails(tmp_path, fault, case, query):
     r = runner.run_read_case(WrongIndex(fault), GOLDEN / case, tmp_path)
     bad = {v.id: v for v in r.reads if v.outcome == runner.FAIL}
     assert r.outcome == runner.FAIL and r.rules == ["HARNESS-010"], r.message
     assert query in bad, [(v.id, v.message) for v in r.reads]
     expect = {"miss": "not the scan's", "foreign": "rows the table does not hold",
-              "far": "recall 0.00 below the 0.5"}[fault]
+              "far": "recall 0.00 below the 0.5", "twice": "rows answered more than once",
+              "int32": "column 'id': type int32 != expected int64"}[fault]
     assert expect in bad[query].message
 
 
