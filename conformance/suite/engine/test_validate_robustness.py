@@ -22,8 +22,6 @@ from conformance.engine import validate
 from conformance.engine.report import Report
 from conformance.fixtures.corruption import encode_manifest, latest_manifest, split_manifest
 
-MY_AREAS = ("LAYOUT", "MANIFEST", "FLAGS", "SCHEMA", "FRAG", "DATAFILE", "TXN", "COMMIT",
-            "BASEPATH", "REFS")
 TIME_LIMIT = 30.0
 
 
@@ -133,8 +131,9 @@ def _check(bases, tmp_path_factory, base_index, which, how, deep):
     what = _apply(work, which, how)
     report = validate(str(work), versions="all", deep=deep, timeout=TIME_LIMIT)
     assert isinstance(report, Report), what
-    crashed = [v for v in report.violations if v.rule == "ENGINE-001"
-               and v.location.get("rule", "").split("-")[0] in MY_AREAS]
+    # no rule of any area may end in an exception (once only the table-level areas were held
+    # to it; 10,000 corruptions over every area drew none on 2026-12-02)
+    crashed = [v for v in report.violations if v.rule == "ENGINE-001"]
     assert not crashed, (what, [v.message for v in crashed])
     assert "ENGINE-002" not in report.rules_violated(), what
     assert main(["validate", str(work), "--all-versions", "--format", "json",
