@@ -108,12 +108,14 @@ def vector_hnsw_graph(ctx):
 @rule("INDEX-147", title="an HNSW graph over stored vectors records their distances",
       severity="error", spec="004", section=_SEC, deep=True, clause=_CLAUSE,
       pylance="pylance walks an IVF_HNSW partition greedily by the distances of the stored "
-              "vectors: a graph whose edges were made for other vectors (or other nodes) "
+              "vectors or codes: a graph whose edges were made for other vectors (or other nodes) "
               "steers the walk away from a row, so a query for the row's own vector misses "
               "it (pylance 4.0.2's optimize_indices over IVF_HNSW_FLAT: 4.0.2 and 14.0.2 "
               "answer the census's queries wrong through it)",
-      releases="judged for IVF_HNSW_FLAT (the storage holds the vectors) under L2, level 0; "
-               "IVF_HNSW_SQ/PQ graphs record distances of their codes, approximate, and are "
-               "not judged so")
+      releases="judged on level 0: IVF_HNSW_FLAT under l2 (the stored vectors' squared L2), "
+               "IVF_HNSW_SQ and IVF_HNSW_PQ under l2 and cosine (the squared L2 of the codes "
+               "decoded: SQ values to their bucket centres, PQ codewords concatenated; "
+               "pylance 0.38.3 and 14.0.2 measured to record exactly these); dot graphs are "
+               "not judged")
 def vector_hnsw_distances(ctx):
     yield from findings(ctx, "INDEX-147")

@@ -159,8 +159,8 @@ DISTANCE_ATOL = 1e-4
 
 def wrong_distances(graph: HnswGraph, vectors: np.ndarray) -> list[tuple[int, int, float, float]]:
     """The level-0 edges whose recorded ``_distance`` is not the squared L2 distance of the
-    two nodes' vectors in ``vectors`` (the partition's stored vectors, row ``i`` for node
-    ``i``): ``(node, neighbour, recorded, actual)`` each. A graph whose distances are not its
+    two nodes' vectors in ``vectors`` (the partition's stored vectors, or its codes decoded,
+    row ``i`` for node ``i``): ``(node, neighbour, recorded, actual)`` each. A graph whose distances are not its
     vectors' was built over other vectors (or other nodes), and a walk through it is steered
     away from the rows it should find. Nodes or neighbours outside ``vectors`` are left to
     :func:`problems`; a graph without distances yields none."""
