@@ -24,8 +24,8 @@ kind (:data:`KINDS`) on it. The families (:data:`FAMILIES`), each a function ``(
   made to name the kind's column;
 * ``nulls-dropped``: over a column with nulls, the index of its non-null rows only (the kinds
   that answer ``IS NULL``);
-* ``hnsw-rotated``: an IVF_HNSW graph of one partition whose level-0 neighbour lists are
-  rotated by one node (storage and IVF right);
+* ``hnsw-rotated`` (and ``-cosine``, ``-dot``): an IVF_HNSW graph of one partition whose
+  level-0 neighbour lists are rotated by one node (storage and IVF right);
 * ``metric-relabelled``: an ``l2`` vector index whose files are relabelled ``cosine``;
 * ``json-other-path``: a JSON index of path ``y`` under the details of path ``x``;
 * ``fragment-id-reused``: a fragment deleted whole, then an appended fragment given its id
@@ -503,10 +503,10 @@ def own_nulls(root, kind, *, version="2.1", stable=False) -> Built:
     return Built(uri, "idx", f"own index over {column!r} with nulls", null_query(kind))
 
 
-def hnsw_rotated(root, kind, *, version="2.1", stable=False) -> Built:
-    """An IVF_HNSW index of one partition whose level-0 neighbour lists (and their recorded
-    distances) are rotated by one node: node ``i`` keeps the list of node ``i + 1``. The
-    storage and the IVF are right; a search walks the graph to other rows."""
+def hnsw_rotated(root, kind, *, version="2.1", stable=False, metric="l2") -> Built:
+    """An IVF_HNSW index of one partition (of ``metric``) whose level-0 neighbour lists (and
+    their recorded distances) are rotated by one node: node ``i`` keeps the list of node
+    ``i + 1``. The storage and the IVF are right; a search walks the graph to other rows."""
     if not kind.startswith("IVF_HNSW"):
         raise NotWrong("no HNSW graph")
     from conformance.releases.index_mutations import rewrite_index_file
@@ -515,7 +515,7 @@ def hnsw_rotated(root, kind, *, version="2.1", stable=False) -> Built:
     if os.path.exists(uri):
         shutil.rmtree(uri)
     _index_on(_write(uri, rows(), version=version, stable=stable), kind, KINDS[kind][0],
-              num_partitions=1)
+              num_partitions=1, metric=metric)
 
     def change(t):
         meta = json.loads(json.loads(t.schema.metadata[b"lance:hnsw"])[0])
@@ -529,7 +529,15 @@ def hnsw_rotated(root, kind, *, version="2.1", stable=False) -> Built:
         return out, f"level-0 neighbour lists of {level0} nodes rotated by one"
 
     detail = rewrite_index_file(Path(uri), "index.idx", change)
-    return Built(uri, "idx", detail, None)
+    return Built(uri, "idx", f"{detail} ({metric})", None)
+
+
+def hnsw_rotated_cosine(root, kind, *, version="2.1", stable=False) -> Built:
+    return hnsw_rotated(root, kind, version=version, stable=stable, metric="cosine")
+
+
+def hnsw_rotated_dot(root, kind, *, version="2.1", stable=False) -> Built:
+    return hnsw_rotated(root, kind, version=version, stable=stable, metric="dot")
 
 
 def json_other_path(root, kind, *, version="2.1", stable=False) -> Built:
@@ -645,6 +653,8 @@ FAMILIES = {
     "other-column": other_column,
     "nulls-dropped": nulls_dropped,
     "hnsw-rotated": hnsw_rotated,
+    "hnsw-rotated-cosine": hnsw_rotated_cosine,
+    "hnsw-rotated-dot": hnsw_rotated_dot,
     "metric-relabelled": metric_relabelled,
     "json-other-path": json_other_path,
     "fragment-id-reused": fragment_id_reused,
@@ -657,6 +667,10 @@ FAMILY_KINDS = {
     "partitions-exchanged": VECTOR,
     "nulls-dropped": NULL_KINDS,
     "hnsw-rotated": HNSW,
+    "hnsw-rotated-cosine": HNSW,
+    # IVF_HNSW_SQ under dot: pylance answers wrong through the rotated graph, but its recorded
+    # distances differ between releases and INDEX-147 does not judge them (a known miss)
+    "hnsw-rotated-dot": ("IVF_HNSW_FLAT", "IVF_HNSW_PQ"),
     "metric-relabelled": tuple(k for k in VECTOR if not k.endswith("FLAT")),
     "json-other-path": ("JSON",),
     "zone-short": ("ZONEMAP", "BLOOMFILTER"),

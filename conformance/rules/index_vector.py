@@ -112,10 +112,11 @@ def vector_hnsw_graph(ctx):
               "steers the walk away from a row, so a query for the row's own vector misses "
               "it (pylance 4.0.2's optimize_indices over IVF_HNSW_FLAT: 4.0.2 and 14.0.2 "
               "answer the census's queries wrong through it)",
-      releases="judged on level 0: IVF_HNSW_FLAT under l2 (the stored vectors' squared L2), "
-               "IVF_HNSW_SQ and IVF_HNSW_PQ under l2 and cosine (the squared L2 of the codes "
-               "decoded: SQ values to their bucket centres, PQ codewords concatenated; "
-               "pylance 0.38.3 and 14.0.2 measured to record exactly these); dot graphs are "
-               "not judged")
+      releases="judged on level 0 from the storage: IVF_HNSW_FLAT's stored vectors, "
+               "IVF_HNSW_SQ's values decoded (start + code / 255 * span), IVF_HNSW_PQ's "
+               "codewords concatenated; the squared L2 under l2 (and cosine for SQ/PQ), one "
+               "minus the inner product under dot (and cosine for FLAT), as pylance 0.38.3 "
+               "and 14.0.2 record them; IVF_HNSW_SQ under dot is not judged (0.38.3 records "
+               "distances of the codes themselves)")
 def vector_hnsw_distances(ctx):
     yield from findings(ctx, "INDEX-147")
