@@ -573,7 +573,8 @@ def metric_relabelled(root, kind, *, version="2.1", stable=False) -> Built:
         raise NotWrong("no metric")
     if kind.endswith("FLAT"):
         raise NotWrong("pylance 14.0.2 ranks stored raw vectors by their true cosine: an l2 "
-                       "IVF_FLAT read as cosine answers as a cosine scan does")
+                       "IVF_FLAT read as cosine answers as a cosine scan does (IVF_HNSW_FLAT: "
+                       "1 of 30 queries differs, through its l2 graph; INDEX-147 names it)")
     from conformance.releases.index_mutations import rewrite_index_file
 
     uri, _ds = _own(root, kind, version=version, stable=stable)
@@ -610,7 +611,8 @@ def fragment_id_reused(root, kind, *, version="2.1", stable=False) -> Built:
     new = new.set_column(1, "cat", pa.array([f"c{(i + 7) % 20}" for i in range(N // 2)]))
     _write(uri, new, version=version, stable=stable, mode="append")
     gone = sorted(set(bitmap(uri)) - set(fragment_ids(uri)))
-    assert gone, "the delete removed no whole fragment"
+    if not gone:
+        raise NotWrong("the delete removed no whole fragment")
     path = _latest(uri)
     m, idx, txn = split_manifest(path.read_bytes())
     newest = max(m.fragments, key=lambda f: f.id)
