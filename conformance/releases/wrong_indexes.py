@@ -19,13 +19,25 @@ kind (:data:`KINDS`) on it. The families (:data:`FAMILIES`), each a function ``(
 * ``bitmap-drops``: the bitmap no longer names a fragment whose rows the index holds;
 * ``old-after-compaction``: after a compaction, the manifest's index entry replaced by the
   entry from before it, its bitmap set to the new fragments (a compaction without remap);
-* ``partitions-exchanged``: the row ids of two IVF partitions exchanged (vector kinds).
+* ``partitions-exchanged``: the row ids of two IVF partitions exchanged (vector kinds);
+* ``other-column``: the index of another column of the same type, its ``IndexMetadata.fields``
+  made to name the kind's column;
+* ``nulls-dropped``: over a column with nulls, the index of its non-null rows only (the kinds
+  that answer ``IS NULL``);
+* ``hnsw-rotated`` (and ``-cosine``, ``-dot``): an IVF_HNSW graph of one partition whose
+  level-0 neighbour lists are rotated by one node (storage and IVF right);
+* ``metric-relabelled``: an ``l2`` vector index whose files are relabelled ``cosine``;
+* ``json-other-path``: a JSON index of path ``y`` under the details of path ``x``;
+* ``fragment-id-reused``: a fragment deleted whole, then an appended fragment given its id
+  again (the index's bitmap still names it);
+* ``zone-short``: every ZONEMAP/BLOOMFILTER zone one row shorter than its rows.
 
 Each applies under storage version 2.0 and 2.1 and with or without stable row ids; a family
 that does not make a wrong index of a kind raises :class:`NotWrong` (for example ``split``
-under stable row ids, where the rows keep their ids). ``own`` builds the right tables: the
-kind's own index after appends, deletes, updates, compaction with and without deferred remap,
-and ``optimize_indices``.
+under stable row ids, where the rows keep their ids; :data:`FAMILY_KINDS` and
+:data:`NOT_STABLE` say where each applies). ``own`` builds the right tables: the kind's own
+index after appends, deletes, updates, compaction with and without deferred remap, and
+``optimize_indices``; ``own_nulls`` the same over a column with nulls.
 
 The manifest is edited with the kit's utilities
 (:mod:`conformance.fixtures.corruption` ``split_manifest``/``encode_manifest``,
@@ -338,18 +350,6 @@ def partitions_exchanged(root, kind, *, version="2.1", stable=False) -> Built:
     return Built(uri, "idx", detail, None)
 
 
-FAMILIES = {
-    "swap": swap,
-    "swap-same-counts": swap_same_counts,
-    "swap-fragments": swap_fragments,
-    "split": split,
-    "stale-append": stale_append,
-    "stale-update": stale_update,
-    "bitmap-drops": bitmap_drops,
-    "old-after-compaction": old_after_compaction,
-    "partitions-exchanged": partitions_exchanged,
-}
-
 
 # -- the right tables ------------------------------------------------------------------------
 
@@ -376,3 +376,306 @@ def own(root, kind, *, version="2.1", stable=False, defer=False) -> Built:
     lance.dataset(uri).optimize.optimize_indices()
     return Built(uri, "idx", "own index after append, delete, update, compaction"
                  f"{' (deferred remap)' if defer else ''}, optimize_indices", query(kind))
+
+
+# -- families of issue 35's second round (helper wrongidx2) --------------------------------------
+
+def field_id(uri, name: str) -> int:
+    """The field id of top-level column ``name`` in the latest manifest."""
+    from conformance.fixtures.corruption import split_manifest
+
+    m = split_manifest(_latest(uri).read_bytes())[0]
+    (f,) = [f for f in m.fields if f.name == name and f.parent_id == -1]
+    return int(f.id)
+
+
+def _index_on(ds, kind: str, column: str, name: str = "idx", **extra):
+    """``index`` of ``kind`` over another ``column`` (the kind's keyword arguments, and
+    ``extra``)."""
+    import lance
+
+    _col, kw = KINDS[kind]
+    kw = {**kw, **extra}
+    if kind in VECTOR:
+        ds.create_index(column, kind, name=name, **kw)
+    elif kind == "JSON":
+        from lance.indices import IndexConfig
+
+        ds.create_scalar_index(column, index_type=IndexConfig(index_type="json", parameters=kw),
+                               name=name)
+    else:
+        ds.create_scalar_index(column, kind, name=name, **kw)
+    return lance.dataset(ds.uri)
+
+
+def other_column(root, kind, *, version="2.1", stable=False) -> Built:
+    """The index built over a second column of the same type (the kind's column in reversed
+    row order), its ``IndexMetadata.fields`` then made to name the kind's column."""
+    if stable and kind in UNSTABLE:
+        raise NotWrong("pylance 14.0.2 refuses this kind under stable row ids")
+    column = KINDS[kind][0]
+    t = rows()
+    # the zones of one fragment bound reversed values alike: theirs are shifted instead
+    alt = (pa.compute.add(t.column(column), 5000) if kind in ("ZONEMAP", "BLOOMFILTER")
+           else t.column(column).take(np.arange(N)[::-1]))
+    t = t.append_column(pa.field("alt", t.schema.field(column).type), alt)
+    uri = str(root / "a")
+    if os.path.exists(uri):
+        shutil.rmtree(uri)
+    _index_on(_write(uri, t, version=version, stable=stable), kind, "alt")
+    fid = field_id(uri, column)
+
+    def change(im):
+        del im.fields[:]
+        im.fields.append(fid)
+
+    edit_indexes(uri, change)
+    return Built(uri, "idx", f"the index of column 'alt' (the {column!r} values reversed or shifted) "
+                 f"made to name {column!r} in its fields", query(kind))
+
+
+#: kinds whose index answers ``IS NULL`` (a null row it lacks is never an answer; pylance
+#: 14.0.2 answers a LABEL_LIST's ``tags IS NULL`` by a scan)
+NULL_KINDS = ("BTREE", "BITMAP", "ZONEMAP", "BLOOMFILTER")
+#: kinds whose own index is built over a column with nulls (:func:`own_nulls`)
+NULLABLE_KINDS = ("BTREE", "BITMAP", "LABEL_LIST", "NGRAM", "ZONEMAP", "BLOOMFILTER", "INVERTED",
+                  "JSON")
+HNSW = tuple(k for k in VECTOR if k.startswith("IVF_HNSW"))
+
+
+def null_rows(t: pa.Table, column: str, every: int = 10) -> pa.Table:
+    """``t`` with the value of ``column`` null in every ``every``-th row (of ``meta``: the
+    key ``x`` absent, its path then null)."""
+    i = t.schema.get_field_index(column)
+    if column == "meta":
+        docs = [json.dumps({"s": "v"}) if k % every == 0 else d
+                for k, d in enumerate(t.column(column).to_pylist())]
+        return t.set_column(i, t.schema.field(i), pa.array(docs, pa.json_()))
+    mask = pa.array(np.arange(len(t)) % every == 0)
+    col = t.column(column).combine_chunks()
+    nulled = pa.compute.if_else(mask, pa.scalar(None, col.type), col)
+    return t.set_column(i, pa.field(column, col.type, nullable=True), nulled)
+
+
+def null_query(kind: str) -> str:
+    column = KINDS[kind][0]
+    return "json_get_int(meta, 'x') IS NULL" if kind == "JSON" else f"{column} IS NULL"
+
+
+def nulls_dropped(root, kind, *, version="2.1", stable=False) -> Built:
+    """A column with a null in every tenth row; the index built over its non-null rows only
+    (the same table with the null rows deleted), copied over the table's own index."""
+    if kind not in NULL_KINDS:
+        raise NotWrong("the kind's index holds no rows for nulls")
+    if stable and kind in UNSTABLE:
+        raise NotWrong("pylance 14.0.2 refuses this kind under stable row ids")
+    import lance
+
+    column = KINDS[kind][0]
+    t = null_rows(rows(), column)
+    a, b = str(root / "a"), str(root / "b")
+    for uri in (a, b):
+        if os.path.exists(uri):
+            shutil.rmtree(uri)
+    index(_write(a, t, version=version, stable=stable), kind)
+    _write(b, t, version=version, stable=stable)
+    lance.dataset(b).delete(f"{column} IS NULL")
+    index(lance.dataset(b), kind)
+    copy_index_files(b, a)
+    return Built(a, "idx", f"the index of the non-null rows of {column!r} (every tenth row "
+                 "null) over the table's own", null_query(kind))
+
+
+def own_nulls(root, kind, *, version="2.1", stable=False) -> Built:
+    """The right table of :func:`nulls_dropped`: the kind's own index over the column with a
+    null in every tenth row, after an append with nulls and optimize_indices."""
+    import lance
+
+    column = KINDS[kind][0]
+    uri = str(root / "a")
+    if os.path.exists(uri):
+        shutil.rmtree(uri)
+    index(_write(uri, null_rows(rows(), column), version=version, stable=stable,
+                 max_rows_per_file=700), kind)
+    _write(uri, null_rows(rows(300, seed=3, start=N), column, every=7), version=version,
+           stable=stable, mode="append")
+    lance.dataset(uri).optimize.optimize_indices()
+    return Built(uri, "idx", f"own index over {column!r} with nulls", null_query(kind))
+
+
+def hnsw_rotated(root, kind, *, version="2.1", stable=False, metric="l2") -> Built:
+    """An IVF_HNSW index of one partition (of ``metric``) whose level-0 neighbour lists (and
+    their recorded distances) are rotated by one node: node ``i`` keeps the list of node
+    ``i + 1``. The storage and the IVF are right; a search walks the graph to other rows."""
+    if not kind.startswith("IVF_HNSW"):
+        raise NotWrong("no HNSW graph")
+    from conformance.releases.index_mutations import rewrite_index_file
+
+    uri = str(root / "a")
+    if os.path.exists(uri):
+        shutil.rmtree(uri)
+    _index_on(_write(uri, rows(), version=version, stable=stable), kind, KINDS[kind][0],
+              num_partitions=1, metric=metric)
+
+    def change(t):
+        meta = json.loads(json.loads(t.schema.metadata[b"lance:hnsw"])[0])
+        offsets = [int(x) for x in meta["level_offsets"]] + [t.num_rows]
+        level0 = offsets[1] if len(offsets) > 1 else t.num_rows
+        order = np.concatenate([np.roll(np.arange(level0), -1), np.arange(level0, t.num_rows)])
+        out = t
+        for name in ("__neighbors", "_distance"):
+            i = t.schema.get_field_index(name)
+            out = out.set_column(i, t.schema.field(i), t.column(name).take(pa.array(order)))
+        return out, f"level-0 neighbour lists of {level0} nodes rotated by one"
+
+    detail = rewrite_index_file(Path(uri), "index.idx", change)
+    return Built(uri, "idx", f"{detail} ({metric})", None)
+
+
+def hnsw_rotated_cosine(root, kind, *, version="2.1", stable=False) -> Built:
+    return hnsw_rotated(root, kind, version=version, stable=stable, metric="cosine")
+
+
+def hnsw_rotated_dot(root, kind, *, version="2.1", stable=False) -> Built:
+    return hnsw_rotated(root, kind, version=version, stable=stable, metric="dot")
+
+
+def json_other_path(root, kind, *, version="2.1", stable=False) -> Built:
+    """A JSON index whose details say path ``x`` over the files of the same table's index of
+    path ``y`` (another integer key of the same documents)."""
+    if kind != "JSON":
+        raise NotWrong("not a JSON index")
+    if stable:
+        raise NotWrong("pylance 14.0.2 refuses a JSON index under stable row ids")
+    from lance.indices import IndexConfig
+
+    t = rows()
+    meta = [json.dumps({"x": int(i) % 50, "y": (int(i) * 7 + 3) % 50}) for i in range(N)]
+    t = t.set_column(t.schema.get_field_index("meta"), "meta", pa.array(meta, pa.json_()))
+    a, b = str(root / "a"), str(root / "b")
+    for uri, path in ((a, "x"), (b, "y")):
+        if os.path.exists(uri):
+            shutil.rmtree(uri)
+        ds = _write(uri, t, version=version, stable=stable)
+        ds.create_scalar_index("meta", index_type=IndexConfig(
+            index_type="json", parameters={"target_index_type": "btree", "path": path}),
+            name="idx")
+    copy_index_files(b, a)
+    return Built(a, "idx", "the files of the index of path 'y' under details of path 'x'",
+                 query(kind))
+
+
+def metric_relabelled(root, kind, *, version="2.1", stable=False) -> Built:
+    """A vector index built under ``l2`` whose files are relabelled ``cosine`` (index.idx's
+    ``lance:index`` and auxiliary.idx's ``distance_type``): the partitions, vectors and codes
+    are those of l2, a reader searches them by cosine."""
+    if kind not in VECTOR:
+        raise NotWrong("no metric")
+    if kind.endswith("FLAT"):
+        raise NotWrong("pylance 14.0.2 ranks stored raw vectors by their true cosine: an l2 "
+                       "IVF_FLAT read as cosine answers as a cosine scan does (IVF_HNSW_FLAT: "
+                       "1 of 30 queries differs, through its l2 graph; INDEX-147 names it)")
+    from conformance.releases.index_mutations import rewrite_index_file
+
+    uri, _ds = _own(root, kind, version=version, stable=stable)
+
+    def relabel(key):
+        def change(t):
+            meta = dict(t.schema.metadata)
+            raw = meta[key].decode()
+            if key == b"lance:index":
+                d = json.loads(raw)
+                d["distance_type"] = "cosine"
+                meta[key] = json.dumps(d).encode()
+            else:
+                meta[key] = b"cosine"
+            return t.replace_schema_metadata(meta), f"{key.decode()} {raw} made cosine"
+        return change
+
+    detail = rewrite_index_file(Path(uri), "index.idx", relabel(b"lance:index"))
+    rewrite_index_file(Path(uri), "auxiliary.idx", relabel(b"distance_type"))
+    return Built(uri, "idx", detail, None)
+
+
+def fragment_id_reused(root, kind, *, version="2.1", stable=False) -> Built:
+    """A fragment deleted whole (the index's bitmap keeps its id, as pylance does), then an
+    appended fragment given that id again by a writer that reuses ids: the index answers for
+    the deleted rows at the new rows' addresses."""
+    if stable:
+        raise NotWrong("under stable row ids the appended rows have new ids")
+    from conformance.fixtures.corruption import encode_manifest, split_manifest
+
+    uri, ds = _own(root, kind, version=version, stable=stable)
+    ds.delete(f"id >= {N // 2}")
+    new = rows(N // 2, seed=9, start=N + 7)  # other ids: other values in every column
+    new = new.set_column(1, "cat", pa.array([f"c{(i + 7) % 20}" for i in range(N // 2)]))
+    _write(uri, new, version=version, stable=stable, mode="append")
+    gone = sorted(set(bitmap(uri)) - set(fragment_ids(uri)))
+    if not gone:
+        raise NotWrong("the delete removed no whole fragment")
+    path = _latest(uri)
+    m, idx, txn = split_manifest(path.read_bytes())
+    newest = max(m.fragments, key=lambda f: f.id)
+    fresh = int(newest.id)
+    newest.id = gone[0]
+    path.write_bytes(encode_manifest(m, index=idx, txn=txn))
+    return Built(uri, "idx", f"fragment {gone[0]} deleted whole; the appended fragment {fresh} "
+                 f"renumbered {gone[0]}", query(kind))
+
+
+def zone_short(root, kind, *, version="2.1", stable=False) -> Built:
+    """Each ZONEMAP/BLOOMFILTER zone one row shorter than its rows (zone_length - 1): the last
+    row of every zone is in no zone."""
+    if kind not in ("ZONEMAP", "BLOOMFILTER"):
+        raise NotWrong("no zones")
+    from conformance.releases.index_mutations import rewrite_index_file
+
+    uri, _ds = _own(root, kind, version=version, stable=stable, per_file=500)
+    name = f"{kind.lower()}.lance"
+
+    def change(t):
+        i = t.schema.get_field_index("zone_length")
+        col = pa.compute.subtract(t.column(i), pa.scalar(1, t.schema.field(i).type))
+        return t.set_column(i, t.schema.field(i), col), f"{t.num_rows} zones one row shorter"
+
+    detail = rewrite_index_file(Path(uri), name, change)
+    return Built(uri, "idx", detail, "id = 499")
+
+
+FAMILIES = {
+    "swap": swap,
+    "swap-same-counts": swap_same_counts,
+    "swap-fragments": swap_fragments,
+    "split": split,
+    "stale-append": stale_append,
+    "stale-update": stale_update,
+    "bitmap-drops": bitmap_drops,
+    "old-after-compaction": old_after_compaction,
+    "partitions-exchanged": partitions_exchanged,
+    "other-column": other_column,
+    "nulls-dropped": nulls_dropped,
+    "hnsw-rotated": hnsw_rotated,
+    "hnsw-rotated-cosine": hnsw_rotated_cosine,
+    "hnsw-rotated-dot": hnsw_rotated_dot,
+    "metric-relabelled": metric_relabelled,
+    "json-other-path": json_other_path,
+    "fragment-id-reused": fragment_id_reused,
+    "zone-short": zone_short,
+}
+
+#: family -> the kinds it makes a wrong index of (a family not named: every kind)
+FAMILY_KINDS = {
+    "swap-same-counts": TEXT,
+    "partitions-exchanged": VECTOR,
+    "nulls-dropped": NULL_KINDS,
+    "hnsw-rotated": HNSW,
+    "hnsw-rotated-cosine": HNSW,
+    # IVF_HNSW_SQ under dot: pylance answers wrong through the rotated graph, but its recorded
+    # distances differ between releases and INDEX-147 does not judge them (a known miss)
+    "hnsw-rotated-dot": ("IVF_HNSW_FLAT", "IVF_HNSW_PQ"),
+    "metric-relabelled": tuple(k for k in VECTOR if not k.endswith("FLAT")),
+    "json-other-path": ("JSON",),
+    "zone-short": ("ZONEMAP", "BLOOMFILTER"),
+}
+#: families that make no wrong index under stable row ids
+NOT_STABLE = ("split", "fragment-id-reused", "json-other-path")

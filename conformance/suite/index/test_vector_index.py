@@ -95,6 +95,25 @@ def test_pq_and_sq_encodings_equal_their_readable_form():
     assert s.quantize(np.array([[-2.0, 2.5, -9.0, 9.0]])).tolist() == [[0, 255, 0, 255]]
 
 
+def test_pq_and_sq_decodings_stand_for_their_codes():
+    """What an IVF_HNSW_SQ/PQ graph's distances are of: an SQ code decodes to the bottom of
+    its bucket (within one bucket below the value), a PQ code to its codewords
+    concatenated."""
+    rng = np.random.default_rng(4)
+    q = pq.from_codebook(8, 2, 6, rng.standard_normal(256 * 6))
+    x = rng.standard_normal((30, 6))
+    codes = q.encode(x)
+    dec = q.decode(codes)
+    assert dec.shape == x.shape
+    assert np.allclose(dec[:, 3:], q.codebook[1][codes[:, 1]])
+    assert (q.encode(dec) == codes).all()
+    s = sq.ScalarQuantizer(8, -2.0, 2.5)
+    inside = np.clip(x, -2.0, 2.5)
+    below = inside - s.decode(s.quantize(inside))
+    assert below.min() >= -1e-12 and below[inside < 2.5].max() <= 4.5 / 255 + 1e-12
+    assert s.decode(np.array([[0, 255]])).tolist() == [[-2.0, 2.5]]
+
+
 def test_untranspose_restores_row_codes():
     codes = np.arange(2 * 3 + 3 * 3, dtype=np.uint8).reshape(-1, 3)  # partitions of 2 and 3
     stored = np.concatenate([codes[:2].T.reshape(-1), codes[2:].T.reshape(-1)]).reshape(-1, 3)

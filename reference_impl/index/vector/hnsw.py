@@ -157,13 +157,15 @@ DISTANCE_RTOL = 1e-3
 DISTANCE_ATOL = 1e-4
 
 
-def wrong_distances(graph: HnswGraph, vectors: np.ndarray) -> list[tuple[int, int, float, float]]:
-    """The level-0 edges whose recorded ``_distance`` is not the squared L2 distance of the
-    two nodes' vectors in ``vectors`` (the partition's stored vectors, row ``i`` for node
-    ``i``): ``(node, neighbour, recorded, actual)`` each. A graph whose distances are not its
-    vectors' was built over other vectors (or other nodes), and a walk through it is steered
-    away from the rows it should find. Nodes or neighbours outside ``vectors`` are left to
-    :func:`problems`; a graph without distances yields none."""
+def wrong_distances(graph: HnswGraph, vectors: np.ndarray, distance: str = "l2"
+                    ) -> list[tuple[int, int, float, float]]:
+    """The level-0 edges whose recorded ``_distance`` is not the distance of the two nodes'
+    vectors in ``vectors`` (the partition's stored vectors, or its codes decoded, row ``i``
+    for node ``i``): ``(node, neighbour, recorded, actual)`` each. ``distance`` is ``"l2"``
+    (squared Euclidean) or ``"dot"`` (one minus the inner product). A graph whose distances
+    are not its vectors' was built over other vectors (or other nodes), and a walk through it
+    is steered away from the rows it should find. Nodes or neighbours outside ``vectors`` are
+    left to :func:`problems`; a graph without distances yields none."""
     if graph.distances is None or not graph.levels or graph.distances[0] is None:
         return []
     nodes, offsets, neighbours = graph.levels[0]
@@ -176,7 +178,10 @@ def wrong_distances(graph: HnswGraph, vectors: np.ndarray) -> list[tuple[int, in
     if not len(src):
         return []
     x = np.asarray(vectors, dtype=np.float64)
-    actual = ((x[src] - x[dst]) ** 2).sum(axis=1)
+    if distance == "dot":
+        actual = 1.0 - (x[src] * x[dst]).sum(axis=1)
+    else:
+        actual = ((x[src] - x[dst]) ** 2).sum(axis=1)
     bad = np.abs(actual - rec) > DISTANCE_RTOL * np.abs(actual) + DISTANCE_ATOL
     return [(int(a), int(b), float(r), float(d))
             for a, b, r, d in zip(src[bad], dst[bad], rec[bad], actual[bad], strict=True)]

@@ -43,6 +43,13 @@ class ProductQuantizer:
     def sub_dim(self) -> int:
         return self.dimension // self.num_sub_vectors
 
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """(N, D) float64: each row's codewords concatenated (the vector, or residual, the
+        code stands for)."""
+        codes = np.asarray(codes, dtype=np.int64)
+        return np.concatenate([self.codebook[j][codes[:, j]].astype(np.float64)
+                               for j in range(self.num_sub_vectors)], axis=1)
+
     def encode(self, x: np.ndarray, *, chunk: int = 65536) -> np.ndarray:
         """(N, m) uint codes: the nearest codeword of each sub-vector (first on ties)."""
         return np.stack([self._sub_distances(x, j, chunk).argmin(1)

@@ -45,6 +45,13 @@ class ScalarQuantizer:
             out.append(min(max(q, 0), top))
         return out
 
+    def decode(self, codes: np.ndarray) -> np.ndarray:
+        """The values the codes stand for, ``start + code / (2**num_bits - 1) * (end - start)``
+        (the bottom of each code's bucket: pylance 14.0.2's IVF_HNSW_SQ graph records the
+        distances of these, measured exact for the inner product)."""
+        top = (1 << self.num_bits) - 1
+        return self.start + np.asarray(codes, dtype=np.float64) / top * (self.end - self.start)
+
     def wrong_codes(self, x: np.ndarray, codes: np.ndarray, *, slack: int = 1) -> np.ndarray:
         """Positions of rows with a value whose code is more than ``slack`` from its
         quantisation."""
