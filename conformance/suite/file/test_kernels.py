@@ -222,6 +222,72 @@ def test_out_of_line_decode_equals_readable_on_damaged_buffers(seed, n, T, W, de
         assert fast == slow
 
 
+@needs_kernels
+@given(st.sampled_from([8, 16, 32, 64]), st.integers(0, 64), st.integers(0, 2**32 - 1),
+       st.lists(st.tuples(st.integers(0, 2600), st.integers(-3, 3), st.booleans()), max_size=6))
+@example(16, 1, 0, [(1500, 0, False), (1024, 0, False), (7, 0, True)])  # block tail, full, raw tail
+@example(32, 7, 1, [(1500, -1, False)])  # one word short of the tail block
+@example(64, 64, 2, [(2048, 0, False), (0, 0, False)])
+def test_out_of_line_chunk_set_kernel_equals_readable(T, W, seed, chunk_specs):
+    """The rep/def levels of many mini-block chunks at once (``decode_out_of_line_chunks``),
+    each buffer right-sized (its tail a padded block, or raw when ``raw``) or off by
+    ``delta`` words: the same values, or ``None`` (refused) both ways."""
+    W = min(W, T)
+    B = T // 8
+    per = 1024 * W // T
+    rng = np.random.default_rng(seed)
+    parts, starts, sizes, counts, pos = [], [], [], [], 0
+    for n, delta, raw in chunk_specs:
+        full, r = divmod(n, 1024)
+        words = full * per + ((r if raw else per) if r else 0)
+        size = max(0, words + delta) * B
+        parts.append(rng.integers(0, 256, size, dtype=np.uint8))
+        starts.append(pos)
+        sizes.append(size)
+        counts.append(n)
+        pos += size
+    data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+    fast, slow = both(lambda: bitpacking.decode_out_of_line_chunks(
+        data, np.array(starts, np.int64), np.array(sizes, np.int64), np.array(counts, np.int64), T, W))
+    assert fast[0] == slow[0] == "ok"
+    assert (fast[1] is None) == (slow[1] is None)
+    if fast[1] is not None:
+        assert fast[1].dtype == slow[1].dtype and np.array_equal(fast[1], slow[1])
+
+
+@needs_kernels
+@given(st.sampled_from([8, 16, 32, 64]), st.integers(0, 2**32 - 1),
+       st.lists(st.tuples(st.integers(0, 70), st.integers(0, 1030), st.integers(-2, 2)),
+                min_size=1, max_size=6))
+@example(16, 0, [(3, 1024, 0), (3, 17, 0)])  # one width, the last block short
+@example(32, 1, [(3, 1024, 0), (9, 1024, 0), (0, 5, 0)])  # widths differ, width 0
+@example(8, 2, [(9, 10, 0)])  # a width above T
+@example(16, 3, [(4, 1025, 0)])  # more than a block
+@example(64, 4, [(20, 100, -1)])  # one word short of the width's block
+def test_inline_chunk_set_kernel_equals_readable(T, seed, chunk_specs):
+    """Inline bit-packed chunks (a width word, then a block: ``decode_inline_set``), at one
+    width or several, full or short, and damaged (a width above ``T``, a block cut short,
+    too many values): the same values or the same refusal (ENC-010) both ways."""
+    from reference_impl.file.encodings.v2_1.chunks import ChunkSet
+
+    B = T // 8
+    dt = bitpacking.UINT[T]
+    rng = np.random.default_rng(seed)
+    bufs, counts = [], []
+    for width, n, delta in chunk_specs:
+        words = 1024 * min(width, T) // T
+        body = rng.integers(0, 256, max(0, words + delta) * B, dtype=np.uint8)
+        bufs.append([np.concatenate([np.array([width], dt).view(np.uint8), body])])
+        counts.append(n)
+    cs = ChunkSet.from_lists(bufs)
+    fast, slow = both(lambda: bitpacking.decode_inline_set(cs, np.array(counts, np.int64), T))
+    assert fast[0] == slow[0]
+    if fast[0] == "ok":
+        assert fast[1].dtype == slow[1].dtype and np.array_equal(fast[1], slow[1])
+    else:
+        assert fast == slow
+
+
 # --------------------------------------------------------------------------- gathering ranges
 
 
@@ -516,6 +582,26 @@ def test_fastlanes_pack_kernel_equals_readable(T, W, k, seed):
     if W:
         low = blocks & dt((1 << W) - 1) if W < T else blocks
         assert np.array_equal(bitpacking.unpack_blocks(fast[1], T, W), low)
+
+
+@needs_kernels
+def test_every_word_type_and_width_packs_and_unpacks_as_the_readable_functions():
+    """All 124 pairs of word type ``T`` and width ``W <= T``, two blocks of random bits each:
+    the kernels (which specialise their loops on whether a row straddles two words) give
+    the readable functions' words and values, and unpack what they pack."""
+    from reference_impl.file.encode.v2_1 import bitpacking as enc_bits
+
+    rng = np.random.default_rng(37)
+    pairs = [(T, W) for T in (8, 16, 32, 64) for W in range(T + 1)]
+    assert len(pairs) == 124
+    for T, W in pairs:
+        dt = bitpacking.UINT[T]
+        words = rng.integers(0, 256, 2 * W * (1024 // T) * (T // 8), dtype=np.uint8).view(dt)
+        words = words.reshape(2, W * (1024 // T))
+        fast, slow = both(lambda words=words, T=T, W=W: bitpacking.unpack_blocks(words, T, W))
+        assert fast[0] == slow[0] == "ok" and np.array_equal(fast[1], slow[1]), (T, W)
+        fast_p, slow_p = both(lambda v=slow[1], T=T, W=W: enc_bits.fastlanes_pack_fast(v, T, W))
+        assert np.array_equal(fast_p[1], words) and np.array_equal(slow_p[1], words), (T, W)
 
 
 @needs_kernels

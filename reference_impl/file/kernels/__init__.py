@@ -42,6 +42,8 @@ KERNELS = {
     "fsst_decode": ("fsst", "decode"),
     "fsst_encode_block": ("fsst", "encode_block"),
     "unpack_blocks": ("bitpacking", "unpack_blocks"),
+    "out_of_line_chunks": ("bitpacking", "out_of_line_chunks"),
+    "inline_chunks": ("bitpacking", "inline_chunks"),
     "fastlanes_pack": ("bitpacking", "fastlanes_pack"),
     "gather_ranges": ("gather", "gather_ranges"),
     "variable_chunks": ("variable", "decode_chunk_set"),

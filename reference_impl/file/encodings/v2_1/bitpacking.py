@@ -174,6 +174,9 @@ def decode_out_of_line_chunks(data: np.ndarray, starts: np.ndarray, sizes: np.nd
     anything :func:`decode_out_of_line` would refuse (the caller then decodes buffer by buffer
     and reports the error as that function does). Callers have checked the ranges lie in ``data``.
     """
+    fast = kernels.kernel("out_of_line_chunks", int(np.sum(sizes)))  # the compiled twin
+    if fast is not None and (got := fast(data, starts, sizes, counts, T, W)) is not None:
+        return got
     if T not in UINT or W > T:
         return None
     dt = UINT[T]
@@ -232,6 +235,9 @@ def decode_inline_set(cs, counts, T: int) -> np.ndarray:
         raise FormatError(f"packed width above {T} bits", rule=RULE)
     if np.any(sizes < (1 + 1024 * widths // T) * B):
         raise FormatError("inline bit-packed block shorter than its width needs", rule=RULE)
+    fast = kernels.kernel("inline_chunks", int(np.sum(sizes)))  # the compiled twin, once checked
+    if fast is not None and (got := fast(cs.data, starts, sizes, widths, counts, T)) is not None:
+        return got
     uniq = np.unique(widths).tolist()
     if len(uniq) == 1:  # one width for the page (the usual case): unpack straight into place
         W = uniq[0]
