@@ -32,6 +32,7 @@ Usage::
     python tools/bench_dataset.py --rows 10000000 --kinds basic,mixed --ops scan,deep
     python tools/bench_dataset.py --versions 2.2 --repeat 7 --json
     python tools/bench_dataset.py --kinds basic --busy 2   # both cores busy
+    python tools/bench_dataset.py --rows 1000000,10000000 --markdown run.md  # the README's table
 
 Where the time goes (cProfile of ``to_table`` and ``tools/bench_dataset.py``, 1M rows, one
 decode thread, on a machine at load 5-17 from other jobs: read the numbers as proportions):
@@ -279,6 +280,42 @@ def run_case(root: str, rows: int, version: str, kind: str, ops, repeat: int):
         yield line("write", o, t)
 
 
+def markdown_table(records: list, title: str) -> str:
+    """The README's table of a run: a row per row count and column kind, a column per
+    storage version, each cell ``scan / deep / write`` as ours / pylance wall-time ratios with
+    the CPU-time ratios in brackets ("n/a" where we do not write that version)."""
+    rows = sorted({(r["rows"], r["kind"]) for r in records}, key=lambda k: (-k[0], k[1]))
+    versions = sorted({r["version"] for r in records})
+    ops = [op for op in OPS if any(r["op"] == op for r in records)]
+    at = {(r["rows"], r["kind"], r["version"], r["op"]): r for r in records}
+
+    def cell(key):
+        parts = []
+        for op in ops:
+            r = at.get((*key, op))
+            if r is None:
+                parts.append("")
+            elif r.get("ratio") is None:
+                parts.append("n/a")
+            else:
+                parts.append(f"{r['ratio']:.2f} ({r['cpu_ratio']:.2f})" if r.get("cpu_ratio")
+                             else f"{r['ratio']:.2f}")
+        return " / ".join(parts) if any(parts) else ""
+
+    def label(n):
+        return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else str(n)
+
+    lines = [f"| {title}: {' / '.join(ops)} | " + " | ".join(versions) + " |",
+             "|---" * (len(versions) + 1) + "|"]
+    for n, kind in rows:
+        lines.append(f"| {label(n)} {kind} | " + " | ".join(cell((n, kind, v)) for v in versions) + " |")
+    loads = [r["load1"] for r in records if r.get("load1") is not None]
+    if loads:
+        lines.append("")
+        lines.append(f"1-minute load {min(loads):.1f}-{max(loads):.1f} during the run.")
+    return "\n".join(lines) + "\n"
+
+
 def start_busy(n: int) -> list:
     """``n`` processes spinning ``while True: pass``, process ``i`` pinned to core ``i`` (mod
     the cores) with ``taskset`` where it exists: the "both cores busy" condition."""
@@ -310,6 +347,8 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", default=None, help="keep the datasets here (reused across runs)")
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
+    ap.add_argument("--markdown", default=None, metavar="FILE",
+                    help="also write the run as the README's table (ratios, CPU ratios in brackets)")
     ap.add_argument("--busy", type=int, default=0,
                     help="load the machine with this many spinning processes, pinned one a core "
                          "(2 on this machine: both cores busy) while timing")
@@ -325,11 +364,13 @@ def main(argv=None) -> int:
     if not args.json:
         print(f"{'op':<6}{'rows':>10} {'ver':<4}{'kind':<10}{'ours s':>9}{'pylance s':>11}{'ratio':>7}"
               f"{'load':>6}{'cpu ratio':>10}", flush=True)
+    records = []
     try:
         for rows in (int(r) for r in args.rows.split(",")):
             for version in args.versions.split(","):
                 for kind in args.kinds.split(","):
                     for rec in run_case(root, rows, version, kind, ops, args.repeat):
+                        records.append(rec)
                         if args.json:
                             print(json.dumps(rec), flush=True)
                         elif rec["ratio"] is None:
@@ -343,6 +384,10 @@ def main(argv=None) -> int:
         stop_busy(busy)
         if args.dir is None:
             shutil.rmtree(root, ignore_errors=True)
+    if args.markdown:
+        title = "ours / pylance" + (f", {args.busy} spinning processes" if args.busy else "")
+        with open(args.markdown, "w") as fh:
+            fh.write(markdown_table(records, title))
     return 0
 
 
