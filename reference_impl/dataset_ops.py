@@ -98,7 +98,7 @@ def _commit(ds, txn, **kw):
 
 def _file_version(ds) -> str:
     v = ds.manifest.data_format.version or "2.2"
-    if v not in ("2.0", "2.1", "2.2"):
+    if v not in ("2.0", "2.1", "2.2", "2.3"):
         raise InvalidInput(f"this writer cannot write data storage version {v!r}")
     return v
 

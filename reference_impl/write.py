@@ -27,7 +27,7 @@ from .dataset import _open, open_dataset
 from .errors import AlreadyExists, InvalidInput
 from .proto import table_pb2
 
-STORAGE_VERSIONS = {"2.0": "2.0", "2.1": "2.1", "2.2": "2.2", "stable": "2.2"}
+STORAGE_VERSIONS = {"2.0": "2.0", "2.1": "2.1", "2.2": "2.2", "2.3": "2.3", "stable": "2.2", "next": "2.3"}
 DEFAULT_MAX_ROWS_PER_FILE = 1024 * 1024
 
 
@@ -249,7 +249,7 @@ def write_dataset(
         fields = _new_fields(table.schema, file_version)
         stable = enable_stable_row_ids if previous is None else bool(
             previous.reader_feature_flags & operations.FLAG_STABLE_ROW_IDS)
-    if file_version not in ("2.0", "2.1", "2.2"):
+    if file_version not in ("2.0", "2.1", "2.2", "2.3"):
         raise InvalidInput(f"this writer cannot write data storage version {file_version!r}")
     frags = write_fragments(store, table, fields, file_version=file_version,
                             max_rows_per_file=max_rows_per_file,

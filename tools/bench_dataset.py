@@ -268,11 +268,7 @@ def run_case(root: str, rows: int, version: str, kind: str, ops, repeat: int):
         errors = [f.rule for f in report.findings if f.severity == "error"]
         o, t = interleaved(lambda: validate(uri, deep=True), lambda: lance.dataset(uri).to_table(), repeat)
         yield line("deep", o, t, errors=len(errors))
-    if "write" in ops and version in ("2.3",):
-        yield {"op": "write", "rows": rows, "version": version, "kind": kind, "ours_s": None,
-               "pylance_s": None, "ratio": None, "load1": round(os.getloadavg()[0], 1),
-               "note": "reference_impl writes 2.0-2.2 only"}
-    elif "write" in ops:
+    if "write" in ops:
         o, t = interleaved(
             lambda: ri.write_dataset(table, _fresh(root, "w-ours"), data_storage_version=version),
             lambda: lance.write_dataset(table, _fresh(root, "w-pylance"), data_storage_version=version),
@@ -283,7 +279,7 @@ def run_case(root: str, rows: int, version: str, kind: str, ops, repeat: int):
 def markdown_table(records: list, title: str) -> str:
     """The README's table of a run: a row per row count and column kind, a column per
     storage version, each cell ``scan / deep / write`` as ours / pylance wall-time ratios with
-    the CPU-time ratios in brackets ("n/a" where we do not write that version)."""
+    the CPU-time ratios in brackets."""
     rows = sorted({(r["rows"], r["kind"]) for r in records}, key=lambda k: (-k[0], k[1]))
     versions = sorted({r["version"] for r in records})
     ops = [op for op in OPS if any(r["op"] == op for r in records)]
@@ -295,8 +291,6 @@ def markdown_table(records: list, title: str) -> str:
             r = at.get((*key, op))
             if r is None:
                 parts.append("")
-            elif r.get("ratio") is None:
-                parts.append("n/a")
             else:
                 parts.append(f"{r['ratio']:.2f} ({r['cpu_ratio']:.2f})" if r.get("cpu_ratio")
                              else f"{r['ratio']:.2f}")

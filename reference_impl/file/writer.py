@@ -1,4 +1,4 @@
-"""Writing Lance data files, versions 2.0, 2.1 and 2.2 (spec 003, "File Structure").
+"""Writing Lance data files, versions 2.0, 2.1, 2.2 and 2.3 (spec 003, "File Structure").
 
 A file is laid out front to back as::
 
@@ -13,10 +13,11 @@ A file is laid out front to back as::
     footer (40 bytes)      u64 column-meta-0 offset | u64 CMO offset | u64 GBO offset |
                            u32 global buffers | u32 columns | u16 major | u16 minor | "LANC"
 
-All integers are little-endian. The footer of a 2.0 file says ``0.3``; 2.1 and 2.2 say
-``2.1`` and ``2.2``. Every column's ``ColumnMetadata.encoding`` is a direct encoding
+All integers are little-endian. The footer of a 2.0 file says ``0.3``; 2.1, 2.2 and 2.3 say
+``2.1``, ``2.2`` and ``2.3``. Every column's ``ColumnMetadata.encoding`` is a direct encoding
 holding ``Any(/lance.encodings.ColumnEncoding, values {})``; page encodings hold an
-``ArrayEncoding`` (2.0) or a ``PageLayout`` (2.1+), see :mod:`.encode`.
+``ArrayEncoding`` (2.0), a ``PageLayout`` (2.1, 2.2) or a ``PlanarLayout`` (2.3: the 2.2
+page's buffers, its layout regrouped, :mod:`.encode.v2_3.planar`), see :mod:`.encode`.
 
 Columns (``FACTS.md`` "Fragments, data files"): in 2.0 every field has a column, list and
 struct parents included, in pre-order; in 2.1+ only leaf fields have columns. The
@@ -68,10 +69,10 @@ ALIGNMENT = 64
 FILLER = b"\x48"
 
 # footer (major, minor) per requested version; 2.0 files say 0.3 (FACTS.md §A)
-VERSIONS = {"2.0": (0, 3), "2.1": (2, 1), "2.2": (2, 2)}
+VERSIONS = {"2.0": (0, 3), "2.1": (2, 1), "2.2": (2, 2), "2.3": (2, 3)}
 # what DataFile.file_major_version / file_minor_version say (pylance 14.0.2 writes 2/0 for
 # a 2.0 file whose footer says 0.3)
-DATA_FILE_VERSIONS = {"2.0": (2, 0), "2.1": (2, 1), "2.2": (2, 2)}
+DATA_FILE_VERSIONS = {"2.0": (2, 0), "2.1": (2, 1), "2.2": (2, 2), "2.3": (2, 3)}
 
 # Page flushing: pylance accumulates about 8 MiB of Arrow data per column (FILE-ENCODINGS §1.2).
 DEFAULT_MAX_PAGE_BYTES = 8 * 1024 * 1024
@@ -562,7 +563,7 @@ def write_lance_file(
 ) -> WrittenFile:
     """Write ``table`` (or a stream of batches sharing one schema) as one Lance data file.
 
-    ``version`` is ``"2.0"``, ``"2.1"`` or ``"2.2"``. For an iterable of batches with no
+    ``version`` is ``"2.0"``, ``"2.1"``, ``"2.2"`` or ``"2.3"`` (unstable in pylance 14.0.2). For an iterable of batches with no
     batch at all, pass ``schema``. ``global_buffers`` are written after the FileDescriptor
     (global buffer 0), as global buffers 1, 2, ... each on a 64-byte boundary.
     """

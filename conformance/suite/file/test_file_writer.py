@@ -1,6 +1,6 @@
 """The Lance file writer (spec 003; FILE-ENCODINGS.md; FACTS.md §A "Lance data files v2.x").
 
-Every file written by ``reference_impl.file.writer`` as 2.0, 2.1 and 2.2 must be read
+Every file written by ``reference_impl.file.writer`` as 2.0, 2.1, 2.2 and 2.3 must be read
 back by pylance 14.0.2's ``lance.file.LanceFileReader`` equal to the input
 (``pa.Table.equals``, nulls included). The one normalisation: nested Arrow ``dictionary``
 columns are written decoded, so the expected table has them cast to their value type;
@@ -28,9 +28,15 @@ from reference_impl.file.encode.v2_1.bitpacking import FL_ORDER, fastlanes_pack,
 from reference_impl.file.writer import LanceFileWriter, normalise_schema, write_lance_file
 from reference_impl.io.local import LocalStore
 from reference_impl.io.memory import MemoryStore
-from reference_impl.proto import encodings_v2_0_pb2, encodings_v2_1_pb2, file2_pb2, file_pb2
+from reference_impl.proto import (
+    encodings_v2_0_pb2,
+    encodings_v2_1_pb2,
+    encodings_v2_3_pb2,
+    file2_pb2,
+    file_pb2,
+)
 
-VERSIONS = ["2.0", "2.1", "2.2"]
+VERSIONS = ["2.0", "2.1", "2.2", "2.3"]
 
 # ----------------------------------------------------------------------------- data generation
 
@@ -256,7 +262,8 @@ def page_message(page, version):
     wrapper = any_pb2.Any()
     wrapper.ParseFromString(page.encoding.direct.encoding)
     msg = (
-        encodings_v2_0_pb2.ArrayEncoding() if version == "2.0" else encodings_v2_1_pb2.PageLayout()
+        encodings_v2_0_pb2.ArrayEncoding() if version == "2.0"
+        else encodings_v2_3_pb2.PlanarLayout() if version == "2.3" else encodings_v2_1_pb2.PageLayout()
     )
     assert wrapper.type_url == "/" + msg.DESCRIPTOR.full_name
     msg.ParseFromString(wrapper.value)
@@ -579,7 +586,7 @@ def test_maps_need_2_2_and_nulls_are_written():
 def test_invalid_arguments():
     table = pa.table({"a": [1]})
     with pytest.raises(InvalidInput):
-        write_lance_file(MemoryStore(), "f.lance", table, version="2.3")
+        write_lance_file(MemoryStore(), "f.lance", table, version="2.4")
     with pytest.raises(InvalidInput):
         write_lance_file(MemoryStore(), "f.lance", iter([]))
     writer = LanceFileWriter(MemoryStore(), "f.lance", table.schema)
@@ -705,10 +712,20 @@ def test_constant_columns(pylance, tmp_path, version):
         return
     pages = written_pages(table, version)
     kinds = {
-        name: p[0].WhichOneof("layout") for name, p in zip(table.column_names, pages, strict=True)
+        name: p[0].values.WhichOneof("codec") if version == "2.3" else p[0].WhichOneof("layout")
+        for name, p in zip(table.column_names, pages, strict=True)
     }
     if version == "2.1":
         assert "constant_layout" not in kinds.values()
+        return
+    if version == "2.3":
+        # a 2.3 constant is a scalar of 1 to 32 bytes under all-valid layers: the int64 and
+        # the decimal; the rest (nulls, strings, 40-byte values) are chunked or zipped pages
+        planes = {name: (p[0].structure.WhichOneof("codec"), p[0].values.WhichOneof("codec"))
+                  for name, p in zip(table.column_names, pages, strict=True)}
+        assert planes["i"] == planes["dec"] == ("dense", "constant")
+        assert pages[0][0].values.constant.value == struct.pack("<q", 7)
+        assert all(v in ("chunked", "zipped") for name, (_, v) in planes.items() if name not in ("i", "dec"))
         return
     assert set(kinds.values()) == {"constant_layout"}
     inline = {

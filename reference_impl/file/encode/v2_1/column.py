@@ -19,12 +19,14 @@ import numpy as np
 import pyarrow as pa
 
 from ....errors import UnsupportedFeature
+from ....proto import encodings_v2_1_pb2 as pb
 from ... import selection
 from ...parallel import map_ordered
 from ..arrow_data import fixed_bits, is_variable_width, variable_parts
 from ..blob import BlobPage, is_blob_field
 from ..hints import NO_HINTS, EncodingHints, parse_hints
 from ..page import EncodedPage, pack_any
+from ..v2_3 import planar
 from .bitpacking import InlineBitpackedValues
 from .byte_stream_split import ByteStreamSplitValues
 from .constant import constant_value, encode_all_null, encode_constant
@@ -164,6 +166,8 @@ def encode_leaf_page(
 ) -> tuple[list[bytes], object]:
     values = sh.values
     if len(values) == values.null_count or is_empty_struct(values.type):
+        if version == "2.3":  # (dense constant pages must be all-valid at 2.3: the sparse form)
+            return planar.all_null_items(sh.layers, sh.rep, sh.deff, sh.num_rows)
         return encode_all_null(sh)
     if pa.types.is_struct(values.type):
         return encode_packed_struct_page(sh, version, name)
@@ -174,8 +178,12 @@ def encode_leaf_page(
             values, version, hints.dict_values_compression
         )
         return encode_mini_block_fast(sh, value_encoder(indices, hints), version, (block, enc, n_items))
-    if version != "2.1":
+    all_valid = all(k == pb.REPDEF_ALL_VALID_ITEM for k in sh.layers)
+    if version == "2.2" or version == "2.3" and all_valid:  # (2.3: see encode/v2_3/planar.py)
         value = constant_value(values) if selection.maybe_constant(values) else None
+        if version == "2.3" and value is not None and (
+                is_variable_width(values.type) or not 1 <= len(value) <= planar.MAX_SCALAR_BYTES):
+            value = None  # a 2.3 constant is a scalar of 1 to 32 bytes
         if value is not None:
             return encode_constant(sh, value)
     # lance-encoding:structural-encoding (encode/hints.py): "miniblock" keeps values of up
@@ -240,10 +248,15 @@ class FieldEncoder21:
         def one(item):
             col, page_sh, row0 = item
             if page_sh is None:
+                if self.version == "2.3":
+                    raise UnsupportedFeature("2.3: blob columns are not written (blob v1 pages are "
+                                             "not part of the 2.3 grammar)")
                 return col, BlobPage(arr, self.version, first_row)
             buffers, layout = encode_leaf_page(
                 page_sh, self.version, self.hints[col], self.leaves[col][1].name
             )
+            if self.version == "2.3" and not isinstance(layout, planar.pb23.PlanarLayout):
+                layout = planar.planar_layout(layout)  # the 2.2 page, its layout regrouped
             # under fixed-size lists of structs pages count items (repdef.items_per_row)
             per = items_per_row(self.paths[col])
             return col, EncodedPage(
