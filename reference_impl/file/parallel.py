@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -57,6 +58,22 @@ def cgroup_cpus(path: str = "/sys/fs/cgroup/cpu.max") -> float | None:
         return None
 
 
+#: how long a read of the cgroup quota is reused (``threads`` is asked once a call of
+#: :func:`map_ordered`, thousands of times in a large write; a quota rarely changes)
+QUOTA_TTL = 1.0
+_quota_seen: tuple = (None, 0.0, None)  # (the function read, when, its value)
+
+
+def _cgroup_quota() -> float | None:
+    global _quota_seen
+    fn, when, value = _quota_seen
+    now = time.monotonic()
+    if fn is not cgroup_cpus or now - when > QUOTA_TTL:
+        value = cgroup_cpus()
+        _quota_seen = (cgroup_cpus, now, value)
+    return value
+
+
 def threads() -> int:
     """How many decode threads to use: ``$LANCE_CONFORMANCE_DECODE_THREADS``, else the CPUs
     this process may run on (its affinity mask, cut to its cgroup's CPU quota where one is
@@ -79,7 +96,7 @@ def threads() -> int:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cpus = os.cpu_count() or 1
-    quota = cgroup_cpus()
+    quota = _cgroup_quota()
     if quota is not None:
         cpus = min(cpus, max(1, int(quota + 0.5)))
     return max(1, min(cpus, 8))
