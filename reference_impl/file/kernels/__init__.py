@@ -4,9 +4,12 @@ The readable modules (``reference_impl/file/encodings``, ``reference_impl/file/e
 the definition of every step; a newcomer reads them and never needs this package. For the few
 loops that dominate a scan or a write (FSST decompression and tokenising, FastLanes
 bit-unpacking and bit-packing, gathering byte ranges, the offsets and bytes of ``variable``
-mini-block chunks) this package holds a twin compiled with numba
+mini-block chunks, a page's chunks of rep/def levels and of inline bit-packed values) this
+package holds a twin compiled with numba
 (the ``kernels`` extra: ``pip install lance-conformance[kernels]``). The readable modules reach
-a kernel only through :func:`kernel`, one call at the top of the function it replaces::
+a kernel only through :func:`kernel`, one call at the top of the function it replaces (or,
+where the readable function first checks its input and raises its own errors, right after
+those checks)::
 
     fast = kernels.kernel("fsst_decode")
     if fast is not None:
