@@ -1,7 +1,8 @@
 """Dataset-level benchmark: what users call, against pylance 14.0.2 in the same process.
 
 For every row count, storage version and column kind it times, best of ``--repeat``
-*interleaved* runs (ours, pylance, ours, pylance ...: a noisy neighbour slows both alike):
+*interleaved* runs (ours, pylance, ours, pylance ...: a noisy neighbour slows both alike;
+more rounds for a cell of a few milliseconds, see :func:`interleaved`):
 
 * ``scan``: ``reference_impl.open_dataset(uri).to_table()`` against
   ``lance.dataset(uri).to_table()`` (the dataset pylance wrote; tables checked equal once);
@@ -203,22 +204,39 @@ def make_table(kind: str, rows: int, seed: int = 7) -> pa.Table:
     return pa.table(dict(_column(kind, rng, rows, k) for k in range(width)))
 
 
-def interleaved(ours, theirs, repeat: int) -> tuple[float, float]:
-    """Best seconds of ``ours`` and of ``theirs`` over ``repeat`` alternating runs; the best
-    CPU seconds of each (``time.process_time``: every thread of this process) are left in
+#: a cell's rounds go on until both sides together took this long (see :func:`interleaved`)
+MIN_SECONDS = 0.5
+MAX_ROUNDS_FACTOR = 10
+
+
+def interleaved(ours, theirs, repeat: int, min_seconds: float | None = None) -> tuple[float, float]:
+    """Best seconds of ``ours`` and of ``theirs`` over alternating runs; the best CPU seconds
+    of each (``time.process_time``: every thread of this process) are left in
     :data:`LAST_CPU`. On a machine shared with other jobs the wall time depends on how the
-    scheduler shares the cores; the CPU time is the work done."""
+    scheduler shares the cores; the CPU time is the work done.
+
+    At least ``repeat`` rounds; a cell whose rounds take under ``min_seconds`` in all goes
+    on (up to ``MAX_ROUNDS_FACTOR * repeat`` rounds) until they do, as ``timeit`` sizes its
+    loop: a call of a few milliseconds is shorter than a scheduler's time slice on a busy
+    machine, and three tries of it measure the slices, not the call."""
+    min_seconds = MIN_SECONDS if min_seconds is None else min_seconds
     best_o = best_t = float("inf")
     cpu_o = cpu_t = float("inf")
-    for _ in range(repeat):
+    spent = 0.0
+    rounds = 0
+    while rounds < repeat or (spent < min_seconds and rounds < MAX_ROUNDS_FACTOR * repeat):
         t0, c0 = time.perf_counter(), time.process_time()
         ours()
-        best_o = min(best_o, time.perf_counter() - t0)
+        took = time.perf_counter() - t0
+        best_o = min(best_o, took)
         cpu_o = min(cpu_o, time.process_time() - c0)
         t0, c0 = time.perf_counter(), time.process_time()
         theirs()
-        best_t = min(best_t, time.perf_counter() - t0)
+        took2 = time.perf_counter() - t0
+        best_t = min(best_t, took2)
         cpu_t = min(cpu_t, time.process_time() - c0)
+        spent += took + took2
+        rounds += 1
     LAST_CPU[:] = [cpu_o, cpu_t]
     return best_o, best_t
 
@@ -333,6 +351,7 @@ def stop_busy(procs: list) -> None:
 
 
 def main(argv=None) -> int:
+    global MIN_SECONDS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", default="1000000", help="comma-separated row counts (1000000,10000000)")
     ap.add_argument("--versions", default=",".join(VERSIONS))
@@ -346,7 +365,12 @@ def main(argv=None) -> int:
     ap.add_argument("--busy", type=int, default=0,
                     help="load the machine with this many spinning processes, pinned one a core "
                          "(2 on this machine: both cores busy) while timing")
+    ap.add_argument("--min-seconds", type=float, default=MIN_SECONDS,
+                    help="a cell whose --repeat rounds take less than this in all goes on until "
+                         f"they take this long, at most {MAX_ROUNDS_FACTOR}x --repeat rounds "
+                         f"(default {MIN_SECONDS})")
     args = ap.parse_args(argv)
+    MIN_SECONDS = args.min_seconds
     from reference_impl.file import kernels
 
     ops = args.ops.split(",")

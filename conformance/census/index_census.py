@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conformance.census import index_answers as answers
-from conformance.census.indexes import Case, load
+from conformance.census.indexes import Case, disagreement_text, load
 
 PASS = ("agree", "caught", "known bug")
 FAIL = ("false error", "missed")
@@ -111,7 +111,7 @@ def judge_case(case: Case) -> Cell:
     parts = []
     if not truth:
         parts.append("the release answers through its index other than its scan: "
-                     + "; ".join(f"{q['query']}" for q in bad[:3]))
+                     + "; ".join(disagreement_text(q) for q in bad[:3]))
     if verdict == "misread":
         parts.append(f"{case.reread.get('release')} answers every query right through the "
                      "same index files, and the kit's answers from the decoded index equal "
@@ -374,7 +374,9 @@ def markdown(cells: list[Cell], *, command: str, summary: str) -> str:
         "Each cell is one table: one index of the kind built by the release, then the "
         "scenario's operations (`conformance/census/index_program.py`). The release answers "
         "the census's queries through the index and without it; the kit validates the table "
-        "(`validate --deep`) and answers the same queries from the index it decodes. "
+        "(`validate --deep`) and answers the same queries from the index it decodes. A "
+        "query the release fails through its index (an error, an abort) while its scan "
+        "answers it counts as a wrong answer. "
         "`ok`: the release answers right and so does the kit, with no error; `caught`: "
         "the release answers wrong (the `swap` scenario builds such an index on purpose) and "
         "the kit flags it; `caught (known bug)`: the kit's only findings are ones its "

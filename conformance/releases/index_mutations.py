@@ -372,7 +372,7 @@ def apply_edit(name: str, source: Path, dest: Path) -> tuple[dict, Edited]:
 
 def judge_one(name: str, kind: str, source: Path, work: Path, reader_python: str) -> Judged:
     from conformance.census.index_census import judge_case
-    from conformance.census.indexes import PROGRAM, Case
+    from conformance.census.indexes import PROGRAM, Case, disagreement_text
 
     dest = work / f"{name}-{kind}"
     j = Judged(name, kind, str(source), str(dest))
@@ -402,7 +402,7 @@ def judge_one(name: str, kind: str, source: Path, work: Path, reader_python: str
     if wrong:
         bad = c.release_disagreements()
         j.release = "pylance answers wrong through the index: " + "; ".join(
-            q["query"] for q in bad[:3])
+            disagreement_text(q) for q in bad[:3])
     elif not j.release:
         j.release = "pylance answers the census's queries right"
     j.kit = ("flags it: " + "; ".join(cell.errors[:2] + [

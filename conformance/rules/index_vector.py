@@ -97,10 +97,17 @@ def vector_assignment(ctx):
       spec="004", section=_SEC, deep=True, clause=_CLAUSE,
       pylance="pylance walks an IVF_HNSW partition from its entry point through the "
               "neighbours: a node or neighbour outside the partition's rows reads another "
-              "row or fails, and a node level 0 lacks is never visited",
+              "row or fails, and a node level 0 lacks is never visited. Under a compaction "
+              "whose index remap was deferred, the storage is read through the fragment reuse "
+              "index, which drops the rows deleted before it: the graph then has more nodes "
+              "than vectors (pylance 4.0.2 aborts a nearest search through it, 11.0.0 answers "
+              "no row, 14.0.2 refuses the index: 'has to be rebuilt')",
       releases="level 0 holds each node once in every release seen; the upper levels' layout "
                "differs (0.38.3 ends a partition with rows past its last level offset) and "
-               "is not judged")
+               "is not judged. pylance 4.0.2, 11.0.0 and 14.0.2 all leave an IVF_HNSW_* index "
+               "whose rows a deferred-remap compaction dropped (delete, then "
+               "compact_files(defer_index_remap=True)); optimize_indices afterwards rebuilds "
+               "it (14.0.2)")
 def vector_hnsw_graph(ctx):
     yield from findings(ctx, "INDEX-146")
 

@@ -404,6 +404,63 @@ def test_hnsw_neighbour_outside_its_partition_is_named(tmp_path):
     assert list(found) == ["INDEX-146"] and "partition 0" in found["INDEX-146"][0].message
 
 
+def _compacted_deferred(path: Path, kind: str, *, delete: str | None):
+    """``kind`` over four fragments, rows deleted by ``delete`` (or none), then compacted
+    into one fragment with the index remap deferred (a fragment reuse index)."""
+    import lance
+
+    _build(path, kind, max_rows_per_file=N // 4)
+    ds = lance.dataset(str(path))
+    if delete:
+        ds.delete(delete)
+    ds.optimize.compact_files(target_rows_per_fragment=4 * N, defer_index_remap=True)
+    return lance.dataset(str(path))
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("kind", ["IVF_HNSW_FLAT", "IVF_HNSW_PQ"])
+def test_hnsw_under_a_remap_that_dropped_rows_is_an_error(tmp_path, kind):
+    """Rows deleted, then compacted with the index remap deferred: the storage of each
+    partition, read through the fragment reuse index, keeps fewer vectors than the graph has
+    nodes. pylance 14.0.2 refuses a nearest search through it (4.0.2 aborts, 11.0.0 answers
+    no row): INDEX-146, a finding per partition that lost rows, naming the counts."""
+    ds = _compacted_deferred(tmp_path / "t", kind, delete="id % 10 = 3")
+    q = _vectors()[5]
+    with pytest.raises(Exception, match="HNSW graph has [0-9]+ nodes"):
+        ds.to_table(nearest={"column": "vec", "q": q, "k": 3})
+    errors = _errors(validate(str(tmp_path / "t"), deep=True))
+    assert set(errors) == {"INDEX-146"}, errors
+    partitions = len(_content(tmp_path / "t").extra["hnsw"])
+    assert len(errors["INDEX-146"]) == partitions  # every partition lost some of its rows
+    assert {f"partition {p} has" for p in range(partitions)} == {
+        m.split("graph of ")[1].split(" nodes")[0].rsplit(" ", 1)[0] for m in errors["INDEX-146"]}
+    assert all("dropped by a compaction whose index remap was deferred" in m
+               and "index 'vec_idx'" in m for m in errors["INDEX-146"])
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("kind,delete", [("IVF_HNSW_FLAT", None), ("IVF_FLAT", "id % 10 = 3"),
+                                         ("IVF_PQ", "id % 10 = 3")])
+def test_deferred_remap_that_reads_right_draws_no_error(tmp_path, kind, delete):
+    """The same compaction without deletions (the remap keeps every row), and the kinds
+    without a graph under the same deletions: pylance 14.0.2 finds the row's own vector
+    first through the index, and the kit finds nothing."""
+    ds = _compacted_deferred(tmp_path / "t", kind, delete=delete)
+    got = ds.to_table(nearest={"column": "vec", "q": _vectors()[5], "k": 3}, columns=["id"])
+    assert got.column("id")[0].as_py() == 5
+    errors = _errors(validate(str(tmp_path / "t"), deep=True))
+    assert not errors, errors
+
+
+def test_dropped_rows_are_counted_per_partition():
+    dropped = IndexedData.DROPPED
+    rows = np.array([1, dropped, 2, dropped, dropped, 3], np.uint64)
+    part = np.array([0, 0, 1, 2, 2, 5])  # the last row lies in no partition (INDEX-140's)
+    from reference_impl.index.vector.against import dropped_under_graphs
+
+    assert dropped_under_graphs(rows, part, dropped, 3) == [(1, 2), (0, 1), (2, 2)]
+
+
 # -- upstream's test_data: an index holding rows of a fragment its bitmap misses ---------------
 
 def test_upstream_v0_8_14_index_missing_a_fragment_in_its_bitmap(tmp_path):

@@ -184,7 +184,7 @@ def test_the_dataset_benchmark_writes_the_readme_table(tmp_path, pylance, capsys
     spec.loader.exec_module(bench)
     table = tmp_path / "table.md"
     assert bench.main(["--rows", "2000", "--kinds", "ints", "--versions", "2.1,2.3", "--repeat", "1",
-                       "--dir", str(tmp_path / "data"), "--markdown", str(table)]) == 0
+                       "--min-seconds", "0", "--dir", str(tmp_path / "data"), "--markdown", str(table)]) == 0
     text = table.read_text()
     lines = text.splitlines()
     assert lines[0] == "| ours / pylance: scan / deep / write | 2.1 | 2.3 |"
@@ -194,3 +194,37 @@ def test_the_dataset_benchmark_writes_the_readme_table(tmp_path, pylance, capsys
         assert re.fullmatch(r"[0-9.]+ \([0-9.]+\) / [0-9.]+ \([0-9.]+\) / [0-9.]+ \([0-9.]+\)", cell)
     assert "1-minute load" in text
     assert re.search(r"^scan\s+2000 2\.1 ints\s", capsys.readouterr().out, re.M)  # (and the lines)
+
+
+def test_the_dataset_benchmark_times_a_short_cell_for_long_enough(monkeypatch):
+    """A cell of a few milliseconds is timed until its rounds add up to ``--min-seconds``
+    (at most ten times ``--repeat`` rounds), and exactly ``--repeat`` rounds when its runs
+    are long enough: three tries of a call shorter than a busy machine's time slice measure
+    the slices."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[3] / "tools" / "bench_dataset.py"
+    spec = importlib.util.spec_from_file_location("bench_dataset", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    calls = []
+    clock = [0.0]
+
+    def fake(took):
+        def call():
+            calls.append(took)
+            clock[0] += took
+        return call
+
+    import types
+
+    monkeypatch.setattr(bench, "time", types.SimpleNamespace(perf_counter=lambda: clock[0],
+                                                             process_time=lambda: clock[0]))
+    bench.interleaved(fake(0.001), fake(0.002), 3, min_seconds=0.5)
+    assert len(calls) == 2 * 30  # capped: 30 rounds of 3 ms are 90 ms, under 0.5 s
+    calls.clear()
+    bench.interleaved(fake(0.05), fake(0.05), 3, min_seconds=0.5)
+    assert len(calls) == 2 * 5  # 5 rounds of 100 ms reach 0.5 s
+    calls.clear()
+    bench.interleaved(fake(0.4), fake(0.4), 3, min_seconds=0.5)
+    assert len(calls) == 2 * 3  # never fewer than --repeat

@@ -215,6 +215,23 @@ def check(content, index, data) -> Iterator:
         size = int(declared[pi]) if pi < len(declared) else 0
         for problem in hnsw_mod.problems(graph, size)[:MAX_PER_RULE]:
             add(HNSW_GRAPH, f"the HNSW graph of partition {pi}: {problem}", partition=pi)
+    if graphs and getattr(data, "moves", None):
+        # a compaction whose index remap was deferred dropped rows (deleted before it) that a
+        # partition's storage still holds: a reader translating the storage through the
+        # fragment reuse index keeps fewer vectors than the graph has nodes, and its walk
+        # scores nodes that have no vector, or another row's
+        for pi, (dropped, size) in enumerate(dropped_under_graphs(rows, part, data.DROPPED,
+                                                                  len(graphs))):
+            if dropped:
+                add(HNSW_GRAPH, f"the HNSW graph of partition {pi} has {size} nodes, but "
+                    f"{dropped} of the partition's rows were dropped by a compaction whose "
+                    "index remap was deferred (the fragment reuse index maps them to no "
+                    f"row): read through the remap, the storage keeps {size - dropped} "
+                    "vectors for a graph of "
+                    f"{size} nodes, so a search scores nodes without their vector (pylance "
+                    "4.0.2 aborts a nearest search through such an index, 11.0.0 answers no "
+                    "row, 14.0.2 refuses it)",
+                    partition=pi)
     coded, distance = _graph_vectors(content, metric)
     if graphs and coded is not None and int(declared.sum()) == len(rows):
         # each edge's recorded distance is the distance of the two nodes' vectors as the
@@ -269,6 +286,20 @@ def _graph_vectors(content, metric: str) -> tuple[np.ndarray | None, str | None]
     codes = (content.entries.column("code").combine_chunks().flatten()
              .to_numpy(zero_copy_only=False).reshape(n, -1))
     return (ex["sq"] if storage == "sq" else ex["pq"]).decode(codes), distance
+
+
+def dropped_under_graphs(rows: np.ndarray, part: np.ndarray, dropped_mark, partitions: int
+                         ) -> list[tuple[int, int]]:
+    """Per partition ``(rows a deferred remap dropped, rows the storage holds)``: ``rows``
+    are the storage's rows translated through the moves (``dropped_mark`` where dropped),
+    ``part`` each row's partition. Rows of no partition (``part >= partitions``) are left to
+    INDEX-140."""
+    part = np.asarray(part, np.int64)
+    inside = (part >= 0) & (part < partitions)
+    sizes = np.bincount(part[inside], minlength=partitions)
+    gone = np.bincount(part[inside & (np.asarray(rows, np.uint64) == dropped_mark)],
+                       minlength=partitions)
+    return [(int(g), int(n)) for g, n in zip(gone.tolist(), sizes.tolist(), strict=True)]
 
 
 def _ids_text(ids) -> str:
