@@ -26,7 +26,8 @@ _SEC = "IndexMetadata"
 _CLAUSE = "A bitmap of the included fragment ids."
 _RELEASES = ("pylance 0.8.14 to 0.20.x write IVF_PQ as the legacy protobuf index.idx; 0.2x to "
              "14.0.2 write IVF_FLAT/PQ/SQ and IVF_HNSW_* as index.idx + auxiliary.idx Lance "
-             "files; 0.10.x's IVF_HNSW_* in Lance 0.1 files is not read (noted as not judged)")
+             "files (0.10.x's IVF_HNSW_SQ/PQ in Lance 0.1 files: the IVF messages at byte "
+             "positions, the SQ bounds and PQ codebook under lance:sq / lance:pq)")
 
 
 @rule("INDEX-140", title="a vector index's partition sizes sum to the rows it holds",

@@ -6,7 +6,8 @@ tells the layout from the files and the sub-kind from the files' own labels:
 * the legacy protobuf ``index.idx`` (:mod:`.legacy`; IVF_PQ of early releases), a raw file
   ending in ``LANC`` with version 0.1;
 * the Lance-file layout, ``index.idx`` + ``auxiliary.idx`` (:mod:`.lance_file`; IVF_FLAT,
-  IVF_PQ, IVF_SQ, IVF_HNSW_FLAT/SQ/PQ).
+  IVF_PQ, IVF_SQ, IVF_HNSW_FLAT/SQ/PQ), in Lance 2.x files (``"lance-file"``) or, as
+  pylance 0.10.x wrote its IVF_HNSW_SQ/PQ, in Lance 0.1 files (``"lance-file-0.1"``).
 
 Anything else is refused with ``UnsupportedIndex`` naming what was found.
 
@@ -39,7 +40,8 @@ def read(files, index):
 
     names = files.names()
     if files.has("index.idx") and files.has("auxiliary.idx"):
-        parts, layout = lance_file.read(files), "lance-file"
+        parts = lance_file.read(files)
+        layout = parts.get("layout", "lance-file")
     elif files.has("index.idx") and legacy.is_legacy(files.store, files.key("index.idx"),
                                                      files.size("index.idx")):
         parts, layout = legacy.read(files.store, files.key("index.idx"),

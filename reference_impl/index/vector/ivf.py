@@ -84,8 +84,12 @@ class Ivf:
         return len(self.lengths)
 
 
-def from_message(msg, *, dimension: int | None = None, path: str | None = None) -> Ivf:
-    """An :class:`Ivf` from a parsed ``lance.index.pb.IVF``."""
+def from_message(msg, *, dimension: int | None = None, path: str | None = None,
+                 back_to_back: bool = False) -> Ivf:
+    """An :class:`Ivf` from a parsed ``lance.index.pb.IVF``. ``back_to_back``: a message with
+    lengths and no offsets places the partitions one after the other (pylance 0.10.x's
+    Lance 0.1 files, whose record batches are the partitions), so the offsets are the
+    lengths' running sum."""
     centroids = None
     if msg.HasField("centroids_tensor") and msg.centroids_tensor.shape:
         centroids = tensor_array(msg.centroids_tensor, what="IVF centroids", path=path)
@@ -101,6 +105,8 @@ def from_message(msg, *, dimension: int | None = None, path: str | None = None) 
         centroids = flat.reshape(-1, dim)
     offsets = np.asarray(msg.offsets, dtype=np.uint64)
     lengths = np.asarray(msg.lengths, dtype=np.uint64)
+    if back_to_back and not len(offsets) and len(lengths):
+        offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.uint64)
     if len(offsets) != len(lengths):
         raise FormatError(f"IVF has {len(offsets)} offsets and {len(lengths)} lengths",
                           rule=RULE_LAYOUT, path=path)
@@ -111,9 +117,9 @@ def from_message(msg, *, dimension: int | None = None, path: str | None = None) 
     return Ivf(centroids=centroids, offsets=offsets, lengths=lengths, loss=loss)
 
 
-def parse(raw: bytes, *, path: str | None = None) -> Ivf:
+def parse(raw: bytes, *, path: str | None = None, back_to_back: bool = False) -> Ivf:
     return from_message(parse_message(index_pb2.IVF, raw, what="IVF buffer", path=path),
-                        path=path)
+                        path=path, back_to_back=back_to_back)
 
 
 # ---- the assignment rule ---------------------------------------------------------------------

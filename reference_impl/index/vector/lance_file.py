@@ -1,6 +1,7 @@
 """The Lance-file layout of a vector index: ``index.idx`` + ``auxiliary.idx``.
 
-Both are Lance files (v2.x). Schema metadata says what they hold:
+Both are Lance files (v2.x; Lance 0.1 files in pylance 0.10.x, see the section "Lance 0.1
+files" below). Schema metadata says what they hold:
 
 ``index.idx``
     ``lance:index``  JSON ``{"type": "IVF_PQ" | "IVF_FLAT" | "IVF_SQ" | "IVF_HNSW_FLAT" |
@@ -70,12 +71,11 @@ def read(files) -> dict:
     aux = files.lance_file("auxiliary.idx")
     ipath, apath = files.key("index.idx"), files.key("auxiliary.idx")
     if index.legacy is not None or aux.legacy is not None:
-        # pylance 0.10.x wrote its IVF_HNSW_* files as Lance 0.1 files: the IVF message at a
-        # byte position ("lance:ivf" = {"pb_position": N}), the graphs' parameters under
-        # "lance:ivf:partition" and the SQ bounds under "lance:sq" of the embedded manifest
-        raise UnsupportedIndex("a vector index in Lance 0.1 files (index.idx + auxiliary.idx "
-                               "with lance:ivf pb_position, pylance 0.10.x IVF_HNSW_*) is not "
-                               "read", kind="vector", version="lance-file-0.1", path=ipath)
+        if index.legacy is None or aux.legacy is None:
+            raise UnsupportedIndex("index.idx and auxiliary.idx are of different Lance file "
+                                   "versions", kind="vector", version="lance-file/mixed",
+                                   path=ipath)
+        return _read_legacy_files(files, index, aux, ipath, apath)
     imeta, ameta = _meta(index), _meta(aux)
     if "lance:index" not in imeta:
         raise UnsupportedIndex("index.idx has no lance:index metadata: a Lance-file vector "
@@ -99,6 +99,18 @@ def read(files) -> dict:
                                kind="vector", version=f"lance-file/{sub_index}", path=apath)
     smeta = storage_texts[0]
     smeta = _json(smeta, "storage_metadata entry", apath) if isinstance(smeta, str) else smeta
+    return _assemble(index, aux, ipath, apath, sub_index=sub_index, metric=metric,
+                     centre_ivf=centre_ivf, store_ivf=store_ivf, smeta=smeta,
+                     codebook=lambda pos: aux.container.read_global_buffer(pos),
+                     hnsw_raw=imeta.get("lance:hnsw"))
+
+
+def _assemble(index, aux, ipath: str, apath: str, *, sub_index: str, metric: str,
+              centre_ivf, store_ivf, smeta: dict, codebook, hnsw_raw) -> dict:
+    """The parts of either layout once its metadata is read: the storage rows of
+    ``auxiliary.idx`` (row ids, partitions, vectors or codes), the quantizer of ``smeta``
+    (``codebook(position)`` gives a PQ codebook's Tensor bytes) and, for HNSW kinds, the
+    graphs of ``index.idx`` under the per-partition parameters ``hnsw_raw``."""
     names = [f.name for f in aux.schema]
     storage = [STORAGE_COLUMNS[n] for n in names if n in STORAGE_COLUMNS]
     if "_rowid" not in names or len(storage) != 1 or not sub_index.endswith(storage[0]):
@@ -155,7 +167,7 @@ def read(files) -> dict:
                 raise FormatError("storage_metadata codebook_tensor is not a list of bytes",
                                   rule=RULE_LAYOUT, path=apath) from None
         else:
-            raw = aux.container.read_global_buffer(pos)
+            raw = codebook(pos)
         tensor = ivf_mod.parse_message(pq_mod_tensor(), raw, what="PQ codebook", path=apath)
         cb = ivf_mod.tensor_array(tensor, what="PQ codebook", path=apath)
         parts["pq"] = pq_mod.from_codebook(nbits, m, dim, cb, path=apath)
@@ -166,11 +178,97 @@ def read(files) -> dict:
         parts["codes"] = pq_mod.untranspose(values, lengths, m) if parts["transposed"] else values
     if sub_index.startswith("IVF_HNSW"):
         graph_ivf = centre_ivf
-        metas = hnsw_mod.parse_params(imeta.get("lance:hnsw"), len(graph_ivf.lengths), path=ipath)
+        metas = hnsw_mod.parse_params(hnsw_raw, len(graph_ivf.lengths), path=ipath)
         gtable = index.read_all()
         parts["hnsw"] = hnsw_mod.graphs(gtable, graph_ivf.offsets, graph_ivf.lengths, metas,
                                         path=ipath)
     return parts
+
+
+# --------------------------------------------------------------------------- Lance 0.1 files
+#
+# pylance 0.10.x (seen: 0.10.18) writes IVF_HNSW_SQ / IVF_HNSW_PQ as the same two files in the
+# legacy (0.1) Lance file format. Its manifest's schema metadata says what the v2 layout keeps
+# in global buffers and ``storage_metadata``:
+#
+# ``index.idx``      ``lance:index``  as above; ``lance:ivf`` = ``{"pb_position": N}``: at byte N a
+#                    u32 LE length, then the IVF message (centroids; offsets and lengths of each
+#                    partition's graph rows); ``lance:ivf:partition``: the per-partition HNSW
+#                    parameters of ``lance:hnsw``; one record batch per partition
+# ``auxiliary.idx``  ``lance:index`` = ``{"type": "SQ" | "PQ", "distance_type"}``; ``lance:ivf``
+#                    (pb_position, the IVF message of the storage's partition lengths);
+#                    ``lance:sq`` = ``{"bounds": {"start", "end"}, "dim", "num_bits"}`` or
+#                    ``lance:pq`` = ``{"codebook_position", "dimension", "num_bits",
+#                    "num_sub_vectors"}``, the codebook Tensor a u32 LE length and its
+#                    message at byte ``codebook_position``
+
+
+def _legacy_meta(reader) -> dict[str, bytes]:
+    return {str(k): (v.encode() if isinstance(v, str) else bytes(v))
+            for k, v in dict(reader.legacy.manifest.schema_metadata).items()}
+
+
+def _length_prefixed(store, key: str, size: int, position, what: str) -> bytes:
+    """The message a legacy file keeps at ``position``: a u32 LE length, then that many bytes
+    (both inside the file)."""
+    try:
+        pos = int(position)
+    except (TypeError, ValueError):
+        raise FormatError(f"{what} position {position!r} is not a number", rule=RULE_LAYOUT,
+                          path=key) from None
+    if not 0 <= pos <= size - 4:
+        raise FormatError(f"{what} at byte {pos} lies outside the file's {size} bytes",
+                          rule=RULE_LAYOUT, path=key, offset=max(pos, 0))
+    length = int.from_bytes(store.get_range(key, pos, 4), "little")
+    if length > size - pos - 4:
+        raise FormatError(f"{what} at byte {pos} claims {length} bytes; the file has "
+                          f"{size - pos - 4} after its length", rule=RULE_LAYOUT, path=key,
+                          offset=pos)
+    return bytes(store.get_range(key, pos + 4, length))
+
+
+def _legacy_ivf(files, name: str, meta: dict, path: str) -> ivf_mod.Ivf:
+    where = _json(meta.get("lance:ivf", b"null"), "lance:ivf", path)
+    if not isinstance(where, dict) or "pb_position" not in where:
+        raise UnsupportedIndex(f"{name} (Lance 0.1) has no lance:ivf pb_position", kind="vector",
+                               version="lance-file-0.1", path=path)
+    key = files.key(name)
+    raw = _length_prefixed(files.store, key, files.store.size(key), where["pb_position"],
+                           "the IVF message")
+    return ivf_mod.parse(raw, path=path, back_to_back=True)
+
+
+def _read_legacy_files(files, index, aux, ipath: str, apath: str) -> dict:
+    """:func:`read` for pylance 0.10.x's IVF_HNSW_* in Lance 0.1 files (see above)."""
+    imeta, ameta = _legacy_meta(index), _legacy_meta(aux)
+    desc = _json(imeta.get("lance:index", b"null"), "lance:index", ipath)
+    if not isinstance(desc, dict):
+        raise UnsupportedIndex("index.idx (Lance 0.1) has no lance:index metadata",
+                               kind="vector", version="lance-file-0.1", path=ipath)
+    sub_index = str(desc.get("type", "")).upper()
+    if sub_index not in KNOWN_TYPES or not sub_index.startswith("IVF_HNSW"):
+        raise UnsupportedIndex(f"vector index type {sub_index!r} in Lance 0.1 files is not read",
+                               kind="vector", version=f"lance-file-0.1/{sub_index}", path=ipath)
+    metric = str(desc.get("distance_type", "l2")).lower()
+    centre_ivf = _legacy_ivf(files, "index.idx", imeta, ipath)
+    store_ivf = _legacy_ivf(files, "auxiliary.idx", ameta, apath)
+    if centre_ivf.centroids is None:
+        raise FormatError("index.idx's IVF holds no centroids", rule=RULE_LAYOUT, path=ipath)
+    storage = sub_index.rsplit("_", 1)[1]  # FLAT, SQ or PQ
+    smeta = {} if storage == "FLAT" else _json(ameta.get(f"lance:{storage.lower()}", b"null"),
+                                               f"lance:{storage.lower()}", apath)
+    if not isinstance(smeta, dict):
+        raise FormatError(f"auxiliary.idx (Lance 0.1) has no lance:{storage.lower()} object",
+                          rule=RULE_LAYOUT, path=apath)
+    if storage == "PQ" and "dimension" not in smeta and "dim" in smeta:
+        smeta = dict(smeta, dimension=smeta["dim"])
+    akey = files.key("auxiliary.idx")
+    asize = files.store.size(akey)
+    return dict(layout="lance-file-0.1") | _assemble(index, aux, ipath, apath, sub_index=sub_index, metric=metric,
+                     centre_ivf=centre_ivf, store_ivf=store_ivf, smeta=smeta,
+                     codebook=lambda pos: _length_prefixed(files.store, akey, asize, pos,
+                                                           "the PQ codebook"),
+                     hnsw_raw=imeta.get("lance:ivf:partition"))
 
 
 def _keys(meta) -> str:
