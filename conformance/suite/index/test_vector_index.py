@@ -452,6 +452,23 @@ def test_deferred_remap_that_reads_right_draws_no_error(tmp_path, kind, delete):
     assert not errors, errors
 
 
+def test_hnsw_graph_columns_of_another_shape_are_a_typed_error():
+    """A bit flipped in index.idx's schema renames or retypes a graph column (found by
+    flipping bytes of pylance 0.10.18's files): INDEX-100, not a KeyError from every rule."""
+    from reference_impl.errors import FormatError
+
+    metas = [{"entry_point": 0, "level_offsets": [0]}]
+    good = pa.table({"__vector_id": pa.array([0, 1], pa.uint32()),
+                     "__neighbors": pa.array([[1], [0]], pa.list_(pa.uint32()))})
+    assert len(hnsw.graphs(good, [0], [2], metas)) == 1
+    for bad in (good.rename_columns(["__vector_id", "__neighbours"]),
+                good.set_column(1, "__neighbors", pa.array(["1", "0"])),
+                good.set_column(0, "__vector_id", pa.array([0.5, 1.5]))):
+        with pytest.raises(FormatError, match="HNSW index.idx") as e:
+            hnsw.graphs(bad, [0], [2], metas, path="index.idx")
+        assert e.value.rule == "INDEX-100"
+
+
 def test_dropped_rows_are_counted_per_partition():
     dropped = IndexedData.DROPPED
     rows = np.array([1, dropped, 2, dropped, dropped, 3], np.uint64)

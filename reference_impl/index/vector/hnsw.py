@@ -65,15 +65,28 @@ def parse_params(raw: bytes | str | None, partitions: int, *, path: str | None =
 
 def graphs(table, starts, counts, metas, *, path: str | None = None) -> list[HnswGraph]:
     """Split the graph rows of ``index.idx`` into one :class:`HnswGraph` per partition."""
+    import pyarrow as pa
+
+    names = table.column_names
+    if "__vector_id" not in names or "__neighbors" not in names:
+        raise FormatError(f"HNSW index.idx has columns {names[:6]}, not __vector_id and "
+                          "__neighbors", rule=RULE_LAYOUT, path=path)
     ids = table.column("__vector_id").combine_chunks()
     nbrs = table.column("__neighbors").combine_chunks()
+    if not pa.types.is_integer(ids.type) or not (
+            pa.types.is_list(nbrs.type) or pa.types.is_large_list(nbrs.type)) or \
+            not pa.types.is_integer(nbrs.type.value_type):
+        raise FormatError(f"HNSW index.idx columns are {ids.type} and {nbrs.type}, not an "
+                          "integer node and a list of integer neighbours", rule=RULE_LAYOUT,
+                          path=path)
     node = ids.to_numpy(zero_copy_only=False).astype(np.int64)
     offs = np.asarray(nbrs.offsets.to_numpy(), dtype=np.int64)
     vals = np.asarray(nbrs.values.to_numpy(zero_copy_only=False), dtype=np.int64)
     dist = None
     if "_distance" in table.column_names:
         col = table.column("_distance").combine_chunks()
-        if np.array_equal(np.asarray(col.offsets.to_numpy(), dtype=np.int64), offs):
+        if (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)) and \
+                pa.types.is_floating(col.type.value_type) and np.array_equal(np.asarray(col.offsets.to_numpy(), dtype=np.int64), offs):
             dist = np.asarray(col.values.to_numpy(zero_copy_only=False), dtype=np.float64)
     out = []
     for start, count, meta in zip(starts, counts, metas, strict=False):

@@ -117,6 +117,10 @@ def _assemble(index, aux, ipath: str, apath: str, *, sub_index: str, metric: str
         raise UnsupportedIndex(f"auxiliary.idx columns {names} are not a {sub_index} storage",
                                kind="vector", version=f"lance-file/{sub_index}", path=apath)
     table = aux.read_all()
+    rowid = table.column("_rowid")
+    if not pa.types.is_integer(rowid.type):
+        raise FormatError(f"auxiliary.idx's _rowid column is {rowid.type}, not an integer",
+                          rule=RULE_LAYOUT, path=apath)
     lengths = store_ivf.lengths
     n = table.num_rows
     # partition lengths that do not sum to the rows are judged (INDEX-140), not refused: the
@@ -134,6 +138,10 @@ def _assemble(index, aux, ipath: str, apath: str, *, sub_index: str, metric: str
     kind = storage[0]
     col = table.column({"FLAT": "flat", "PQ": "__pq_code", "SQ": "__sq_code"}[kind])
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if not pa.types.is_fixed_size_list(col.type) or not (
+            pa.types.is_integer(col.type.value_type) or pa.types.is_floating(col.type.value_type)):
+        raise FormatError(f"auxiliary.idx's {kind} column is {col.type}, not a fixed-size list "
+                          "of numbers", rule=RULE_LAYOUT, path=apath)
     width = col.type.list_size
     values = col.flatten().to_numpy(zero_copy_only=False).reshape(n, width)
     if kind == "FLAT":
