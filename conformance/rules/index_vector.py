@@ -124,7 +124,10 @@ def vector_hnsw_graph(ctx):
                "IVF_HNSW_SQ's values decoded (start + code / 255 * span), IVF_HNSW_PQ's "
                "codewords concatenated; the squared L2 under l2 (and cosine for SQ/PQ), one "
                "minus the inner product under dot (and cosine for FLAT), as pylance 0.38.3 "
-               "and 14.0.2 record them; IVF_HNSW_SQ under dot is not judged (0.38.3 records "
+               "and 14.0.2 record them; pylance 0.20.0 builds IVF_HNSW_SQ/PQ graphs over the rows' "
+               "own vectors and records their distances, so an edge is judged by whichever "
+               "reading explains more of the index's edges (the rows' own only on edges "
+               "between live rows); IVF_HNSW_SQ under dot is not judged (0.38.3 records "
                "distances of the codes themselves)")
 def vector_hnsw_distances(ctx):
     yield from findings(ctx, "INDEX-147")

@@ -226,6 +226,36 @@ def test_a_release_that_misreads_a_true_index_is_named(tmp_path, monkeypatch, ri
     assert not cell.ok and cell.failed == (verdict == "missed")
 
 
+@pytest.mark.parametrize("scan_answers,counted", [(True, True), (False, False)])
+def test_a_query_the_release_fails_through_its_index_is_a_wrong_answer(tmp_path, monkeypatch,
+                                                                       scan_answers, counted):
+    """pylance 4.0.2 aborts, and 14.0.2 refuses, a nearest search through an IVF_HNSW index
+    under a deferred remap that dropped rows, while their scans answer: such a cell was
+    `agree` (the error was skipped); it is a wrong answer, missed unless the kit flags the
+    table. A query the release fails with and without its index says nothing of the index."""
+    monkeypatch.setattr(index_census, "_validate", lambda table: [])
+    monkeypatch.setattr(index_census, "_decode_and_answer", lambda case: ("yes", []))
+    case = _case(tmp_path, agrees=True, kind="IVF_HNSW_FLAT")
+    q = {"query": "3 nearest to the vector of id 5", "kind": "nearest", "k": 3, "of": 5,
+         "indexed": {"error": "ArrowInvalid: HNSW graph has 506 nodes"}, "used_index": True,
+         "scan": {"ids": [5, 400, 252]} if scan_answers else {"error": "no"},
+         "data": [5, 400, 252]}
+    case.data["queries"] = [q]
+    assert (case.release_disagreements() == [q]) == counted
+    cell = index_census.judge_case(case)
+    assert cell.verdict == ("missed" if counted else "agree")
+    if counted:
+        assert "fails through the index: ArrowInvalid: HNSW graph has 506 nodes" in cell.detail
+    monkeypatch.setattr(index_census, "_validate", lambda table: ["INDEX-146: 506 nodes"])
+    assert index_census.judge_case(case).verdict == ("caught" if counted else "false error")
+    # the newest release answering right through the same files: the release misreads it
+    monkeypatch.setattr(index_census, "_validate", lambda table: [])
+    (case.path / indexes.reread_name(indexes.REREADER)).write_text(json.dumps(
+        {"release": indexes.REREADER, "queries": [dict(q, indexed={"ids": [5, 400, 252]},
+                                                        scan={"ids": [5, 400, 252]})]}))
+    assert index_census.judge_case(case).verdict == ("misread" if counted else "agree")
+
+
 def test_a_case_not_built_is_named_not_judged(tmp_path):
     cell = index_census.judge_case(_case(tmp_path, agrees=True, status="skipped"))
     assert cell.verdict == "not built" and not cell.ok and not cell.failed

@@ -469,6 +469,28 @@ def test_hnsw_graph_columns_of_another_shape_are_a_typed_error():
         assert e.value.rule == "INDEX-100"
 
 
+def test_hnsw_distances_of_the_rows_own_vectors_are_no_finding():
+    """pylance 0.20.0 builds IVF_HNSW_SQ/PQ graphs over the rows' own vectors and records
+    their distances, not the decoded storage's: the edges are judged by whichever of the two
+    explains more of them (only the edges whose two rows are known, when it is the rows'),
+    and a graph that neither explains is still named."""
+    rng = np.random.default_rng(4)
+    raw = rng.standard_normal((6, 4))
+    coded = np.round(raw * 2) / 2  # a coarse quantisation
+    nodes = np.arange(6)
+    neighbours = np.array([(i + 1) % 6 for i in range(6)])
+    offsets = np.arange(7)
+    rec = ((raw[nodes] - raw[neighbours]) ** 2).sum(1)
+    graph = hnsw.HnswGraph(0, {}, [(nodes, offsets, neighbours)], [rec])
+    assert len(hnsw.wrong_distances(graph, coded, "l2")) >= 3  # not the storage's distances
+    assert hnsw.wrong_distances(graph, coded, "l2", raw) == []
+    unknown = raw.copy()
+    unknown[2] = np.nan  # a deleted row: its edges are not judged by the rows' vectors
+    assert hnsw.wrong_distances(graph, coded, "l2", unknown) == []
+    other = hnsw.HnswGraph(0, {}, [(nodes, offsets, neighbours)], [rec + 3.0])
+    assert len(hnsw.wrong_distances(other, coded, "l2", raw)) == 6
+
+
 def test_dropped_rows_are_counted_per_partition():
     dropped = IndexedData.DROPPED
     rows = np.array([1, dropped, 2, dropped, dropped, 3], np.uint64)

@@ -238,14 +238,19 @@ def check(content, index, data) -> Iterator:
         # storage gives them: the stored vectors (IVF_HNSW_FLAT), the decoded scaled values
         # (IVF_HNSW_SQ) or the decoded codewords (IVF_HNSW_PQ)
         starts = np.concatenate([[0], np.cumsum(declared)[:-1]]).astype(np.int64)
+        # the rows' own vectors, prepared by the metric (NaN for rows the data does not hold
+        # live): the vectors pylance 0.20.0 builds its IVF_HNSW_SQ/PQ graphs over
+        raw = np.full((len(rows), coded.shape[1]), np.nan)
+        if len(at) and x.shape[1] == coded.shape[1]:
+            raw[at] = x
         for pi, graph in enumerate(graphs[:len(declared)]):
             a, size = int(starts[pi]), int(declared[pi])
             for node, nb, rec, real in hnsw_mod.wrong_distances(
-                    graph, coded[a:a + size], distance)[:MAX_PER_RULE + 1]:
+                    graph, coded[a:a + size], distance, raw[a:a + size])[:MAX_PER_RULE + 1]:
                 r, o = int(rows[a + node]), int(rows[a + nb])
                 add(HNSW_DISTANCES, f"the HNSW graph of partition {pi} records distance "
                     f"{rec:.6g} from row {row_text(r, stable)} to its neighbour row "
-                    f"{row_text(o, stable)}, but their stored vectors lie {real:.6g} apart: "
+                    f"{row_text(o, stable)}, but their vectors lie {real:.6g} apart: "
                     "a search walks this graph towards other rows than the nearest",
                     row=r, partition=pi)
     for rule, items in out.items():

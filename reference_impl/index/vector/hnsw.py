@@ -164,21 +164,35 @@ def unreachable(graph: HnswGraph, num_nodes: int) -> np.ndarray:
     return np.flatnonzero(~seen)
 
 
+def _distances(x: np.ndarray, src: np.ndarray, dst: np.ndarray, distance: str) -> np.ndarray:
+    """The distance of each edge ``src[i] -> dst[i]`` between rows of ``x``: squared L2, or
+    one minus the inner product (``"dot"``)."""
+    if distance == "dot":
+        return 1.0 - (x[src] * x[dst]).sum(axis=1)
+    return ((x[src] - x[dst]) ** 2).sum(axis=1)
+
+
 #: how far a recorded edge distance may lie from the one of the stored vectors (float32
 #: arithmetic in another order): relative, and absolute near zero
 DISTANCE_RTOL = 1e-3
 DISTANCE_ATOL = 1e-4
 
 
-def wrong_distances(graph: HnswGraph, vectors: np.ndarray, distance: str = "l2"
-                    ) -> list[tuple[int, int, float, float]]:
+def wrong_distances(graph: HnswGraph, vectors: np.ndarray, distance: str = "l2",
+                    raw: np.ndarray | None = None) -> list[tuple[int, int, float, float]]:
     """The level-0 edges whose recorded ``_distance`` is not the distance of the two nodes'
     vectors in ``vectors`` (the partition's stored vectors, or its codes decoded, row ``i``
     for node ``i``): ``(node, neighbour, recorded, actual)`` each. ``distance`` is ``"l2"``
     (squared Euclidean) or ``"dot"`` (one minus the inner product). A graph whose distances
     are not its vectors' was built over other vectors (or other nodes), and a walk through it
     is steered away from the rows it should find. Nodes or neighbours outside ``vectors`` are
-    left to :func:`problems`; a graph without distances yields none."""
+    left to :func:`problems`; a graph without distances yields none.
+
+    ``raw`` (same shape as ``vectors``, NaN where a row's vector is not known, such as a
+    deleted row): the rows' own vectors, prepared by the metric. pylance 0.20.0 builds the
+    graphs of IVF_HNSW_SQ/PQ over these, not over the decoded storage, and records their
+    distances. When the raw vectors explain more of the edges whose two ends are known than
+    the storage does, the graph is judged by them, on those edges only."""
     if graph.distances is None or not graph.levels or graph.distances[0] is None:
         return []
     nodes, offsets, neighbours = graph.levels[0]
@@ -190,11 +204,15 @@ def wrong_distances(graph: HnswGraph, vectors: np.ndarray, distance: str = "l2"
     src, dst, rec = source[ok], neighbours[ok], recorded[ok]
     if not len(src):
         return []
-    x = np.asarray(vectors, dtype=np.float64)
-    if distance == "dot":
-        actual = 1.0 - (x[src] * x[dst]).sum(axis=1)
-    else:
-        actual = ((x[src] - x[dst]) ** 2).sum(axis=1)
+    actual = _distances(np.asarray(vectors, dtype=np.float64), src, dst, distance)
     bad = np.abs(actual - rec) > DISTANCE_RTOL * np.abs(actual) + DISTANCE_ATOL
+    if raw is not None and bad.any():
+        r = np.asarray(raw, dtype=np.float64)
+        known = np.isfinite(r).all(axis=1)
+        both = known[src] & known[dst]
+        other = _distances(r, src[both], dst[both], distance)
+        bad_raw = np.abs(other - rec[both]) > DISTANCE_RTOL * np.abs(other) + DISTANCE_ATOL
+        if int(bad_raw.sum()) < int(bad[both].sum()):
+            src, dst, rec, actual, bad = src[both], dst[both], rec[both], other, bad_raw
     return [(int(a), int(b), float(r), float(d))
             for a, b, r, d in zip(src[bad], dst[bad], rec[bad], actual[bad], strict=True)]
