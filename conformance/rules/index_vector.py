@@ -127,7 +127,8 @@ def vector_hnsw_graph(ctx):
                "and 14.0.2 record them; pylance 0.20.0 builds IVF_HNSW_SQ/PQ graphs over the rows' "
                "own vectors and records their distances, so an edge is judged by whichever "
                "reading explains more of the index's edges (the rows' own only on edges "
-               "between live rows); IVF_HNSW_SQ under dot is not judged (0.38.3 records "
-               "distances of the codes themselves)")
+               "between live rows); IVF_HNSW_SQ under dot: 11.0.0 and 14.0.2 record one "
+               "minus the inner product of the decoded values, 0.38.3 and 4.0.2 "
+               "(1 - codes . codes') / 1024 of the scaled values themselves")
 def vector_hnsw_distances(ctx):
     yield from findings(ctx, "INDEX-147")

@@ -243,10 +243,19 @@ def check(content, index, data) -> Iterator:
         raw = np.full((len(rows), coded.shape[1]), np.nan)
         if len(at) and x.shape[1] == coded.shape[1]:
             raw[at] = x
+        # pylance 0.38.3 and 4.0.2 record an IVF_HNSW_SQ graph under dot over the scaled
+        # values themselves, (1 - codes . codes') / 1024
+        codes_read = None
+        if "sq" in ex and metric == "dot" and "code" in content.entries.column_names:
+            codes_read = (content.entries.column("code").combine_chunks().flatten()
+                          .to_numpy(zero_copy_only=False).reshape(len(rows), -1)
+                          .astype(np.float64))
         for pi, graph in enumerate(graphs[:len(declared)]):
             a, size = int(starts[pi]), int(declared[pi])
             for node, nb, rec, real in hnsw_mod.wrong_distances(
-                    graph, coded[a:a + size], distance, raw[a:a + size])[:MAX_PER_RULE + 1]:
+                    graph, coded[a:a + size], distance, raw[a:a + size],
+                    others=[(codes_read[a:a + size], "dot/1024")] if codes_read is not None
+                    else ())[:MAX_PER_RULE + 1]:
                 r, o = int(rows[a + node]), int(rows[a + nb])
                 add(HNSW_DISTANCES, f"the HNSW graph of partition {pi} records distance "
                     f"{rec:.6g} from row {row_text(r, stable)} to its neighbour row "
@@ -263,11 +272,12 @@ def check(content, index, data) -> Iterator:
 #: (storage, metric) -> the distance an IVF_HNSW graph records between two of its nodes'
 #: vectors as the storage gives them: ``l2`` (squared Euclidean) or ``dot`` (one minus the
 #: inner product). Measured on pylance 14.0.2 (relative error below 1e-4) and checked on
-#: 0.38.3's own indexes; a pair not named is not judged: IVF_HNSW_SQ under dot records other
-#: distances in 0.38.3 (of the codes themselves, e.g. -283) than in 14.0.2 (one minus the
-#: inner product of the decoded values).
+#: 0.38.3's own indexes. IVF_HNSW_SQ under dot: 11.0.0 and 14.0.2 record the decoded values'
+#: distance; 0.38.3 and 4.0.2 ``(1 - codes . codes') / 1024`` of the scaled values
+#: themselves (e.g. -283; error below 3e-5); 0.20.0 the rows' own vectors' (see
+#: :func:`.hnsw.wrong_distances`).
 GRAPH_DISTANCES = {("flat", "l2"): "l2", ("flat", "cosine"): "dot", ("flat", "dot"): "dot",
-                   ("sq", "l2"): "l2", ("sq", "cosine"): "l2",
+                   ("sq", "l2"): "l2", ("sq", "cosine"): "l2", ("sq", "dot"): "dot",
                    ("pq", "l2"): "l2", ("pq", "cosine"): "l2", ("pq", "dot"): "dot"}
 
 

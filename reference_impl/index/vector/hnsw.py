@@ -165,10 +165,12 @@ def unreachable(graph: HnswGraph, num_nodes: int) -> np.ndarray:
 
 
 def _distances(x: np.ndarray, src: np.ndarray, dst: np.ndarray, distance: str) -> np.ndarray:
-    """The distance of each edge ``src[i] -> dst[i]`` between rows of ``x``: squared L2, or
-    one minus the inner product (``"dot"``)."""
+    """The distance of each edge ``src[i] -> dst[i]`` between rows of ``x``: squared L2, one
+    minus the inner product (``"dot"``), or that over 1024 (``"dot/1024"``)."""
     if distance == "dot":
         return 1.0 - (x[src] * x[dst]).sum(axis=1)
+    if distance == "dot/1024":
+        return (1.0 - (x[src] * x[dst]).sum(axis=1)) / 1024.0
     return ((x[src] - x[dst]) ** 2).sum(axis=1)
 
 
@@ -179,20 +181,23 @@ DISTANCE_ATOL = 1e-4
 
 
 def wrong_distances(graph: HnswGraph, vectors: np.ndarray, distance: str = "l2",
-                    raw: np.ndarray | None = None) -> list[tuple[int, int, float, float]]:
+                    raw: np.ndarray | None = None, others=()) -> list[tuple[int, int, float, float]]:
     """The level-0 edges whose recorded ``_distance`` is not the distance of the two nodes'
     vectors in ``vectors`` (the partition's stored vectors, or its codes decoded, row ``i``
     for node ``i``): ``(node, neighbour, recorded, actual)`` each. ``distance`` is ``"l2"``
-    (squared Euclidean) or ``"dot"`` (one minus the inner product). A graph whose distances
-    are not its vectors' was built over other vectors (or other nodes), and a walk through it
-    is steered away from the rows it should find. Nodes or neighbours outside ``vectors`` are
-    left to :func:`problems`; a graph without distances yields none.
+    (squared Euclidean), ``"dot"`` (one minus the inner product) or ``"dot/1024"`` (one minus
+    the inner product, over 1024). A graph whose distances are not its vectors' was built
+    over other vectors (or other nodes), and a walk through it is steered away from the rows
+    it should find. Nodes or neighbours outside ``vectors`` are left to :func:`problems`; a
+    graph without distances yields none.
 
-    ``raw`` (same shape as ``vectors``, NaN where a row's vector is not known, such as a
-    deleted row): the rows' own vectors, prepared by the metric. pylance 0.20.0 builds the
-    graphs of IVF_HNSW_SQ/PQ over these, not over the decoded storage, and records their
-    distances. When the raw vectors explain more of the edges whose two ends are known than
-    the storage does, the graph is judged by them, on those edges only."""
+    Releases record other readings of the same graph, each a ``(vectors, distance)`` pair
+    (NaN rows where a row's vector is not known, such as a deleted row): ``raw``, the rows'
+    own vectors prepared by the metric, under ``distance`` (pylance 0.20.0 builds
+    IVF_HNSW_SQ/PQ graphs over them), and ``others`` (0.38.3 and 4.0.2 record an IVF_HNSW_SQ
+    graph under dot as ``(1 - codes . codes') / 1024`` of the raw scaled values). When the
+    storage's reading leaves edges unexplained, the reading that explains the largest share
+    of the edges whose two ends it knows judges the graph, on those edges only."""
     if graph.distances is None or not graph.levels or graph.distances[0] is None:
         return []
     nodes, offsets, neighbours = graph.levels[0]
@@ -206,13 +211,23 @@ def wrong_distances(graph: HnswGraph, vectors: np.ndarray, distance: str = "l2",
         return []
     actual = _distances(np.asarray(vectors, dtype=np.float64), src, dst, distance)
     bad = np.abs(actual - rec) > DISTANCE_RTOL * np.abs(actual) + DISTANCE_ATOL
-    if raw is not None and bad.any():
-        r = np.asarray(raw, dtype=np.float64)
-        known = np.isfinite(r).all(axis=1)
-        both = known[src] & known[dst]
-        other = _distances(r, src[both], dst[both], distance)
-        bad_raw = np.abs(other - rec[both]) > DISTANCE_RTOL * np.abs(other) + DISTANCE_ATOL
-        if int(bad_raw.sum()) < int(bad[both].sum()):
-            src, dst, rec, actual, bad = src[both], dst[both], rec[both], other, bad_raw
+    if bad.any():
+        readings = ([(raw, distance)] if raw is not None else []) + list(others)
+        share, best = bad.mean(), None
+        for vecs, dist in readings:
+            x = np.asarray(vecs, dtype=np.float64)
+            if x.ndim != 2 or len(x) < n:
+                continue
+            known = np.isfinite(x).all(axis=1)
+            both = known[src] & known[dst]
+            if not both.any():
+                continue
+            other = _distances(x, src[both], dst[both], dist)
+            wrong = np.abs(other - rec[both]) > DISTANCE_RTOL * np.abs(other) + DISTANCE_ATOL
+            if wrong.mean() < share:
+                share, best = wrong.mean(), (both, other, wrong)
+        if best is not None:
+            both, actual, bad = best
+            src, dst, rec = src[both], dst[both], rec[both]
     return [(int(a), int(b), float(r), float(d))
             for a, b, r, d in zip(src[bad], dst[bad], rec[bad], actual[bad], strict=True)]
