@@ -209,7 +209,7 @@ MIN_SECONDS = 0.5
 MAX_ROUNDS_FACTOR = 10
 
 
-def interleaved(ours, theirs, repeat: int, min_seconds: float | None = None) -> tuple[float, float]:
+def interleaved(ours, theirs, repeat: int, min_seconds: float = MIN_SECONDS) -> tuple[float, float]:
     """Best seconds of ``ours`` and of ``theirs`` over alternating runs; the best CPU seconds
     of each (``time.process_time``: every thread of this process) are left in
     :data:`LAST_CPU`. On a machine shared with other jobs the wall time depends on how the
@@ -219,7 +219,6 @@ def interleaved(ours, theirs, repeat: int, min_seconds: float | None = None) -> 
     on (up to ``MAX_ROUNDS_FACTOR * repeat`` rounds) until they do, as ``timeit`` sizes its
     loop: a call of a few milliseconds is shorter than a scheduler's time slice on a busy
     machine, and three tries of it measure the slices, not the call."""
-    min_seconds = MIN_SECONDS if min_seconds is None else min_seconds
     best_o = best_t = float("inf")
     cpu_o = cpu_t = float("inf")
     spent = 0.0
@@ -251,8 +250,9 @@ def _fresh(root: str, name: str) -> str:
     return path
 
 
-def run_case(root: str, rows: int, version: str, kind: str, ops, repeat: int):
-    """Yield one record per operation of one case."""
+def run_case(root: str, rows: int, version: str, kind: str, ops, repeat: int,
+             min_seconds: float = MIN_SECONDS):
+    """Yield one record per operation of one case (each timed by :func:`interleaved`)."""
     import lance
 
     import reference_impl as ri
@@ -279,18 +279,19 @@ def run_case(root: str, rows: int, version: str, kind: str, ops, repeat: int):
         if not same:
             print(f"  !! {kind} {version}: our scan differs from pylance's", file=sys.stderr)
         o, t = interleaved(lambda: ri.open_dataset(uri).to_table(), lambda: lance.dataset(uri).to_table(),
-                           repeat)
+                           repeat, min_seconds)
         yield line("scan", o, t, equal=same)
     if "deep" in ops:
         report = validate(uri, deep=True)
         errors = [f.rule for f in report.findings if f.severity == "error"]
-        o, t = interleaved(lambda: validate(uri, deep=True), lambda: lance.dataset(uri).to_table(), repeat)
+        o, t = interleaved(lambda: validate(uri, deep=True), lambda: lance.dataset(uri).to_table(),
+                           repeat, min_seconds)
         yield line("deep", o, t, errors=len(errors))
     if "write" in ops:
         o, t = interleaved(
             lambda: ri.write_dataset(table, _fresh(root, "w-ours"), data_storage_version=version),
             lambda: lance.write_dataset(table, _fresh(root, "w-pylance"), data_storage_version=version),
-            repeat)
+            repeat, min_seconds)
         yield line("write", o, t)
 
 
@@ -351,7 +352,6 @@ def stop_busy(procs: list) -> None:
 
 
 def main(argv=None) -> int:
-    global MIN_SECONDS
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rows", default="1000000", help="comma-separated row counts (1000000,10000000)")
     ap.add_argument("--versions", default=",".join(VERSIONS))
@@ -370,7 +370,6 @@ def main(argv=None) -> int:
                          f"they take this long, at most {MAX_ROUNDS_FACTOR}x --repeat rounds "
                          f"(default {MIN_SECONDS})")
     args = ap.parse_args(argv)
-    MIN_SECONDS = args.min_seconds
     from reference_impl.file import kernels
 
     ops = args.ops.split(",")
@@ -387,7 +386,8 @@ def main(argv=None) -> int:
         for rows in (int(r) for r in args.rows.split(",")):
             for version in args.versions.split(","):
                 for kind in args.kinds.split(","):
-                    for rec in run_case(root, rows, version, kind, ops, args.repeat):
+                    for rec in run_case(root, rows, version, kind, ops, args.repeat,
+                                        args.min_seconds):
                         records.append(rec)
                         if args.json:
                             print(json.dumps(rec), flush=True)

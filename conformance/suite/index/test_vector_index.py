@@ -483,12 +483,12 @@ def test_hnsw_distances_of_the_rows_own_vectors_are_no_finding():
     rec = ((raw[nodes] - raw[neighbours]) ** 2).sum(1)
     graph = hnsw.HnswGraph(0, {}, [(nodes, offsets, neighbours)], [rec])
     assert len(hnsw.wrong_distances(graph, coded, "l2")) >= 3  # not the storage's distances
-    assert hnsw.wrong_distances(graph, coded, "l2", raw) == []
+    assert hnsw.wrong_distances(graph, coded, "l2", [(raw, "l2")]) == []
     unknown = raw.copy()
     unknown[2] = np.nan  # a deleted row: its edges are not judged by the rows' vectors
-    assert hnsw.wrong_distances(graph, coded, "l2", unknown) == []
+    assert hnsw.wrong_distances(graph, coded, "l2", [(unknown, "l2")]) == []
     other = hnsw.HnswGraph(0, {}, [(nodes, offsets, neighbours)], [rec + 3.0])
-    assert len(hnsw.wrong_distances(other, coded, "l2", raw)) == 6
+    assert len(hnsw.wrong_distances(other, coded, "l2", [(raw, "l2")])) == 6
 
 
 def test_hnsw_sq_distances_under_dot_of_the_scaled_values_are_no_finding():

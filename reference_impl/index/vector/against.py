@@ -252,10 +252,11 @@ def check(content, index, data) -> Iterator:
                           .astype(np.float64))
         for pi, graph in enumerate(graphs[:len(declared)]):
             a, size = int(starts[pi]), int(declared[pi])
+            others = [(raw[a:a + size], distance)]
+            if codes_read is not None:
+                others.append((codes_read[a:a + size], "dot/1024"))
             for node, nb, rec, real in hnsw_mod.wrong_distances(
-                    graph, coded[a:a + size], distance, raw[a:a + size],
-                    others=[(codes_read[a:a + size], "dot/1024")] if codes_read is not None
-                    else ())[:MAX_PER_RULE + 1]:
+                    graph, coded[a:a + size], distance, others)[:MAX_PER_RULE + 1]:
                 r, o = int(rows[a + node]), int(rows[a + nb])
                 add(HNSW_DISTANCES, f"the HNSW graph of partition {pi} records distance "
                     f"{rec:.6g} from row {row_text(r, stable)} to its neighbour row "

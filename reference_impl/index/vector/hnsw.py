@@ -63,6 +63,13 @@ def parse_params(raw: bytes | str | None, partitions: int, *, path: str | None =
     return metas
 
 
+def _list_of(t, item) -> bool:
+    """``t`` is a (large) list whose items satisfy ``item`` (a ``pa.types`` predicate)."""
+    import pyarrow as pa
+
+    return (pa.types.is_list(t) or pa.types.is_large_list(t)) and item(t.value_type)
+
+
 def graphs(table, starts, counts, metas, *, path: str | None = None) -> list[HnswGraph]:
     """Split the graph rows of ``index.idx`` into one :class:`HnswGraph` per partition."""
     import pyarrow as pa
@@ -73,9 +80,7 @@ def graphs(table, starts, counts, metas, *, path: str | None = None) -> list[Hns
                           "__neighbors", rule=RULE_LAYOUT, path=path)
     ids = table.column("__vector_id").combine_chunks()
     nbrs = table.column("__neighbors").combine_chunks()
-    if not pa.types.is_integer(ids.type) or not (
-            pa.types.is_list(nbrs.type) or pa.types.is_large_list(nbrs.type)) or \
-            not pa.types.is_integer(nbrs.type.value_type):
+    if not pa.types.is_integer(ids.type) or not _list_of(nbrs.type, pa.types.is_integer):
         raise FormatError(f"HNSW index.idx columns are {ids.type} and {nbrs.type}, not an "
                           "integer node and a list of integer neighbours", rule=RULE_LAYOUT,
                           path=path)
@@ -85,8 +90,8 @@ def graphs(table, starts, counts, metas, *, path: str | None = None) -> list[Hns
     dist = None
     if "_distance" in table.column_names:
         col = table.column("_distance").combine_chunks()
-        if (pa.types.is_list(col.type) or pa.types.is_large_list(col.type)) and \
-                pa.types.is_floating(col.type.value_type) and np.array_equal(np.asarray(col.offsets.to_numpy(), dtype=np.int64), offs):
+        if _list_of(col.type, pa.types.is_floating) and np.array_equal(
+                np.asarray(col.offsets.to_numpy(), dtype=np.int64), offs):
             dist = np.asarray(col.values.to_numpy(zero_copy_only=False), dtype=np.float64)
     out = []
     for start, count, meta in zip(starts, counts, metas, strict=False):
@@ -181,7 +186,7 @@ DISTANCE_ATOL = 1e-4
 
 
 def wrong_distances(graph: HnswGraph, vectors: np.ndarray, distance: str = "l2",
-                    raw: np.ndarray | None = None, others=()) -> list[tuple[int, int, float, float]]:
+                    others=()) -> list[tuple[int, int, float, float]]:
     """The level-0 edges whose recorded ``_distance`` is not the distance of the two nodes'
     vectors in ``vectors`` (the partition's stored vectors, or its codes decoded, row ``i``
     for node ``i``): ``(node, neighbour, recorded, actual)`` each. ``distance`` is ``"l2"``
@@ -191,11 +196,11 @@ def wrong_distances(graph: HnswGraph, vectors: np.ndarray, distance: str = "l2",
     it should find. Nodes or neighbours outside ``vectors`` are left to :func:`problems`; a
     graph without distances yields none.
 
-    Releases record other readings of the same graph, each a ``(vectors, distance)`` pair
-    (NaN rows where a row's vector is not known, such as a deleted row): ``raw``, the rows'
-    own vectors prepared by the metric, under ``distance`` (pylance 0.20.0 builds
-    IVF_HNSW_SQ/PQ graphs over them), and ``others`` (0.38.3 and 4.0.2 record an IVF_HNSW_SQ
-    graph under dot as ``(1 - codes . codes') / 1024`` of the raw scaled values). When the
+    ``others``: the other readings releases record of the same graph, each a ``(vectors,
+    distance)`` pair (NaN rows where a row's vector is not known, such as a deleted row):
+    the rows' own vectors prepared by the metric (pylance 0.20.0 builds IVF_HNSW_SQ/PQ
+    graphs over them), the scaled values themselves under ``"dot/1024"`` (0.38.3 and 4.0.2's
+    IVF_HNSW_SQ under dot). When the
     storage's reading leaves edges unexplained, the reading that explains the largest share
     of the edges whose two ends it knows judges the graph, on those edges only."""
     if graph.distances is None or not graph.levels or graph.distances[0] is None:
@@ -212,9 +217,8 @@ def wrong_distances(graph: HnswGraph, vectors: np.ndarray, distance: str = "l2",
     actual = _distances(np.asarray(vectors, dtype=np.float64), src, dst, distance)
     bad = np.abs(actual - rec) > DISTANCE_RTOL * np.abs(actual) + DISTANCE_ATOL
     if bad.any():
-        readings = ([(raw, distance)] if raw is not None else []) + list(others)
         share, best = bad.mean(), None
-        for vecs, dist in readings:
+        for vecs, dist in others:
             x = np.asarray(vecs, dtype=np.float64)
             if x.ndim != 2 or len(x) < n:
                 continue

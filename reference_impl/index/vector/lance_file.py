@@ -240,8 +240,7 @@ def _legacy_ivf(files, name: str, meta: dict, path: str) -> ivf_mod.Ivf:
     if not isinstance(where, dict) or "pb_position" not in where:
         raise UnsupportedIndex(f"{name} (Lance 0.1) has no lance:ivf pb_position", kind="vector",
                                version="lance-file-0.1", path=path)
-    key = files.key(name)
-    raw = _length_prefixed(files.store, key, files.store.size(key), where["pb_position"],
+    raw = _length_prefixed(files.store, files.key(name), files.size(name), where["pb_position"],
                            "the IVF message")
     return ivf_mod.parse(raw, path=path, back_to_back=True)
 
@@ -270,13 +269,14 @@ def _read_legacy_files(files, index, aux, ipath: str, apath: str) -> dict:
                           rule=RULE_LAYOUT, path=apath)
     if storage == "PQ" and "dimension" not in smeta and "dim" in smeta:
         smeta = dict(smeta, dimension=smeta["dim"])
-    akey = files.key("auxiliary.idx")
-    asize = files.store.size(akey)
-    return dict(layout="lance-file-0.1") | _assemble(index, aux, ipath, apath, sub_index=sub_index, metric=metric,
-                     centre_ivf=centre_ivf, store_ivf=store_ivf, smeta=smeta,
-                     codebook=lambda pos: _length_prefixed(files.store, akey, asize, pos,
-                                                           "the PQ codebook"),
-                     hnsw_raw=imeta.get("lance:ivf:partition"))
+    parts = _assemble(index, aux, ipath, apath, sub_index=sub_index, metric=metric,
+                      centre_ivf=centre_ivf, store_ivf=store_ivf, smeta=smeta,
+                      codebook=lambda pos: _length_prefixed(files.store, apath,
+                                                            files.size("auxiliary.idx"), pos,
+                                                            "the PQ codebook"),
+                      hnsw_raw=imeta.get("lance:ivf:partition"))
+    parts["layout"] = "lance-file-0.1"
+    return parts
 
 
 def _keys(meta) -> str:
