@@ -3,7 +3,7 @@ tables with their own, right, indexes): the families of issue 35.
 
 Every family starts from one small table (:func:`rows`: ``id`` int64, ``cat`` string of 20
 values, ``tags`` list of strings, ``text`` words, ``vec`` 8 floats, ``meta`` JSON with a key
-``x``) and builds one index of a
+``x``, ``geo`` a WKT point of its own) and builds one index of a
 kind (:data:`KINDS`) on it. The families (:data:`FAMILIES`), each a function ``(root, kind,
 *, version, stable) -> Built``:
 
@@ -70,6 +70,8 @@ KINDS = {
     "BLOOMFILTER": ("id", {}),
     "INVERTED": ("text", {"with_position": False}),
     "JSON": ("meta", {"target_index_type": "btree", "path": "x"}),
+    "RTREE": ("geo", {}),
+    "MINHASHLSH": ("text", {}),
     "IVF_FLAT": ("vec", {"num_partitions": 4}),
     "IVF_PQ": ("vec", {"num_partitions": 4, "num_sub_vectors": 2}),
     "IVF_SQ": ("vec", {"num_partitions": 4}),
@@ -78,7 +80,7 @@ KINDS = {
     "IVF_HNSW_PQ": ("vec", {"num_partitions": 4, "num_sub_vectors": 2}),
 }
 VECTOR = tuple(k for k in KINDS if k.startswith("IVF"))
-TEXT = ("NGRAM", "INVERTED")
+TEXT = ("NGRAM", "INVERTED", "MINHASHLSH")
 #: kinds pylance 14.0.2 refuses to build under stable row ids
 UNSTABLE = ("JSON",)
 
@@ -114,6 +116,7 @@ def rows(n: int = N, seed: int = 0, start: int = 0, same_counts: bool = False) -
         "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), D),
         "meta": pa.array([json.dumps({"x": int(i) % 50, "s": f"v{i % 3}"}) for i in ids],
                          pa.json_()),
+        "geo": pa.array([f"POINT ({int(i) % 50} {int(i) // 50})" for i in ids]),
     })
 
 
@@ -146,7 +149,9 @@ def query(kind: str) -> str | None:
     """A filter that reaches the index of ``kind`` (None: vector and full-text kinds)."""
     return {"BTREE": "id = 5", "ZONEMAP": "id = 5", "BLOOMFILTER": "id = 5",
             "BITMAP": "cat = 'c5'", "LABEL_LIST": "array_has_any(tags, ['u3'])",
-            "NGRAM": "contains(text, 'w5')", "JSON": "json_get_int(meta, 'x') = 5"}.get(kind)
+            "NGRAM": "contains(text, 'w5')", "JSON": "json_get_int(meta, 'x') = 5",
+            "RTREE": "st_intersects(geo, st_geomfromtext('POLYGON ((4.5 0.5, 5.5 0.5, 5.5 1.5, "
+                     "4.5 1.5, 4.5 0.5))'))"}.get(kind)
 
 
 # -- the manifest, edited with the kit's utilities ---------------------------------------------
@@ -287,7 +292,8 @@ def stale_update(root, kind, *, version="2.1", stable=False) -> Built:
     uri, ds = _own(root, kind, version=version, stable=stable)
     column = KINDS[kind][0]
     value = {"id": "id + 5000", "cat": "'c99'", "tags": "['zz']", "text": "'zebra quux'",
-             "vec": "[9,9,9,9,9,9,9,9]", "meta": "'{\"x\": 99}'"}[column]
+             "vec": "[9,9,9,9,9,9,9,9]", "meta": "'{\"x\": 99}'",
+             "geo": "'POINT (500 500)'"}[column]
     ds.update({column: value}, where="id < 50")
     set_bitmap(uri, fragment_ids(uri))
     return Built(uri, "idx", f"{column} updated for ids 0..49 (moved to a new fragment); the "
@@ -366,7 +372,8 @@ def own(root, kind, *, version="2.1", stable=False, defer=False) -> Built:
     ds = lance.dataset(uri)
     column = KINDS[kind][0]
     value = {"id": "id + 5000", "cat": "'c99'", "tags": "['zz']", "text": "'zebra quux'",
-             "vec": "[9,9,9,9,9,9,9,9]", "meta": "'{\"x\": 99}'"}[column]
+             "vec": "[9,9,9,9,9,9,9,9]", "meta": "'{\"x\": 99}'",
+             "geo": "'POINT (500 500)'"}[column]
     ds.update({column: value}, where="id < 30")
     ds = lance.dataset(uri)
     ds.optimize.compact_files(target_rows_per_fragment=5000, defer_index_remap=defer)

@@ -180,3 +180,34 @@ def inverted_postings(ctx):
                "decode is INDEX-100")
 def undecodable(ctx):
     yield from findings(ctx, "INDEX-127")
+
+
+@rule("INDEX-128", title="MINHASHLSH signatures are the signatures of their rows' text",
+      severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
+      pylance="a near-duplicate search (MinHashQuery) ranks the candidates by their stored "
+              "signatures: a signature that is not its text's ranks the row wrong, and a row "
+              "indexed without tokens is answered though no query can match it",
+      releases="pylance 14.0.2 writes the kind (string columns; earlier releases refuse "
+               "MINHASHLSH); signature_version 0, the kit signs each row's text as the "
+               "details say (tokenizer, shingles joined by 0x1F, XXH64 seed 42, SplitMix64 "
+               "coefficients, 16-bit compression). A tokenizer the kit does not model (other "
+               "base tokenizers, stemming without snowballstemmer) is not judged, naming the "
+               "setting; text the model cannot reproduce exactly (non-ASCII under ASCII "
+               "folding) is not judged")
+def minhash_signatures(ctx):
+    """Each document of a segment is a live covered row with tokens, once, under the
+    signature of its text; every such row is a document (INDEX-101/103 otherwise)."""
+    yield from findings(ctx, "INDEX-128")
+
+
+@rule("INDEX-129", title="MINHASHLSH bands hold every document under its band keys, in "
+      "key order, with a page table that bounds its pages", severity="error", spec="004",
+      section=_SEC, clause=_BITMAP, deep=True,
+      pylance="candidates are the documents under the query's band keys, found through the "
+              "page table: a (key, document) pair missing, out of order or behind a wrong "
+              "page table entry hides the document from every query sharing only that band",
+      releases="pylance 14.0.2: bands.lance sorted by (band_key, doc_id), pages of 4096 rows, "
+               "the page table in a global buffer; the keys are recomputed from the stored "
+               "signatures")
+def minhash_bands(ctx):
+    yield from findings(ctx, "INDEX-129")

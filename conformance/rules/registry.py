@@ -216,6 +216,7 @@ AREA_MODULES: list[str] = [
     "index", "mem_wal",
     "index_content",
     "index_text",
+    "index_spatial",
     "index_vector",
     "file", "encoding", "blob",
     "namespace",

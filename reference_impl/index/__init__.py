@@ -6,7 +6,8 @@ manifest: its uuid, fields, fragment bitmap and details). This package decodes t
 so that an index can be held against the data it indexes.
 
 One module per index kind, named as the index type is named (``btree``, ``bitmap``,
-``label_list``, ``ngram``, ``zonemap``, ``bloomfilter``, ``inverted``, ``json``) and the
+``label_list``, ``ngram``, ``zonemap``, ``bloomfilter``, ``inverted``, ``json``,
+``minhash_lsh``, ``rtree``) and the
 vector indexes under :mod:`reference_impl.index.vector`. Each kind module exposes::
 
     KIND: str                                   # the kind of reference_impl.table.index
@@ -46,6 +47,8 @@ KIND_MODULES: dict[str, str] = {
     "bloomfilter": "bloomfilter",
     "inverted": "inverted",
     "json": "json",
+    "minhash_lsh": "minhash_lsh",
+    "rtree": "rtree",
     "vector": "vector",
 }
 

@@ -1,4 +1,5 @@
 from google.protobuf import any_pb2 as _any_pb2
+from . import index_details_pb2 as _index_details_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -217,3 +218,21 @@ class VectorIndexDetails(_message.Message):
 class RTreeIndexDetails(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class FMIndexDetails(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class MinHashLshIndexDetails(_message.Message):
+    __slots__ = ("num_hashes", "num_bands", "shingle_size", "tokenizer", "signature_version")
+    NUM_HASHES_FIELD_NUMBER: _ClassVar[int]
+    NUM_BANDS_FIELD_NUMBER: _ClassVar[int]
+    SHINGLE_SIZE_FIELD_NUMBER: _ClassVar[int]
+    TOKENIZER_FIELD_NUMBER: _ClassVar[int]
+    SIGNATURE_VERSION_FIELD_NUMBER: _ClassVar[int]
+    num_hashes: int
+    num_bands: int
+    shingle_size: int
+    tokenizer: _index_details_pb2.InvertedIndexDetails
+    signature_version: int
+    def __init__(self, num_hashes: _Optional[int] = ..., num_bands: _Optional[int] = ..., shingle_size: _Optional[int] = ..., tokenizer: _Optional[_Union[_index_details_pb2.InvertedIndexDetails, _Mapping]] = ..., signature_version: _Optional[int] = ...) -> None: ...

@@ -41,6 +41,8 @@ NGRAM                        /lance.table.NGramIndexDetails              0      
 ZONEMAP                      /lance.table.ZoneMapIndexDetails            0            zonemap.lance
 BLOOMFILTER                  /lance.index.pb.BloomFilterIndexDetails     0            bloomfilter.lance
 INVERTED / FTS               /lance.table.InvertedIndexDetails           2            metadata.lance, part_0_{invert,tokens,docs}.lance
+RTREE (WKT, WKB, geoarrow)   /lance.index.pb.RTreeIndexDetails           0            page_data.lance, nulls.lance
+MINHASHLSH (strings)         /lance.index.pb.MinHashLshIndexDetails      1            signatures.lance, bands.lance
 IVF_PQ, IVF_HNSW_SQ,         /lance.index.pb.VectorIndexDetails          1            index.idx, auxiliary.idx
 IVF_FLAT, IVF_SQ
 (fragment reuse, compaction  /lance.table.FragmentReuseIndexDetails      0            (none; name ``__lance_frag_reuse``)
@@ -94,6 +96,8 @@ KNOWN_DETAILS: dict[str, tuple[str, type]] = {
     "lance.index.pb.bloomfilterindexdetails": ("bloomfilter", index_pb2.BloomFilterIndexDetails),
     "lance.index.pb.jsonindexdetails": ("json", index_pb2.JsonIndexDetails),
     "lance.index.pb.rtreeindexdetails": ("rtree", index_pb2.RTreeIndexDetails),
+    "lance.index.pb.minhashlshindexdetails": ("minhash_lsh", index_pb2.MinHashLshIndexDetails),
+    "lance.index.pb.fmindexdetails": ("fm", index_pb2.FMIndexDetails),
     "lance.index.pb.vectorindexdetails": ("vector", index_pb2.VectorIndexDetails),
     "lance.table.vectorindexdetails": ("vector", table_pb2.VectorIndexDetails),
     "lance.table.fragmentreuseindexdetails": ("fragment_reuse",
