@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 class CannotAnswer(Exception):
@@ -41,6 +42,7 @@ class Query:
 
     text: str
     op: str  # eq gt range in is_null has_any has_all contains json_eq json_gt fts nearest
+    #        intersects (args: the query box xmin, ymin, xmax, ymax)
     column: str
     args: tuple = ()
 
@@ -100,9 +102,18 @@ def parse(text: str) -> Query:
     if m:
         return Query(text, "json_eq" if m.group(3) == "=" else "json_gt", m.group(1),
                      (int(m.group(4)), m.group(2)))
+    m = re.fullmatch(r"st_intersects\((\w+), st_geomfromtext\('(POLYGON \(\(.*\)\))'\)\)", text)
+    if m:
+        from reference_impl.index.geometry import boxes
+
+        _state, box = boxes(pa.array([m.group(2)]))
+        return Query(text, "intersects", m.group(1), tuple(float(v) for v in box[0]))
     m = re.fullmatch(r"full_text_query '([^']*)'", text)
     if m:
         return Query(text, "fts", "text", (m.group(1),))
+    m = re.fullmatch(r"(\d+) nearest to the text of id (\d+)", text)
+    if m:
+        return Query(text, "minhash", "text", (int(m.group(1)), int(m.group(2))))
     m = re.fullmatch(r"(\d+) nearest to the vector of id (\d+)", text)
     if m:
         return Query(text, "nearest", "vec", (int(m.group(1)), int(m.group(2))))
@@ -258,6 +269,19 @@ def candidates(content, q: Query, *, rowmap: RowMap, scan_ids: set[int]) -> tupl
             if t in want:
                 out.extend(r if isinstance(r, list) else [r])
         return rowmap.ids_of(out), True
+    if kind == "rtree" and q.op == "is_null":
+        full = content.extra.get("full_null_fragments") or []
+        whole = {int(i) for i, f in zip(rowmap.ids, rowmap.fragments, strict=True) if f in full}
+        return rowmap.ids_of(content.extra["nulls"]) | whole, True
+    if kind == "rtree" and q.op == "intersects":
+        # the leaves whose box meets the query's box: candidates a reader rechecks
+        x0, y0, x1, y1 = q.args
+        meet = (pc.less_equal(e.column("xmin"), x1).to_numpy(zero_copy_only=False)
+                & pc.greater_equal(e.column("xmax"), x0).to_numpy(zero_copy_only=False)
+                & pc.less_equal(e.column("ymin"), y1).to_numpy(zero_copy_only=False)
+                & pc.greater_equal(e.column("ymax"), y0).to_numpy(zero_copy_only=False))
+        rows = e.column("row_id").to_numpy()[meet]
+        return rowmap.ids_of(rows), False
     if kind == "bloomfilter" and q.op not in ("eq", "in"):
         # a bloom filter answers equality only: a reader scans for anything else
         return {int(i) for i in rowmap.ids}, False
@@ -368,6 +392,51 @@ def nearest(content, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int
     outside = ~np.isin(rowmap.fragments, np.asarray(sorted(covered), np.int64))
     for j in np.nonzero(outside)[0]:
         scored.append((float(((rowmap.vectors[j] - target) ** 2).sum()), int(rowmap.ids[j])))
+    out: list[int] = []
+    for _d, i in sorted(scored):
+        if i not in out:
+            out.append(i)
+        if len(out) == k:
+            break
+    return out
+
+
+def minhash_nearest(contents, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int]:
+    """The k rows nearest the text of row ``q.args[1]`` by the decoded MINHASHLSH segments'
+    stored signatures (the fraction of equal values; ties by row id, as a reader orders
+    them), merged with the live rows outside the ``covered`` fragments signed from their
+    text, as a reader signs unindexed rows."""
+    from reference_impl.index import minhash_lsh
+
+    k, of = q.args
+    if "text" not in rowmap.table.column_names:
+        raise CannotAnswer("the table has no text column")
+    texts = rowmap.table.column("text").combine_chunks()
+    where = np.nonzero(rowmap.ids == of)[0]
+    if not len(where) or texts[int(where[0])].as_py() is None:
+        raise CannotAnswer(f"the row of id {of} is not live or has no text")
+    params = contents[0][1].extra["params"]
+    state, sig = minhash_lsh.text_signatures(pa.array([texts[int(where[0])].as_py()]), params)
+    if state[0] != 1:
+        raise CannotAnswer("the query text has no signature the kit reproduces")
+    target = sig[0]
+    scored = []
+    for _i, content in contents:
+        stored = content.entries.column("signature").combine_chunks()
+        mat = np.asarray(stored.flatten().to_numpy(zero_copy_only=False),
+                         np.uint16).reshape(len(stored), -1)
+        rows = content.entries.column("row_id").to_numpy()
+        dist = 1.0 - (mat == target).mean(axis=1)
+        for j in np.argsort(dist, kind="stable")[: 4 * k + 64]:
+            got = rowmap.ids_of([rows[j]])
+            if got:
+                scored.append((float(dist[j]), next(iter(got))))
+    outside = np.nonzero(~np.isin(rowmap.fragments, np.asarray(sorted(covered), np.int64)))[0]
+    if len(outside):
+        state, sigs = minhash_lsh.text_signatures(texts.take(pa.array(outside)), params)
+        for n, j in enumerate(np.flatnonzero(state == 1)):
+            d = 1.0 - float((sigs[n] == target).mean())
+            scored.append((d, int(rowmap.ids[outside[j]])))
     out: list[int] = []
     for _d, i in sorted(scored):
         if i not in out:

@@ -217,7 +217,8 @@ def _decode_and_answer(case: Case) -> tuple[str, list[dict]]:
         indices = [i for i in every if not i.name.startswith("__")]
         stable = uses_stable_row_ids(ds.manifest)
         moves, groups = _reuse(ds, every)
-        cols = ["id"] + (["vec"] if case.data.get("family") == "vector" else [])
+        cols = ["id"] + {"vector": ["vec"], "minhash": ["text"]}.get(case.data.get("family"),
+                                                                     [])
         table = ds.to_table(columns=cols, with_row_id=True, with_row_address=True)
         rowmap = answers.RowMap(table, stable, moves)
         contents = []
@@ -245,6 +246,14 @@ def _decode_and_answer(case: Case) -> tuple[str, list[dict]]:
             continue
         try:
             parsed = answers.parse(q["query"])
+            if parsed.op == "minhash":
+                if not q.get("present", True):
+                    continue
+                got = answers.minhash_nearest(contents, parsed, rowmap=rowmap,
+                                              covered=covered)
+                if answers_differ_nearest(got, scan, case, q):
+                    differing.append(_difference(q["query"], got, scan))
+                continue
             if parsed.op == "nearest":
                 if not q.get("present", True):
                     continue

@@ -6,7 +6,8 @@ can ask any release from 0.10 on.
 
 Every table holds the same kind of rows (``id`` int64, ``num`` int64 with nulls, ``cat`` a
 low-cardinality string with nulls, ``tags`` a list of strings, ``text`` a few words, ``vec``
-a 16-dimensional float32 vector; the JSON kind adds ``meta``, an ``arrow.json`` column) in
+a 16-dimensional float32 vector; the JSON kind adds ``meta``, an ``arrow.json`` column, the
+RTREE kind ``geo``, a WKT point on a grid of 50 columns, null in every 29th row) in
 four fragments of 500 rows, and one index of one :data:`KINDS` entry. Each *scenario* then
 applies the operations users apply after building an index (:data:`SCENARIOS`): appends,
 deletions, updates, compaction (with and without ``defer_index_remap``, with and without
@@ -81,11 +82,13 @@ def row_values(i):
         "tags": None if i % 17 == 16 else [] if i % 19 == 18 else [f"t{i % 5}", f"t{5 + i % 3}"],
         "text": None if i % 23 == 22 else f"{WORDS[i % 13]} {WORDS[(i * 7) % 11]} lance{i % 10}",
         "meta": json.dumps({"x": i % 5, "s": f"v{i % 3}"}),
+        "geo": None if i % 29 == 28 else f"POINT ({i % 50} {i // 50})",
         "vec": _VECTORS[i],
     }
 
 
-def table_of(ids, with_meta=False):
+def table_of(ids, kind=None):
+    """The rows of ``ids``; ``kind`` "JSON" adds ``meta``, "RTREE" adds ``geo``."""
     rows = [row_values(i) for i in ids]
     cols = {
         "id": pa.array([r["id"] for r in rows], pa.int64()),
@@ -96,7 +99,9 @@ def table_of(ids, with_meta=False):
         "vec": pa.FixedSizeListArray.from_arrays(
             pa.array(np.stack([r["vec"] for r in rows]).reshape(-1), pa.float32()), DIM),
     }
-    if with_meta:
+    if kind == "RTREE":
+        cols["geo"] = pa.array([r["geo"] for r in rows], pa.string())
+    if kind == "JSON":
         if not hasattr(pa, "json_"):
             raise Unsupported(f"pyarrow {pa.__version__} has no JSON type")
         cols["meta"] = pa.array([r["meta"] for r in rows], pa.json_())
@@ -150,10 +155,28 @@ SCALAR_QUERIES = {
         ("json_get_int(meta, 'x') = 3", lambda r: json.loads(r["meta"])["x"] == 3),
         ("json_get_int(meta, 'x') > 2", lambda r: json.loads(r["meta"])["x"] > 2),
     ],
+    "geo": [
+        ("st_intersects(geo, st_geomfromtext('POLYGON ((9.5 3.5, 12.5 3.5, 12.5 6.5, 9.5 6.5, "
+         "9.5 3.5))'))", lambda r: _in_box(r["geo"], 9.5, 3.5, 12.5, 6.5)),
+        ("st_intersects(geo, st_geomfromtext('POLYGON ((-1 30.5, 3.5 30.5, 3.5 45, -1 45, "
+         "-1 30.5))'))", lambda r: _in_box(r["geo"], -1, 30.5, 3.5, 45)),
+        ("geo IS NULL", lambda r: r["geo"] is None),
+    ],
 }
+
+
+def _in_box(wkt, x0, y0, x1, y1):
+    """Whether the WKT point ``wkt`` lies in the box (boundary included)."""
+    if wkt is None:
+        return False
+    x, y = (float(v) for v in wkt[wkt.index("(") + 1:wkt.index(")")].split())
+    return x0 <= x <= x1 and y0 <= y <= y1
 
 FTS_QUERIES = ("bravo", "lance3", "romeo")
 KNN_QUERIES = ((5, 3), (1000, 3), (17, 10))  # (row id whose vector is asked, k)
+#: (row id whose text is asked, k) of the MinHash near-duplicate searches: a text repeats
+#: every 1,430 rows, so at most two rows are at distance 0 from it
+MINHASH_QUERIES = ((5, 3), (1000, 3), (17, 5))
 
 
 # -- the kinds ------------------------------------------------------------------------------------
@@ -173,6 +196,8 @@ KINDS = {
     "INVERTED": ("fts", "text", "INVERTED", {}),
     "INVERTED-positions": ("fts", "text", "INVERTED", {"with_position": True}),
     "JSON": ("scalar", "meta", "JSON", {"target_index_type": "btree", "path": "x"}),
+    "RTREE": ("scalar", "geo", "RTREE", {}),
+    "MINHASHLSH": ("minhash", "text", "MINHASHLSH", {}),
     "IVF_FLAT": ("vector", "vec", "IVF_FLAT", {"num_partitions": PARTITIONS}),
     "IVF_PQ": ("vector", "vec", "IVF_PQ", {"num_partitions": PARTITIONS,
                                            "num_sub_vectors": SUB_VECTORS}),
@@ -231,9 +256,8 @@ def build_index(ds, kind):
 
 def apply(path, op, kind, log):
     ds = lance.dataset(path)
-    with_meta = kind == "JSON"
     if op == "append":
-        write(table_of(range(N, N + APPEND), with_meta), path, mode="append")
+        write(table_of(range(N, N + APPEND), kind), path, mode="append")
         log.append(f"append ids {N}..{N + APPEND - 1} (a new fragment, not indexed)")
     elif op == "delete":
         ds.delete("id % 10 = 3")
@@ -267,11 +291,10 @@ def swap_tables(case_dir, kind, log):
     order, the same index on both. The kit copies the second's index files over the first's
     (``conformance/census/index_files.py``, which keeps the manifest's sizes true) and then
     asks the queries (``ask``)."""
-    with_meta = kind == "JSON"
     a = os.path.join(case_dir, "table")
     b = os.path.join(case_dir, "reversed")
-    build_index(write(table_of(range(N), with_meta), a), kind)
-    build_index(write(table_of(reversed(range(N)), with_meta), b), kind)
+    build_index(write(table_of(range(N), kind), a), kind)
+    build_index(write(table_of(reversed(range(N)), kind), b), kind)
     log.append(f"write ids 0..{N - 1} to table/ and ids {N - 1}..0 to reversed/, "
                f"{N // PER_FILE} fragments each; the same {KINDS[kind][2]} index on both")
 
@@ -303,7 +326,7 @@ def _answer(fn):
 def ask(path, kind):
     ds = lance.dataset(path)
     family, column, _t, _p = KINDS[kind]
-    cols = [c for c in ("id", "num", "cat", "tags", "text", "meta", "vec")
+    cols = [c for c in ("id", "num", "cat", "tags", "text", "meta", "geo", "vec")
             if c in ds.schema.names]
     rows = ds.to_table(columns=cols).to_pylist()
     answers = []
@@ -316,6 +339,20 @@ def ask(path, kind):
             q["scan"] = _answer(lambda sql=sql: sorted(_ids(ds.to_table(
                 columns=["id"], filter=sql, use_scalar_index=False))))
             q["data"] = sorted(r["id"] for r in rows if pred(r))
+            answers.append(q)
+    elif family == "minhash":
+        from lance.query import MinHashQuery
+
+        by_id = {r["id"]: r for r in rows}
+        for rid, k in MINHASH_QUERIES:
+            text = row_values(rid)["text"]
+            q = {"query": f"{k} nearest to the text of id {rid}", "kind": "nearest", "k": k,
+                 "of": rid, "present": rid in by_id and by_id[rid]["text"] is not None}
+            q["indexed"] = _answer(lambda text=text, k=k: _ids(ds.to_table(
+                columns=["id"], nearest=MinHashQuery(text, column), limit=k)))
+            q["used_index"] = True  # the release has no MinHash search without the index
+            q["scan"] = {"error": "the release answers a MinHash query only through an index"}
+            q["data"] = sorted(r["id"] for r in rows if r["text"] == text)
             answers.append(q)
     elif family == "fts":
         for term in FTS_QUERIES:
@@ -384,7 +421,7 @@ def build_case(out, kind, scenario):
             _save(case_dir, case)
             return case
         else:
-            ds = write(table_of(range(N), kind == "JSON"), path, stable=stable)
+            ds = write(table_of(range(N), kind), path, stable=stable)
             build_index(ds, kind)
             case["operations"].append(f"write ids 0..{N - 1} in {N // PER_FILE} fragments"
                                       + (" with stable row ids" if stable else "")

@@ -274,3 +274,24 @@ def test_older_releases_own_trees_draw_no_error(tmp_path, release):
     found = _findings(uri)
     assert found == [], [f.message for f in found][:5]
     assert not any("_rt" in n for n in validate(uri, deep=True).not_judged or [])
+
+
+def test_census_answers_intersects_and_is_null_from_a_decoded_tree():
+    from conformance.census import index_answers as answers
+    from reference_impl.index import IndexContent
+
+    leaves = pa.table({"row_id": pa.array([0, 1, 2], pa.uint64()),
+                       "xmin": [0.0, 5.0, 9.0], "ymin": [0.0, 5.0, 9.0],
+                       "xmax": [1.0, 6.0, 9.0], "ymax": [1.0, 6.0, 9.0]})
+    content = IndexContent("rtree", "rtree-v0", leaves,
+                           extra={"nulls": np.asarray([3], np.uint64),
+                                  "full_null_fragments": []})
+    table = pa.table({"id": pa.array([10, 11, 12, 13], pa.int64()),
+                      "_rowaddr": pa.array([0, 1, 2, 3], pa.uint64()),
+                      "_rowid": pa.array([0, 1, 2, 3], pa.uint64())})
+    rowmap = answers.RowMap(table, False)
+    q = answers.parse("st_intersects(geo, st_geomfromtext('POLYGON ((0.5 0.5, 5.5 0.5, 5.5 5.5, "
+                      "0.5 5.5, 0.5 0.5))'))")
+    assert answers.candidates(content, q, rowmap=rowmap, scan_ids=set()) == ({10, 11}, False)
+    assert answers.candidates(content, answers.parse("geo IS NULL"), rowmap=rowmap,
+                              scan_ids=set()) == ({13}, True)
