@@ -182,11 +182,17 @@ def check(content, index, data, remap=None):
     out = {RULE_LEAF: [], RULE_EXACT: [], ROW_OUTSIDE: [], ROW_MISSING: [], RULE_NULLS: []}
     seen = np.zeros(len(data.row_ids), bool)
     live = np.flatnonzero(kind == IndexedData.LIVE)
+    pos = data.positions(rows[live]).astype(np.int64)
+    seen[pos] = True
+    # the usual entry, judged at once: the only entry of its row, under the row's own box
+    # (or of a row not read); every other entry is judged below, row by row
+    once = np.bincount(pos, minlength=len(data.row_ids))[pos] == 1
+    plain = once & (((state[pos] == BOX) & np.all(have[live] == want[pos], axis=1))
+                    | (state[pos] == UNREAD))
     entries_of: dict[int, list[int]] = {}
-    for e, p in zip(live.tolist(), data.positions(rows[live]).tolist(), strict=True):
+    for e, p in zip(live[~plain].tolist(), pos[~plain].tolist(), strict=True):
         entries_of.setdefault(p, []).append(e)
     for p, es in entries_of.items():
-        seen[p] = True
         r = int(data.row_ids[p])
         if state[p] == UNREAD:
             continue

@@ -59,6 +59,19 @@ def test_known_answer_vectors_of_signature_version_0():
                              [0x003CF6E803312ECA, 0x017C5504FBC83F36]]
 
 
+def test_block_signing_equals_the_readable_form(monkeypatch):
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 40, 300)
+    hashes = rng.integers(0, 2 ** 63, int(sizes.sum()), dtype=np.uint64) * np.uint64(2)
+    groups = np.split(hashes, np.cumsum(sizes)[:-1])
+    want = minhash_lsh.sign_hashes(groups, 32)
+    assert np.array_equal(minhash_lsh.sign_hash_groups(hashes, sizes, 32), want)
+    monkeypatch.setattr(minhash_lsh, "BLOCK_BYTES", 8 * 32 * 50)  # many small blocks
+    assert np.array_equal(minhash_lsh.sign_hash_groups(hashes, sizes, 32), want)
+    assert minhash_lsh.sign_hash_groups(np.zeros(0, np.uint64), np.zeros(0, np.int64),
+                                        8).shape == (0, 8)
+
+
 def test_details_out_of_range_are_format_errors_and_later_procedures_refused():
     from reference_impl.errors import FormatError, UnsupportedIndex
 
