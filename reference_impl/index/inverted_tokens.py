@@ -167,7 +167,8 @@ class Model:
             if self.max_bytes is not None and len(token.encode("utf-8")) >= self.max_bytes:
                 continue
             if self.lower_case:
-                token = "".join(c.lower() for c in token)
+                # each character on its own (an ASCII token: str.lower, the same)
+                token = token.lower() if token.isascii() else "".join(c.lower() for c in token)
             if self.stem is not None:
                 token = self.stem(token)
             if self.stop_words is not None and token in self.stop_words:

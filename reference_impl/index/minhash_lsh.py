@@ -140,12 +140,13 @@ def coefficients(num_hashes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def shingles(tokens: list[str], size: int) -> list[bytes]:
     """The shingles of a token stream (none for no tokens)."""
-    raw = [t.encode("utf-8") for t in tokens]
-    if not raw:
+    if not tokens:
         return []
-    if len(raw) < size:
-        return [SHINGLE_JOIN.join(raw)]
-    return [SHINGLE_JOIN.join(raw[i:i + size]) for i in range(len(raw) - size + 1)]
+    join = SHINGLE_JOIN.decode()  # (0x1F is one byte in UTF-8: join, then encode once)
+    if len(tokens) < size:
+        return [join.join(tokens).encode("utf-8")]
+    return [join.join(tokens[i:i + size]).encode("utf-8")
+            for i in range(len(tokens) - size + 1)]
 
 
 def sign_hashes(groups: list[np.ndarray], num_hashes: int) -> np.ndarray:
@@ -212,22 +213,50 @@ def text_signatures(texts: pa.Array, params: Params) -> tuple[np.ndarray, np.nda
     from reference_impl.index.xxhash64 import xxh64_many
 
     m = model(params.tokenizer, stop_list="v2")
+    quick = ascii_tokens(m)
     state = np.zeros(len(texts), np.int8)
     groups, flat = [], []
     for i, text in enumerate(texts.to_pylist()):
         if text is None:
             continue
-        pairs = m.stream(text)
-        if pairs is None or any(m.is_unsure(t) for t, _ in pairs):
-            state[i] = -1
-            continue
-        sh = shingles([t for t, _ in pairs], params.shingle_size)
+        tokens = quick(text) if quick is not None and text.isascii() else None
+        if tokens is None:
+            pairs = m.stream(text)
+            if pairs is None or any(m.is_unsure(t) for t, _ in pairs):
+                state[i] = -1
+                continue
+            tokens = [t for t, _ in pairs]
+        sh = shingles(tokens, params.shingle_size)
         if sh:
             state[i] = 1
             groups.append(len(sh))
             flat.extend(sh)
     hashes = xxh64_many(flat, SEED) if flat else np.zeros(0, np.uint64)
     return state, sign_hash_groups(hashes, np.asarray(groups, np.int64), params.num_hashes)
+
+
+def ascii_tokens(m):
+    """For a tokenizer model without stemming or stop words, a function giving the tokens
+    of an ASCII text in one regular-expression pass (``Model.stream``'s tokens of the same
+    text, tested equal); None for other models."""
+    from reference_impl.index.inverted_tokens import _ALNUM_RUNS, _ASCII_SPACE
+
+    if m.stem is not None or m.stop_words is not None or m.base not in ("simple",
+                                                                         "whitespace"):
+        return None
+    limit, lower = m.max_bytes, m.lower_case
+    if m.base == "simple":
+        def split(text: str) -> list[str]:
+            return _ALNUM_RUNS.findall(text)
+    else:
+        def split(text: str) -> list[str]:
+            return [t for t in _ASCII_SPACE.split(text) if t]
+
+    def tokens(text: str) -> list[str]:
+        found = split(text.lower() if lower else text)
+        return found if limit is None else [t for t in found if len(t) < limit]
+
+    return tokens
 
 
 # ---- reading ----
@@ -448,10 +477,12 @@ def bands_disagreements(content, name: str):
                            f"{int(keys[i + 1]):#018x}, document {int(docs[i + 1])}) sorts "
                            "before the row above it, so a lookup by key can miss it", None,
                            None, {"band_row": i + 1})
-    pairs = np.dtype([("key", "<u8"), ("doc", "<u8")])
-    have, expect = np.zeros(len(keys), pairs), np.zeros(len(want_keys), pairs)
-    have["key"], have["doc"], expect["key"], expect["doc"] = keys, docs, want_keys, want_docs
-    if len(have) != len(expect) or np.any(np.sort(have, order=["key", "doc"]) != expect):
+    if len(keys) != len(want_keys) or not (np.array_equal(keys, want_keys)
+                                          and np.array_equal(docs, want_docs)):
+        pairs = np.dtype([("key", "<u8"), ("doc", "<u8")])
+        have, expect = np.zeros(len(keys), pairs), np.zeros(len(want_keys), pairs)
+        have["key"], have["doc"] = keys, docs
+        expect["key"], expect["doc"] = want_keys, want_docs
         r = params.rows_per_band
         for key, doc in expect[~np.isin(expect, have)][:11].tolist():
             band = key >> 56

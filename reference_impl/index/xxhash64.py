@@ -136,13 +136,16 @@ def xxh64_rows(rows: np.ndarray, seed: int = 0) -> np.ndarray:
 def xxh64_many(values: list[bytes], seed: int = 0) -> np.ndarray:
     """XXH64 of each byte string of ``values`` (any lengths), grouped by length."""
     out = np.zeros(len(values), dtype=np.uint64)
-    by_len: dict[int, list[int]] = {}
-    for i, v in enumerate(values):
-        by_len.setdefault(len(v), []).append(i)
-    for n, idx in by_len.items():
+    if not values:
+        return out
+    lengths = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    joined = np.frombuffer(b"".join(values), dtype=np.uint8)
+    for n in np.unique(lengths).tolist():
+        idx = np.flatnonzero(lengths == n)
         if n == 0:
             out[idx] = xxh64(b"", seed)
             continue
-        rows = np.frombuffer(b"".join(values[i] for i in idx), dtype=np.uint8).reshape(len(idx), n)
+        rows = joined[starts[idx][:, None] + np.arange(n)[None, :]]
         out[idx] = xxh64_rows(rows, seed)
     return out

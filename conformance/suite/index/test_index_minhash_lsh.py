@@ -72,6 +72,25 @@ def test_block_signing_equals_the_readable_form(monkeypatch):
                                         8).shape == (0, 8)
 
 
+@pytest.mark.parametrize("settings", [
+    {"base_tokenizer": "simple", "max_token_length": 40, "lower_case": True},
+    {"base_tokenizer": "simple", "max_token_length": None, "lower_case": False},
+    {"base_tokenizer": "whitespace", "max_token_length": 5, "lower_case": True}])
+def test_ascii_tokens_equal_the_model_stream(settings):
+    from reference_impl.index.inverted_tokens import model
+
+    m = model(dict(settings, language="English", stem=False, remove_stop_words=False,
+                   ascii_folding=True))
+    quick = minhash_lsh.ascii_tokens(m)
+    rng = np.random.default_rng(2)
+    alphabet = list("aZ09 _-.,\t\nxyQ'")
+    for _ in range(500):
+        text = "".join(rng.choice(alphabet, int(rng.integers(0, 60))))
+        assert quick(text) == [t for t, _ in m.stream(text)], text
+    stems = model(dict(settings, language="English", stem=False, remove_stop_words=True))
+    assert minhash_lsh.ascii_tokens(stems) is None
+
+
 def test_details_out_of_range_are_format_errors_and_later_procedures_refused():
     from reference_impl.errors import FormatError, UnsupportedIndex
 

@@ -44,6 +44,19 @@ def test_boxes_of_wkt():
     assert box[10].tolist() == [1000, -0.25, 1000, -0.25]
 
 
+def test_column_form_of_wkt_points_equals_the_readable_parse():
+    rng = np.random.default_rng(5)
+    texts = [f"POINT ({float(x)!r} {float(y)!r})" for x, y in rng.normal(0, 1e3, (300, 2))]
+    texts += ["point(1 2)", "  POINT  ( -0.5   7e-3 )  ", "POINT (1.5e300 -2E-300)",
+              "POINT (nan 1)", "POINT (+1 2)", "POINT Z (1 2 3)", None]
+    array = pa.array(texts)
+    box = np.full((len(texts), 4), np.nan)
+    done = geometry._wkt_points(array, box)
+    assert done[:303].all() and not done[303:].any()
+    for i in np.flatnonzero(done):
+        assert tuple(box[i]) == geometry._wkt_box(texts[i])
+
+
 def test_boxes_of_wkb_both_orders_dimensions_and_the_empty_point():
     line = struct.pack("<BII", 1, 2, 2) + struct.pack("<dddd", 0, 0, 3, 4)
     iso_z = struct.pack("<BIddd", 1, 1001, 7, 8, 9)
