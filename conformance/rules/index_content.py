@@ -366,15 +366,20 @@ def judged(ctx):
         o = outcome(ctx, i)
         if o.unsupported:
             not_judged(ctx, i, o.unsupported)
+        elif o.content is not None and o.content.extra.get("not_judged"):
+            # judged in part: the report says what was not
+            not_judged(ctx, i, o.content.extra["not_judged"], partial=True)
         yield i, o
 
 
-def not_judged(ctx, i: ix.Index, why: str) -> None:
-    """Note on the report that index ``i`` was not held against its data, and why."""
+def not_judged(ctx, i: ix.Index, why: str, partial: bool = False) -> None:
+    """Note on the report that index ``i`` was not held against its data (or only in part:
+    ``partial``), and why."""
     notes = ctx.table.cache.setdefault(NOT_JUDGED, {})
+    how = "held against its data only in part" if partial else "not held against its data"
     notes.setdefault(("index", i.uuid),
-                     f"index {i.name!r} ({i.kind or 'unknown kind'}, uuid {i.uuid}) not held "
-                     f"against its data: {why}")
+                     f"index {i.name!r} ({i.kind or 'unknown kind'}, uuid {i.uuid}) {how}: "
+                     f"{why}")
 
 
 #: Findings of one rule named row by row for one index; the rest are counted in one more

@@ -690,3 +690,19 @@ def test_own_index_after_compaction_with_deferred_remap(tmp_path):
     assert "__lance_frag_reuse" in names  # the index still names the rows before compaction
     report = validate(str(path), versions="all", deep=True)
     assert not _errors(report), _errors(report)
+
+
+@pytest.mark.interop
+def test_ivf_rq_is_judged_but_for_its_codes(tmp_path):
+    """IVF_RQ (RaBitQ, pylance 11.0.0 on): its rows, partitions and centroid assignment are
+    judged like every IVF index's, its codes are not, and the report says so; two partitions'
+    rows exchanged is an error naming a row."""
+    from conformance.releases import wrong_indexes as w
+
+    built = w.own(tmp_path / "own", "IVF_RQ")
+    report = validate(built.uri, deep=True)
+    assert not [f for f in report.findings if f.severity == "error"]
+    assert any("only in part: its RaBitQ codes" in n for n in report.not_judged)
+    wrong = w.partitions_exchanged(tmp_path / "wrong", "IVF_RQ")
+    errors = [f for f in validate(wrong.uri, deep=True).findings if f.severity == "error"]
+    assert any(f.rule == "INDEX-145" and "row" in f.location for f in errors), errors[:3]

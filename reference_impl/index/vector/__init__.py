@@ -6,7 +6,7 @@ tells the layout from the files and the sub-kind from the files' own labels:
 * the legacy protobuf ``index.idx`` (:mod:`.legacy`; IVF_PQ of early releases), a raw file
   ending in ``LANC`` with version 0.1;
 * the Lance-file layout, ``index.idx`` + ``auxiliary.idx`` (:mod:`.lance_file`; IVF_FLAT,
-  IVF_PQ, IVF_SQ, IVF_HNSW_FLAT/SQ/PQ), in Lance 2.x files (``"lance-file"``) or, as
+  IVF_PQ, IVF_SQ, IVF_HNSW_FLAT/SQ/PQ, IVF_RQ without its codes), in Lance 2.x files (``"lance-file"``) or, as
   pylance 0.10.x wrote its IVF_HNSW_SQ/PQ, in Lance 0.1 files (``"lance-file-0.1"``).
 
 Anything else is refused with ``UnsupportedIndex`` naming what was found.
@@ -62,7 +62,11 @@ def read(files, index):
     lengths = np.bincount(parts["partitions"].astype(np.int64),
                           minlength=ivf.num_partitions).astype(np.int64)
     extra = {k: parts[k] for k in ("metric", "sub_index", "dimension", "pq", "sq", "hnsw",
-                                   "transposed") if k in parts}
+                                   "transposed", "rq") if k in parts}
+    if "rq" in parts:
+        # RaBitQ: partitions, rows and centroid assignment are judged, the codes are not
+        extra["not_judged"] = ("its RaBitQ codes are not held against the vectors (its rows, "
+                               "partitions and centroid assignment are)")
     extra.update(layout=layout, centroids=ivf.centroids, lengths=lengths,
                  declared_lengths=(parts.get("storage_ivf") or ivf).lengths.astype(np.int64))
     summary = {"type": parts["sub_index"], "layout": layout, "metric": parts["metric"],
@@ -73,6 +77,8 @@ def read(files, index):
         summary["num_bits"] = parts["pq"].num_bits
     if "sq" in parts:
         summary["bounds"] = [parts["sq"].start, parts["sq"].end]
+    if "rq" in parts:
+        summary.update({f"rq_{k}": v for k, v in parts["rq"].items()})
     return IndexContent(kind="vector", version=f"{parts['sub_index']}/{layout}",
                         entries=pa.table(columns), summary=summary, extra=extra)
 

@@ -23,6 +23,14 @@ files" below). Schema metadata says what they hold:
                           0.2x releases, its protobuf bytes as the JSON list
                           ``codebook_tensor``)
     columns               ``_rowid: uint64`` and ``flat`` / ``__sq_code`` / ``__pq_code``
+
+IVF_RQ (RaBitQ, pylance 11.0.0 to 14.0.2): ``auxiliary.idx`` holds ``_rabit_codes`` (one bit
+per rotated dimension, packed), ``__add_factors``, ``__scale_factors``, ``__error_factors``
+and, with more than one bit, ``__blocked_ex_codes`` and their factors; ``storage_metadata``
+``{"rotate_mat_position", "fast_rotation_signs", "rotation_type", "code_dim", "num_bits",
+"packed", "query_estimator"}``. Its rows and partitions are read and judged like every IVF
+index's; its codes are not decoded (the rotation and the extended codes' search are not
+modelled), which the report says.
 """
 
 from __future__ import annotations
@@ -39,8 +47,9 @@ from reference_impl.index.vector import pq as pq_mod
 from reference_impl.index.vector import sq as sq_mod
 from reference_impl.index.vector.ivf import RULE_LAYOUT
 
-KNOWN_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ")
-STORAGE_COLUMNS = {"flat": "FLAT", "__pq_code": "PQ", "__sq_code": "SQ"}
+KNOWN_TYPES = ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ",
+               "IVF_RQ")
+STORAGE_COLUMNS = {"flat": "FLAT", "__pq_code": "PQ", "__sq_code": "SQ", "_rabit_codes": "RQ"}
 
 
 def _meta(reader) -> dict[str, bytes]:
@@ -136,6 +145,10 @@ def _assemble(index, aux, ipath: str, apath: str, *, sub_index: str, metric: str
         "storage_metadata": smeta,
     }
     kind = storage[0]
+    if kind == "RQ":
+        parts["rq"] = {k: smeta.get(k) for k in ("num_bits", "rotation_type", "code_dim")
+                       if isinstance(smeta, dict)}
+        return parts
     col = table.column({"FLAT": "flat", "PQ": "__pq_code", "SQ": "__sq_code"}[kind])
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     if not pa.types.is_fixed_size_list(col.type) or not (
