@@ -289,6 +289,28 @@ def test_older_releases_own_trees_draw_no_error(tmp_path, release):
     assert not any("_rt" in n for n in validate(uri, deep=True).not_judged or [])
 
 
+@pytest.mark.interop
+def test_segments_merged_after_a_deferred_remap_leave_an_empty_tree_that_is_valid(tmp_path):
+    """pylance 14.0.2: two segments built with create_index_uncommitted, a compaction with
+    deferred remap, then merge_existing_index_segments: the merged tree covers no fragment
+    and holds no entry (num_pages 0); readers scan the table, and so the kit finds nothing
+    wrong with it."""
+    import lance
+
+    uri = str(tmp_path / "t")
+    ds = lance.write_dataset(_rows(2000, empties=False), uri, max_rows_per_file=500)
+    segs = [ds.create_index_uncommitted("w", "RTREE", fragment_ids=f, name="w_rt")
+            for f in ([0, 1], [2, 3])]
+    ds.delete("id % 10 = 3")
+    ds.optimize.compact_files(target_rows_per_fragment=4000, defer_index_remap=True)
+    ds = lance.dataset(uri)
+    ds.commit_existing_index_segments("w_rt", "w", [ds.merge_existing_index_segments(segs)])
+    assert [i.num_rows_indexed for i in lance.dataset(uri).describe_indices()] == [0]
+    box = (-60, -30, 60, 30)
+    assert _intersects(uri, box) == _intersects(uri, box, index=False)
+    assert _findings(uri) == []
+
+
 def test_census_answers_intersects_and_is_null_from_a_decoded_tree():
     from conformance.census import index_answers as answers
     from reference_impl.index import IndexContent
