@@ -174,7 +174,8 @@ class IndexedData:
     def classify(self, rows) -> np.ndarray:
         """For each row id an index names: ``LIVE`` (a live row of the covered fragments),
         ``DELETED`` (a deleted row of a covered fragment, a row of a fragment the version no
-        longer holds, or, with stable row ids, any id not live in the covered fragments) or
+        longer holds, any row of an index that covers no fragment of the version (never
+        consulted), or, with stable row ids, any id not live in the covered fragments) or
         ``OUTSIDE`` (with row addresses: a live row of a fragment the index does not cover, or
         a place no row was ever at)."""
         rows = np.asarray(rows, np.uint64)
@@ -192,6 +193,12 @@ class IndexedData:
         else:
             frags = (rows >> np.uint64(32)).astype(np.uint32)
             out[_members(frags, self.gone_fragment_ids)] = self.DELETED
+            if not len(self.fragment_ids):
+                # an index that covers no fragment of the version is never consulted (readers
+                # scan every fragment), so nothing it names answers a query: pylance 11.0.0
+                # merges segments built before a deferred-remap compaction into such an
+                # index, which keeps the removed fragments' rows
+                out[:] = self.DELETED
         out[_members(rows, self.row_ids)] = self.LIVE
         return out
 

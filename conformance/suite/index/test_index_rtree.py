@@ -330,3 +330,4 @@ def test_census_answers_intersects_and_is_null_from_a_decoded_tree():
     assert answers.candidates(content, q, rowmap=rowmap, scan_ids=set()) == ({10, 11}, False)
     assert answers.candidates(content, answers.parse("geo IS NULL"), rowmap=rowmap,
                               scan_ids=set()) == ({13}, True)
+

@@ -229,3 +229,52 @@ def test_rotated_hnsw_graph_answers_wrong_and_is_named(tmp_path):
     assert missed >= 5
     _errors_, named, _ = _judge_wrong(built)
     assert "INDEX-147" in {f.rule for f in named}
+
+
+_SEGMENTS = """
+import sys, lance, pyarrow as pa
+uri = sys.argv[1]
+t = pa.table({"id": pa.array(range(2000)), "cat": pa.array([f"c{i % 7}" for i in range(2000)])})
+ds = lance.write_dataset(t, uri, max_rows_per_file=500)
+segs = [ds.create_index_uncommitted("cat", "BITMAP", fragment_ids=f, name="idx")
+        for f in ([0, 1], [2, 3])]
+ds.delete("id % 10 = 3")
+ds.optimize.compact_files(target_rows_per_fragment=4000, defer_index_remap=True)
+ds = lance.dataset(uri)
+ds.commit_existing_index_segments("idx", "cat", [ds.merge_existing_index_segments(segs)])
+ds = lance.dataset(uri)
+a = sorted(ds.to_table(filter="cat = 'c3'", columns=["id"])["id"].to_pylist())
+b = sorted(ds.to_table(filter="cat = 'c3'", columns=["id"], use_scalar_index=False)["id"]
+           .to_pylist())
+assert a == b and len(a) > 200, (len(a), len(b))
+print(sorted(ds.list_indices()[0]["fragment_ids"]))
+"""
+
+
+@pytest.mark.compat
+def test_merged_segments_of_no_fragment_keep_removed_rows_and_answer_nothing(tmp_path):
+    """pylance 11.0.0: BITMAP segments built before a deferred-remap compaction, merged after
+    it, make an index that covers no fragment and still names the removed fragments' rows.
+    Readers never consult it (they scan, and answer as the scan); the kit called those rows
+    INDEX-103, and now holds that an index of no fragment answers nothing."""
+    import subprocess
+
+    from conformance.releases.venvs import Release, ReleaseUnavailable, ensure_venv
+
+    try:
+        python = ensure_venv(Release.parse("pylance==11.0.0"))
+    except ReleaseUnavailable as exc:
+        pytest.skip(f"pylance 11.0.0 cannot be installed here: {exc}")
+    uri = str(tmp_path / "t")
+    done = subprocess.run([str(python), "-c", _SEGMENTS, uri], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"
+    from reference_impl.dataset import open_dataset
+    from reference_impl.index import of_dataset
+
+    ds = open_dataset(uri)
+    (index,) = [i for i in of_dataset.decoded(ds) if i.name == "idx"]
+    assert of_dataset.read(ds, index).entries.num_rows > 0  # it still holds rows
+    report = validate(uri, deep=True)
+    assert not [f for f in report.findings if f.rule.startswith("INDEX")], report.findings[:3]
