@@ -392,6 +392,11 @@ def nearest(content, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int
     outside = ~np.isin(rowmap.fragments, np.asarray(sorted(covered), np.int64))
     for j in np.nonzero(outside)[0]:
         scored.append((float(((rowmap.vectors[j] - target) ** 2).sum()), int(rowmap.ids[j])))
+    return _nearest_ids(scored, k)
+
+
+def _nearest_ids(scored: list, k: int) -> list[int]:
+    """The first ``k`` distinct ids of ``(distance, id)`` pairs, nearest first (ties by id)."""
     out: list[int] = []
     for _d, i in sorted(scored):
         if i not in out:
@@ -403,8 +408,7 @@ def nearest(content, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int
 
 def minhash_nearest(contents, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int]:
     """The k rows nearest the text of row ``q.args[1]`` by the decoded MINHASHLSH segments'
-    stored signatures (the fraction of equal values; ties by row id, as a reader orders
-    them), merged with the live rows outside the ``covered`` fragments signed from their
+    stored signatures (one minus the fraction of equal values; ties by ``id``), merged with the live rows outside the ``covered`` fragments signed from their
     text, as a reader signs unindexed rows."""
     from reference_impl.index import minhash_lsh
 
@@ -422,9 +426,7 @@ def minhash_nearest(contents, q: Query, *, rowmap: RowMap, covered: set[int]) ->
     target = sig[0]
     scored = []
     for _i, content in contents:
-        stored = content.entries.column("signature").combine_chunks()
-        mat = np.asarray(stored.flatten().to_numpy(zero_copy_only=False),
-                         np.uint16).reshape(len(stored), -1)
+        mat = minhash_lsh.stored_signatures(content)
         rows = content.entries.column("row_id").to_numpy()
         dist = 1.0 - (mat == target).mean(axis=1)
         for j in np.argsort(dist, kind="stable")[: 4 * k + 64]:
@@ -437,10 +439,4 @@ def minhash_nearest(contents, q: Query, *, rowmap: RowMap, covered: set[int]) ->
         for n, j in enumerate(np.flatnonzero(state == 1)):
             d = 1.0 - float((sigs[n] == target).mean())
             scored.append((d, int(rowmap.ids[outside[j]])))
-    out: list[int] = []
-    for _d, i in sorted(scored):
-        if i not in out:
-            out.append(i)
-        if len(out) == k:
-            break
-    return out
+    return _nearest_ids(scored, k)

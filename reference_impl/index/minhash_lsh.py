@@ -376,7 +376,8 @@ def read(files, index):
 
 # ---- holding the index against its data ----
 
-def _stored_signatures(content) -> np.ndarray:
+def stored_signatures(content) -> np.ndarray:
+    """The stored signatures of a decoded segment, one uint16 row per document."""
     k = content.extra["params"].num_hashes
     values = content.entries.column("signature").combine_chunks().flatten()
     return values.to_numpy(zero_copy_only=False).astype(np.uint16).reshape(-1, k)
@@ -393,7 +394,7 @@ def check(content, index, data, remap=None):
 
     params = content.extra["params"]
     name = index.name
-    stored = _stored_signatures(content)
+    stored = stored_signatures(content)
     named = np.asarray(content.entries.column("row_id").to_numpy(), np.uint64)
     rows = data.translate(named) if data.moves else named
     kind = data.classify(rows)
@@ -464,7 +465,7 @@ def bands_disagreements(content, name: str):
     bands = content.extra["bands"]
     keys = bands.column("band_key").to_numpy().astype(np.uint64)
     docs = bands.column("doc_id").to_numpy().astype(np.uint64)
-    stored = _stored_signatures(content)
+    stored = stored_signatures(content)
     want = band_keys(stored, params.num_bands)
     want_docs = np.repeat(np.arange(len(stored), dtype=np.uint64), params.num_bands)
     want_keys = want.reshape(-1)

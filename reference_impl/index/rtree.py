@@ -71,6 +71,23 @@ def page_layout(num_items: int, page_size: int) -> list[tuple[int, int, int]]:
         offset, count, level = offset + count, n, level + 1
 
 
+def box_matrix(table: pa.Table) -> np.ndarray:
+    """The boxes of a table of ``xmin, ymin, xmax, ymax`` columns as an ``(n, 4)`` array."""
+    if not table.num_rows:
+        return np.zeros((0, 4))
+    return np.stack([table.column(n).to_numpy() for n in BOX], axis=1)
+
+
+def union_of(boxes: np.ndarray) -> tuple:
+    """The least box that holds every one of ``boxes`` (an ``(n, 4)`` array, n > 0)."""
+    return (boxes[:, 0].min(), boxes[:, 1].min(), boxes[:, 2].max(), boxes[:, 3].max())
+
+
+def holds(outer, inner) -> bool:
+    """Whether the box ``outer`` holds the box ``inner`` (edges included)."""
+    return bool(outer[0] <= inner[0] and outer[1] <= inner[1] and outer[2] >= inner[2]
+                and outer[3] >= inner[3])
+
 def read(files, index):
     """Decode ``page_data.lance`` and ``nulls.lance`` into an :class:`IndexContent`."""
     from reference_impl.index import IndexContent, need_columns
@@ -178,9 +195,7 @@ def check(content, index, data, remap=None):
     leaves = content.entries
     named = leaves.column("row_id").to_numpy().astype(np.uint64)
     rows = data.translate(named) if data.moves else named
-    have = np.stack([leaves.column(n).to_numpy() for n in
-                     ("xmin", "ymin", "xmax", "ymax")], axis=1) if len(named) else \
-        np.zeros((0, 4))
+    have = box_matrix(leaves)
     kind = data.classify(rows)
     out = {RULE_LEAF: [], RULE_EXACT: [], ROW_OUTSIDE: [], ROW_MISSING: [], RULE_NULLS: []}
     seen = np.zeros(len(data.row_ids), bool)
@@ -219,8 +234,7 @@ def check(content, index, data, remap=None):
                 f"{what}, under the box {_box_text(got)}", r, None, {"entry": es[0]}))
             continue
         box = want[p]
-        holding = [e for e in es if have[e][0] <= box[0] and have[e][1] <= box[1]
-                   and have[e][2] >= box[2] and have[e][3] >= box[3]]
+        holding = [e for e in es if holds(have[e], box)]
         if not holding:
             got = have[es[0]]
             out[RULE_LEAF].append(Disagreement(
@@ -296,11 +310,7 @@ def branch_disagreements(content, name: str):
     pages = content.extra["pages"]
     branches = content.extra["branches"]
     leaves = content.entries
-    boxes = np.concatenate([
-        np.stack([leaves.column(n).to_numpy() for n in BOX], axis=1) if leaves.num_rows
-        else np.zeros((0, 4)),
-        np.stack([branches.column(n).to_numpy() for n in BOX], axis=1) if branches.num_rows
-        else np.zeros((0, 4))])
+    boxes = np.concatenate([box_matrix(leaves), box_matrix(branches)])
     first_branch = leaves.num_rows
     level_of = [level for level, _, _ in pages]
     named = np.zeros(len(pages), np.int64)
@@ -317,11 +327,9 @@ def branch_disagreements(content, name: str):
         _, first, count = pages[target]
         if not count:
             continue
-        inner = boxes[first:first + count]
         outer = boxes[at]
-        union = (inner[:, 0].min(), inner[:, 1].min(), inner[:, 2].max(), inner[:, 3].max())
-        if not (outer[0] <= union[0] and outer[1] <= union[1] and outer[2] >= union[2]
-                and outer[3] >= union[3]):
+        union = union_of(boxes[first:first + count])
+        if not holds(outer, union):
             yield Disagreement(RULE_BRANCH, f"RTREE index {name!r}: branch entry {at} holds "
                                f"page {target} under the box {_box_text(outer)}, which does "
                                f"not hold the page's boxes {_box_text(union)}: the walk "
@@ -348,12 +356,12 @@ def declared_bbox_disagreements(content, name: str):
         d = tuple(float(declared[k]) for k in ("minx", "miny", "maxx", "maxy"))
     except (KeyError, TypeError, ValueError):
         return
-    boxes = np.stack([leaves.column(n).to_numpy() for n in BOX], axis=1)
+    boxes = box_matrix(leaves)
     boxes = boxes[(boxes[:, 0] <= boxes[:, 2]) & (boxes[:, 1] <= boxes[:, 3])]
     if not len(boxes):
         return
-    union = (boxes[:, 0].min(), boxes[:, 1].min(), boxes[:, 2].max(), boxes[:, 3].max())
-    if not (d[0] <= union[0] and d[1] <= union[1] and d[2] >= union[2] and d[3] >= union[3]):
+    union = union_of(boxes)
+    if not holds(d, union):
         yield Disagreement(RULE_EXACT, f"RTREE index {name!r}: the metadata bbox {declared} "
                            f"does not hold the leaves' boxes {_box_text(union)}", None, None,
                            {})
