@@ -341,12 +341,25 @@ def _zones(content, q: Query, rowmap: RowMap) -> set:
 def reconstruct(content) -> np.ndarray:
     """The vectors a coded index's rows stand for: PQ, each sub-vector's codeword (plus the
     row's partition centroid where the index encodes residuals: L2 and cosine); SQ, each
-    code's bucket middle over the index's bounds."""
+    code's bucket middle over the index's bounds; RQ, the code vector scaled by the row's
+    factors, turned back and added to its centroid (:func:`reference_impl.index.vector.rq.
+    reconstruct`)."""
     e = content.entries
     codes = _need(e, "code")
     m = codes.type.list_size
     codes = np.asarray(codes.flatten().to_numpy(zero_copy_only=False), np.int64).reshape(-1, m)
-    pq, sq = content.extra.get("pq"), content.extra.get("sq")
+    pq, sq, rq = content.extra.get("pq"), content.extra.get("sq"), content.extra.get("rq")
+    if rq is not None:
+        if not rq.judges_factors or content.extra.get("centroids") is None:
+            raise CannotAnswer(f"a RaBitQ index of rotation {rq.rotation_type!r} and query "
+                               f"estimator {rq.query_estimator!r}")
+        from reference_impl.index.vector import rq as rq_mod
+
+        part = _need(e, "partition").to_numpy(zero_copy_only=False).astype(np.int64)
+        return rq_mod.reconstruct(rq, codes.astype(np.uint8), part,
+                                  content.extra["centroids"], content.extra.get("metric", "l2"),
+                                  content.extra.get("rq_factors") or {},
+                                  content.extra.get("rq_ex")).astype(np.float32)
     if pq is not None:
         cb = np.asarray(pq.codebook, np.float32)  # (m, 2**nbits, D/m)
         mat = np.concatenate([cb[j][codes[:, j]] for j in range(m)], axis=1)
@@ -366,16 +379,13 @@ def reconstruct(content) -> np.ndarray:
 
 def nearest(content, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int]:
     """The k nearest rows by the decoded index's stored vectors (IVF_FLAT and the HNSW flat
-    storage: exact), or by the vectors its codes reconstruct (PQ, SQ: approximate), merged
-    with the data's vectors of the live rows outside the ``covered`` fragments."""
+    storage: exact), or by the vectors its codes reconstruct (PQ, SQ: approximate), or, for
+    an IVF_RQ under l2 or cosine, among the ``RABIT_POOL * k`` rows of the smallest distance
+    estimates by their vectors, merged with the data's vectors of the live rows outside the
+    ``covered`` fragments."""
     e = content.entries
     rows = _need(e, "row_id").to_numpy(zero_copy_only=False)
     vec = _col(e, "vector")
-    if vec is None:
-        mat = reconstruct(content)
-    else:
-        mat = np.asarray(vec.flatten().to_numpy(zero_copy_only=False),
-                         np.float32).reshape(len(vec), -1)
     k, of = q.args
     if rowmap.vectors is None:
         raise CannotAnswer("the table has no vector column")
@@ -384,15 +394,64 @@ def nearest(content, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int
         raise CannotAnswer(f"the row of id {of} is not live")
     target = rowmap.vectors[where[0]]
     scored = []
-    d = ((mat - target) ** 2).sum(axis=1)
-    for j in np.argsort(d, kind="stable")[: 4 * k + 64]:
+    if _rabit_l2(content):
+        d = _rabit_distances(content, target)
+    else:
+        if vec is None:
+            mat = reconstruct(content)
+        else:
+            mat = np.asarray(vec.flatten().to_numpy(zero_copy_only=False),
+                             np.float32).reshape(len(vec), -1)
+        d = ((mat - target) ** 2).sum(axis=1)
+    refine = _rabit_l2(content)
+    for j in np.argsort(d, kind="stable")[: (RABIT_POOL * k if refine else 4 * k + 64)]:
         got = rowmap.ids_of([rows[j]])
         if got:
-            scored.append((float(d[j]), next(iter(got))))
+            rid = next(iter(got))
+            if refine:
+                # RaBitQ's estimates pick the candidates; the rows' vectors rank them
+                at = np.nonzero(rowmap.ids == rid)[0]
+                if not len(at):
+                    continue
+                scored.append((float(((rowmap.vectors[at[0]] - target) ** 2).sum()), rid))
+            else:
+                scored.append((float(d[j]), rid))
     outside = ~np.isin(rowmap.fragments, np.asarray(sorted(covered), np.int64))
     for j in np.nonzero(outside)[0]:
         scored.append((float(((rowmap.vectors[j] - target) ** 2).sum()), int(rowmap.ids[j])))
     return _nearest_ids(scored, k)
+
+
+#: an IVF_RQ's candidates per answer row: the rows of the smallest distance estimates, which
+#: the rows' own vectors then rank (a row's own vector is estimated at 0, but with one bit a
+#: few other rows' estimates fall below it)
+RABIT_POOL = 8
+
+
+def _rabit_l2(content) -> bool:
+    rq = content.extra.get("rq")
+    return (rq is not None and rq.judges_factors
+            and content.extra.get("metric", "l2") in ("l2", "cosine")
+            and content.extra.get("centroids") is not None)
+
+
+def _rabit_distances(content, target) -> np.ndarray:
+    """An IVF_RQ's distance estimates for ``target`` (what a reader ranks its rows by; a row's
+    own vector at 0): :func:`reference_impl.index.vector.rq.estimated_distances`."""
+    from reference_impl.index.vector import rq as rq_mod
+
+    e = content.entries
+    codes = _need(e, "code")
+    codes = np.asarray(codes.flatten().to_numpy(zero_copy_only=False),
+                       np.uint8).reshape(-1, codes.type.list_size)
+    part = _need(e, "partition").to_numpy(zero_copy_only=False).astype(np.int64)
+    t = np.asarray(target, np.float64)
+    if content.extra.get("metric") == "cosine":
+        t = t / max(float(np.linalg.norm(t)), 1e-30)
+    return rq_mod.estimated_distances(content.extra["rq"], codes, part,
+                                      content.extra["centroids"],
+                                      content.extra.get("rq_factors") or {}, t,
+                                      content.extra.get("rq_ex"))
 
 
 def _nearest_ids(scored: list, k: int) -> list[int]:

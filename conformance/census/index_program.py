@@ -206,6 +206,7 @@ KINDS = {
     "IVF_HNSW_SQ": ("vector", "vec", "IVF_HNSW_SQ", {"num_partitions": PARTITIONS}),
     "IVF_HNSW_PQ": ("vector", "vec", "IVF_HNSW_PQ", {"num_partitions": PARTITIONS,
                                                      "num_sub_vectors": SUB_VECTORS}),
+    "IVF_RQ": ("vector", "vec", "IVF_RQ", {"num_partitions": PARTITIONS}),
 }
 
 #: scenario -> (stable row ids, operations after the index is built). ``swap`` is special.
@@ -306,14 +307,19 @@ def _ids(table):
     return table.column("id").to_pylist()
 
 
-def _plan_uses_index(ds, **scan):
+#: words of a plan that reads an index (some releases name a flat search KNNVectorDistance too)
+INDEX_WORDS = ("ScalarIndexQuery", "MaterializeIndex", "ANNSubIndex", "ANNIvfPartition",
+               "KNNVectorDistance: metric", "ScalarIndex", "IndexedLookup")
+#: words of a plan that searches a vector index (and no flat search names)
+ANN_WORDS = ("ANNSubIndex", "ANNIvfPartition")
+
+
+def _plan_uses_index(ds, words=INDEX_WORDS, **scan):
     try:
         plan = ds.scanner(columns=["id"], **scan).explain_plan()
     except Exception:  # the oldest releases have no explain_plan
         return None
-    return any(w in plan for w in ("ScalarIndexQuery", "MaterializeIndex", "ANNSubIndex",
-                                   "ANNIvfPartition", "KNNVectorDistance: metric",
-                                   "ScalarIndex", "IndexedLookup"))
+    return any(w in plan for w in words)
 
 
 def _answer(fn):
@@ -375,6 +381,7 @@ def ask(path, kind):
             near = {"column": column, "q": vec, "k": k, "nprobes": PARTITIONS}
             q["indexed"] = _answer(lambda near=near: _ids(ds.to_table(columns=["id"], nearest=near)))
             q["used_index"] = _plan_uses_index(ds, nearest=near)
+            q["ann"] = _plan_uses_index(ds, ANN_WORDS, nearest=near)
             flat = dict(near, use_index=False)
             q["scan"] = _answer(lambda flat=flat: _ids(ds.to_table(columns=["id"], nearest=flat)))
             d = ((mat - vec) ** 2).sum(axis=1)

@@ -1,4 +1,4 @@
-"""INDEX-140..147: a vector index held against the vectors it indexes (deep, version scope).
+"""INDEX-140..150: a vector index held against the vectors it indexes (deep, version scope).
 
 A vector index answers a nearest-neighbour query from what it stores: the IVF centroids pick
 the partitions to search, the stored vectors (FLAT), codes (PQ) or scaled values (SQ) rank the
@@ -132,3 +132,60 @@ def vector_hnsw_graph(ctx):
                "(1 - codes . codes') / 1024 of the scaled values themselves")
 def vector_hnsw_distances(ctx):
     yield from findings(ctx, "INDEX-147")
+
+
+@rule("INDEX-148", title="each RaBitQ code is the quantisation of its row's residual",
+      severity="error", spec="004", section=_SEC, deep=True, clause=_CLAUSE,
+      pylance="pylance ranks an IVF_RQ partition by the codes' estimated distances: a sign "
+              "code or extended code of another vector ranks the row as that vector (a swapped "
+              "IVF_RQ no longer finds a row's own vector first; pylance 1.0.4 and 4.0.2's own "
+              "compaction leaves codes under other rows, and through it 4.0.2 and 14.0.2 find "
+              "18 of 40 rows for their own vectors)",
+      releases="the residual (vector, unit-scaled under cosine, minus its partition's "
+               "centroid) turned by the index's rotation, one sign bit per rotated dimension. "
+               "pylance 1.0.4: a dense rotation matrix (global buffer rotate_mat_position) of "
+               "D x num_bits dimensions, the vector zero-padded to them, no code_dim in the "
+               "metadata; 4.0.2: the same over the fast rotation (fast_rotation_signs); 11.0.0 "
+               "and 14.0.2: the fast rotation in D dimensions plus extended codes of num_bits "
+               "- 1 bits blocked by 64 dimensions. Sign codes stored for fast scanning (packed: "
+               "true) in all four. A sign is judged only beyond float rounding; an extended "
+               "code is wrong when no one rescaling of the residual gives it (which rescaling "
+               "the writer picks is its own: 11.0.0 and 14.0.2 pick the one of largest "
+               "cosine). Under cosine, 11.0.0's optimize_indices files a row by the cosine to "
+               "the centroids and encodes its residual from the L2-nearest one: either reading "
+               "is accepted (codes and factors alike). pylance 1.0.4 and 4.0.2's "
+               "compact_files (with its index remap) leaves the codes of the compacted rows "
+               "under other rows: an expected finding of those releases (not seen in 9.0.1, "
+               "11.0.0 or 14.0.2)")
+def vector_rq_codes(ctx):
+    yield from findings(ctx, "INDEX-148")
+
+
+@rule("INDEX-149", title="each RaBitQ factor is its row's", severity="error", spec="004",
+      section=_SEC, deep=True, clause=_CLAUSE,
+      pylance="pylance estimates a row's distance to the query as add + scale * <query, code> "
+              "and prunes by the error factor: a factor of another row, or of another metric, "
+              "ranks the row as a vector it is not",
+      releases="query_estimator raw_query (11.0.0, 14.0.2): __add_factors, __scale_factors, "
+               "__error_factors (and __add_factors_ex, __scale_factors_ex with extended codes) "
+               "from the residual's squared norm, the rotated centroid and the codes; no "
+               "query_estimator (1.0.4, 4.0.2: residual_query): __add_factors (the squared "
+               "residual, or one minus the residual's inner product with the centroid under "
+               "dot) and __scale_factors only; under l2 and cosine one formula, under dot "
+               "another (see reference_impl.index.vector.rq); judged within 1e-3 of the "
+               "terms' size. Another query estimator is not judged and the report says so")
+def vector_rq_factors(ctx):
+    yield from findings(ctx, "INDEX-149")
+
+
+@rule("INDEX-150", title="an IVF_RQ of more than one bit is in the layout readers search",
+      severity="warning", spec="004", section=_SEC, deep=True, clause=_CLAUSE,
+      pylance="pylance 9.0.1, 11.0.0 and 14.0.2 refuse a vector search through an IVF_RQ of "
+              "num_bits above 1 written by 1.0.4 or 4.0.2 ('RabitQ num_bits=4 requires "
+              "__blocked_ex_codes column'); the one-bit index of those releases they search",
+      releases="pylance 1.0.4 and 4.0.2 write num_bits above 1 as more rotated dimensions (D x "
+               "num_bits sign bits, no query_estimator); 11.0.0 on as extended codes "
+               "(__blocked_ex_codes). The index is true to its data (INDEX-148, INDEX-149 "
+               "judge it); the warning says that readers of today cannot use it")
+def vector_rq_layout(ctx):
+    yield from findings(ctx, "INDEX-150")

@@ -60,12 +60,9 @@ SAME = {("swap", k, s) for k in ("ZONEMAP", "BLOOMFILTER") for s in (False, True
 
 
 def _unjudged(report, kind):
-    """The report's notes that index 'idx' was not judged; an IVF_RQ index is judged only in
-    part (its RaBitQ codes are not decoded), which its note says, and nothing more."""
-    notes = [n for n in report.not_judged if "'idx'" in n]
-    if kind == "IVF_RQ":
-        notes = [n for n in notes if "only in part: its RaBitQ codes" not in n]
-    return notes
+    """The report's notes that index 'idx' was not judged (or only in part): none for any
+    kind pylance 14.0.2 builds, IVF_RQ's codes and factors included."""
+    return [n for n in report.not_judged if "'idx'" in n]
 
 
 def _errors(report):

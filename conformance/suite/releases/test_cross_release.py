@@ -131,8 +131,9 @@ def test_expected_findings_are_matched_by_release_range_and_scenario():
     assert corpus.expected_findings("pylance==8.0.1", "types-legacy") == {}
     assert corpus.expected_findings("pylance==0.30.0", "types-2.0") == {}
     # a table found on disk (judge-tables) has no scenario: the release's breaches are known
-    assert corpus.expected_findings("pylance==1.0.4", None) == {
-        "DATAFILE-002": corpus.EXPECTED_FINDINGS[0].sentence}
+    # (and 1.0.4's compaction of an IVF_RQ leaves codes under other rows)
+    assert set(corpus.expected_findings("pylance==1.0.4", None)) == {"DATAFILE-002",
+                                                                    "INDEX-148"}
     assert corpus.expected_findings("pylance==14.0.2", None) == {}
     # seen only in tables found on disk (upstream's test data of 0.16.1): never required of
     # the corpus's scenarios

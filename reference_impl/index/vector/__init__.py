@@ -6,7 +6,7 @@ tells the layout from the files and the sub-kind from the files' own labels:
 * the legacy protobuf ``index.idx`` (:mod:`.legacy`; IVF_PQ of early releases), a raw file
   ending in ``LANC`` with version 0.1;
 * the Lance-file layout, ``index.idx`` + ``auxiliary.idx`` (:mod:`.lance_file`; IVF_FLAT,
-  IVF_PQ, IVF_SQ, IVF_HNSW_FLAT/SQ/PQ, IVF_RQ without its codes), in Lance 2.x files (``"lance-file"``) or, as
+  IVF_PQ, IVF_SQ, IVF_HNSW_FLAT/SQ/PQ, IVF_RQ), in Lance 2.x files (``"lance-file"``) or, as
   pylance 0.10.x wrote its IVF_HNSW_SQ/PQ, in Lance 0.1 files (``"lance-file-0.1"``).
 
 Anything else is refused with ``UnsupportedIndex`` naming what was found.
@@ -16,11 +16,14 @@ The content (:class:`reference_impl.index.IndexContent`), ``kind="vector"``, ``v
 
 ``entries``  one row per indexed row, in storage order: ``row_id`` (uint64 row address or
              stable row id), ``partition`` (uint32), and ``vector`` (flat kinds: the stored
-             vector) or ``code`` (PQ: the row's ``m`` codes, row-major; SQ: its ``D`` codes)
+             vector) or ``code`` (PQ: the row's ``m`` codes, row-major; SQ: its ``D`` codes;
+             RQ: its ``D / 8`` sign-code bytes, unpacked)
 ``extra``    ``metric`` (l2, cosine, dot), ``sub_index``, ``dimension``, ``centroids``
              (P, D), ``lengths`` (rows per partition), ``pq``
              (:class:`.pq.ProductQuantizer`), ``sq`` (:class:`.sq.ScalarQuantizer`),
-             ``hnsw`` (one :class:`.hnsw.HnswGraph` per partition), ``layout``
+             ``hnsw`` (one :class:`.hnsw.HnswGraph` per partition), ``rq``
+             (:class:`.rq.RabitQuantizer`) with ``rq_ex`` (extended code values, ``(N, D)``)
+             and ``rq_factors`` (factor column name -> values, storage order), ``layout``
 """
 
 from __future__ import annotations
@@ -64,9 +67,11 @@ def read(files, index):
     extra = {k: parts[k] for k in ("metric", "sub_index", "dimension", "pq", "sq", "hnsw",
                                    "transposed", "rq") if k in parts}
     if "rq" in parts:
-        # RaBitQ: partitions, rows and centroid assignment are judged, the codes are not
-        extra["not_judged"] = ("its RaBitQ codes are not held against the vectors (its rows, "
-                               "partitions and centroid assignment are)")
+        # RaBitQ: the codes and factors are judged where the rotation is one this
+        # implementation recomputes; what is not is said
+        extra.update({k: parts[k] for k in ("rq_ex", "rq_factors") if k in parts})
+        if parts["rq"].unjudged:
+            extra["not_judged"] = "; ".join(parts["rq"].unjudged)
     extra.update(layout=layout, centroids=ivf.centroids, lengths=lengths,
                  declared_lengths=(parts.get("storage_ivf") or ivf).lengths.astype(np.int64))
     summary = {"type": parts["sub_index"], "layout": layout, "metric": parts["metric"],
@@ -78,7 +83,9 @@ def read(files, index):
     if "sq" in parts:
         summary["bounds"] = [parts["sq"].start, parts["sq"].end]
     if "rq" in parts:
-        summary.update({f"rq_{k}": v for k, v in parts["rq"].items()})
+        q = parts["rq"]
+        summary.update(rq_num_bits=q.num_bits, rq_rotation_type=q.rotation_type,
+                       rq_code_dim=q.code_dim)
     return IndexContent(kind="vector", version=f"{parts['sub_index']}/{layout}",
                         entries=pa.table(columns), summary=summary, extra=extra)
 

@@ -18,7 +18,10 @@ from pylance 0.8.14's legacy layout to 14.0.2's Lance-file layout; see the modul
   gives the rows optimize_indices adds the codeword of largest inner product with the vector,
   so a dot code is wrong only when it is wrong under all three readings);
 * SQ: the code is the quantisation of the prepared vector with the index's bounds;
-* HNSW: each partition's graph is consistent over the partition's rows.
+* HNSW: each partition's graph is consistent over the partition's rows;
+* RQ: the sign code is the signs of the rotated residual (the prepared vector minus its
+  partition's centroid), the extended code is the residual's magnitudes under one rescaling,
+  and the factors are the residual's (:mod:`.rq`).
 
 Ties within the float tolerance are no finding; a partition, code or value is wrong only when
 another is strictly better by more than the tolerance.
@@ -46,6 +49,9 @@ SQ_CODE_WRONG = "INDEX-144"
 WRONG_PARTITION = "INDEX-145"
 HNSW_GRAPH = "INDEX-146"
 HNSW_DISTANCES = "INDEX-147"
+RQ_CODE_WRONG = "INDEX-148"
+RQ_FACTOR_WRONG = "INDEX-149"
+RQ_WIDE_CODES = "INDEX-150"
 
 #: itemised disagreements of one rule for one index; the rest are counted in one more
 MAX_PER_RULE = 10
@@ -210,6 +216,19 @@ def check(content, index, data) -> Iterator:
                     f"at dimension {j} of row {row_text(r, stable)}, but the bounds "
                     f"[{q.start:.6g}, {q.end:.6g}] give {int(want[j])}", row=r,
                     partition=int(p[i]))
+        q = ex.get("rq")
+        if q is not None and q.query_estimator == "residual_query" and q.num_bits > 1:
+            add(RQ_WIDE_CODES, f"it is an IVF_RQ of {q.num_bits} bits in the layout of pylance "
+                "1.0.4 to 4.0.2 (a vector of "
+                f"{centroids.shape[1]} dimensions rotated in {q.code_dim}, one sign bit each, no "
+                "__blocked_ex_codes): pylance 9.0.1, 11.0.0 and 14.0.2 refuse to search it "
+                "('requires __blocked_ex_codes'); rebuild it, or build it with one bit")
+        if q is not None and q.judges_codes and len(at):
+            for rule, message, i in _rabit_disagreements(content, q, x, p, at, centroids,
+                                                          metric):
+                r = int(rows[at[i]])
+                add(rule, f"partition {int(p[i])} holds for row {row_text(r, stable)} "
+                    f"{message}", row=r, partition=int(p[i]))
     graphs = ex.get("hnsw") or []
     for pi, graph in enumerate(graphs):
         size = int(declared[pi]) if pi < len(declared) else 0
@@ -268,6 +287,77 @@ def check(content, index, data) -> Iterator:
         if len(items) > MAX_PER_RULE:
             yield Disagreement(rule, f"index {name!r}: more disagreements of {rule} "
                                f"(only the first {MAX_PER_RULE} are listed)")
+
+
+def _rabit_disagreements(content, q, x: np.ndarray, p: np.ndarray, at: np.ndarray,
+                         centroids: np.ndarray, metric: str) -> Iterator[tuple[str, str, int]]:
+    """``(rule, message, i)`` for the RaBitQ codes and factors of the live rows ``at`` (their
+    prepared vectors ``x``, partitions ``p``) that are not their rows' (see :mod:`.rq`).
+
+    Under cosine, pylance 11.0.0's optimize_indices files a row by the cosine to the
+    centroids but encodes its residual from the centroid nearest by L2 (seen on 8 of 1,050
+    rows; 11.0.0 still finds each of them first or second for its own vector): a row's codes
+    and factors are wrong only when they are neither its partition's residual's nor that
+    one's."""
+    ex = content.extra
+    inside = np.nonzero((p >= 0) & (p < centroids.shape[0]))[0]
+    if not len(inside) or not 0 < centroids.shape[1] <= q.code_dim:
+        return
+    cent = np.asarray(centroids, dtype=np.float64)
+    codes = (content.entries.column("code").combine_chunks().flatten()
+             .to_numpy(zero_copy_only=False).reshape(content.entries.num_rows, -1))[at[inside]]
+    stored = {k: np.asarray(v)[at[inside]] for k, v in (ex.get("rq_factors") or {}).items()}
+    ex_values = ex["rq_ex"][at[inside]] if "rq_ex" in ex else None
+    found = _rabit_found(q, x[inside], p[inside], cent, codes, ex_values, stored, metric)
+    if found and metric == "cosine":
+        suspects = np.asarray(sorted(found))
+        nearest = ivf_mod.distances(x[inside[suspects]], cent, "l2").argmin(1)
+        other = nearest != p[inside[suspects]]
+        again = _rabit_found(q, x[inside[suspects[other]]], nearest[other], cent,
+                             codes[suspects[other]],
+                             None if ex_values is None else ex_values[suspects[other]],
+                             {k: v[suspects[other]] for k, v in stored.items()}, metric)
+        for j, k in enumerate(suspects[other].tolist()):
+            if j not in again:
+                del found[k]
+    for k in sorted(found):
+        for rule, message in found[k]:
+            yield rule, message, int(inside[k])
+
+
+def _rabit_found(q, x: np.ndarray, p: np.ndarray, cent: np.ndarray, codes: np.ndarray,
+                 ex_values, stored: dict, metric: str) -> dict[int, list[tuple[str, str]]]:
+    """Row -> ``(rule, message)`` of the RaBitQ codes and factors of rows with prepared
+    vectors ``x`` that are not those of their residuals from centroids ``p``."""
+    from reference_impl.index.vector import rq as rq_mod
+
+    found: dict[int, list[tuple[str, str]]] = {}
+    residual = x - cent[p]
+    rotated = q.rotate(residual)
+    bad, first = rq_mod.wrong_sign_bits(rotated, codes)
+    for k, d in zip(bad.tolist(), first.tolist(), strict=True):
+        found.setdefault(k, []).append((RQ_CODE_WRONG, (
+            f"a RaBitQ sign code whose bit {d} is {int(np.signbit(rotated[k, d]))}, but "
+            f"dimension {d} of the row's rotated residual is {rotated[k, d]:.6g}")))
+    magnitudes = None
+    if ex_values is not None:
+        magnitudes = rq_mod.ex_magnitudes(rotated, ex_values, q.ex_bits)
+        rows, da, db = rq_mod.wrong_ex_codes(rotated, magnitudes, q.ex_bits)
+        low, high = rq_mod.rescaling_bounds(rotated[rows], magnitudes[rows], q.ex_bits)
+        for j, (k, a, b) in enumerate(zip(rows.tolist(), da.tolist(), db.tolist(),
+                                          strict=True)):
+            found.setdefault(k, []).append((RQ_CODE_WRONG, (
+                f"a {q.ex_bits}-bit extended RaBitQ code that no one rescaling of the row's "
+                f"rotated residual gives: its magnitude {int(magnitudes[k, a])} at dimension "
+                f"{a} needs a rescaling of at least {low[j, a]:.6g}, its magnitude "
+                f"{int(magnitudes[k, b])} at dimension {b} one below {high[j, b]:.6g}")))
+    if q.judges_factors and stored:
+        for k, name, have, want in rq_mod.wrong_factors(
+                stored, rotated, q.rotate(cent)[p], (residual * residual).sum(1), metric,
+                magnitudes, q.query_estimator):
+            found.setdefault(k, []).append((RQ_FACTOR_WRONG, (
+                f"{name} {have:.6g}, but the row's residual gives {want:.6g} under {metric}")))
+    return found
 
 
 #: (storage, metric) -> the distance an IVF_HNSW graph records between two of its nodes'

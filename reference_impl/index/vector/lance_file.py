@@ -28,9 +28,8 @@ IVF_RQ (RaBitQ, pylance 11.0.0 to 14.0.2): ``auxiliary.idx`` holds ``_rabit_code
 per rotated dimension, packed), ``__add_factors``, ``__scale_factors``, ``__error_factors``
 and, with more than one bit, ``__blocked_ex_codes`` and their factors; ``storage_metadata``
 ``{"rotate_mat_position", "fast_rotation_signs", "rotation_type", "code_dim", "num_bits",
-"packed", "query_estimator"}``. Its rows and partitions are read and judged like every IVF
-index's; its codes are not decoded (the rotation and the extended codes' search are not
-modelled), which the report says.
+"packed", "query_estimator"}``; see :mod:`reference_impl.index.vector.rq` for the codes, their
+layouts and the factors.
 """
 
 from __future__ import annotations
@@ -44,6 +43,7 @@ from reference_impl.errors import FormatError, UnsupportedIndex
 from reference_impl.index.vector import hnsw as hnsw_mod
 from reference_impl.index.vector import ivf as ivf_mod
 from reference_impl.index.vector import pq as pq_mod
+from reference_impl.index.vector import rq as rq_mod
 from reference_impl.index.vector import sq as sq_mod
 from reference_impl.index.vector.ivf import RULE_LAYOUT
 
@@ -146,8 +146,8 @@ def _assemble(index, aux, ipath: str, apath: str, *, sub_index: str, metric: str
     }
     kind = storage[0]
     if kind == "RQ":
-        parts["rq"] = {k: smeta.get(k) for k in ("num_bits", "rotation_type", "code_dim")
-                       if isinstance(smeta, dict)}
+        parts.update(_rabit_storage(table, smeta if isinstance(smeta, dict) else {},
+                                    lengths, n, apath, codebook))
         return parts
     col = table.column({"FLAT": "flat", "PQ": "__pq_code", "SQ": "__sq_code"}[kind])
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
@@ -204,6 +204,65 @@ def _assemble(index, aux, ipath: str, apath: str, *, sub_index: str, metric: str
         parts["hnsw"] = hnsw_mod.graphs(gtable, graph_ivf.offsets, graph_ivf.lengths, metas,
                                         path=ipath)
     return parts
+
+
+def _rabit_storage(table, smeta: dict, lengths, n: int, apath: str, buffer) -> dict:
+    """The parts of an IVF_RQ storage: the quantiser (``rq``), the sign codes row by row
+    (``codes``), the extended code values (``rq_ex``, more than one bit) and the factor
+    columns (``rq_factors``); see :mod:`reference_impl.index.vector.rq`. ``buffer(position)``
+    gives a global buffer's bytes (a matrix rotation's Tensor)."""
+    q = rq_mod.from_metadata(smeta)
+    names = set(table.column_names)
+    if q.rotation_type == "matrix" and smeta.get("rotate_mat_position") is not None:
+        try:
+            raw = buffer(int(smeta["rotate_mat_position"]))
+        except (TypeError, ValueError, IndexError, KeyError):
+            raise FormatError(f"RaBitQ rotate_mat_position {smeta['rotate_mat_position']!r} "
+                              "names no global buffer", rule=RULE_LAYOUT, path=apath) from None
+        tensor = ivf_mod.parse_message(pq_mod_tensor(), raw, what="RaBitQ rotation",
+                                       path=apath)
+        matrix = ivf_mod.tensor_array(tensor, what="RaBitQ rotation", path=apath)
+        if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+            raise FormatError(f"RaBitQ rotation of shape {list(matrix.shape)} is not square",
+                              rule=RULE_LAYOUT, path=apath)
+        q.set_rotation_matrix(matrix)
+
+    def fixed(name: str, width: int) -> np.ndarray:
+        col = table.column(name)
+        col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        if (not pa.types.is_fixed_size_list(col.type) or col.type.list_size != width
+                or not pa.types.is_uint8(col.type.value_type)):
+            raise FormatError(f"auxiliary.idx's {name} column is {col.type}, not "
+                              f"fixed_size_list<uint8>[{width}]", rule=RULE_LAYOUT, path=apath)
+        return np.asarray(col.flatten().to_numpy(zero_copy_only=False)).reshape(n, width)
+
+    if q.code_dim <= 0 or q.code_dim % 8 or not 1 <= q.num_bits <= 9:
+        raise FormatError(f"RaBitQ storage metadata gives code_dim {q.code_dim} and num_bits "
+                          f"{q.num_bits}", rule=RULE_LAYOUT, path=apath)
+    codes = fixed("_rabit_codes", q.code_dim // 8)
+    if q.packed:
+        if int(np.sum(lengths)) != n:
+            q.unjudged.append("its RaBitQ codes are not unpacked: the partitions' sizes do not "
+                              "sum to its rows")
+        else:
+            codes = rq_mod.unpack_fast_scan(codes, lengths)
+    out = {"rq": q, "codes": codes, "rq_factors": {}}
+    if q.ex_bits:
+        if "__blocked_ex_codes" not in names:
+            raise UnsupportedIndex(f"RaBitQ storage of {q.num_bits} bits without "
+                                   "__blocked_ex_codes", kind="vector",
+                                   version="lance-file/IVF_RQ", path=apath)
+        width = -(-q.code_dim // rq_mod.EX_BLOCK_DIMS) * rq_mod.EX_BLOCK_DIMS * q.ex_bits // 8
+        out["rq_ex"] = rq_mod.unpack_blocked(fixed("__blocked_ex_codes", width), q.code_dim,
+                                             q.ex_bits)
+    for name in rq_mod.FACTOR_COLUMNS:
+        if name in names:
+            col = table.column(name)
+            if not pa.types.is_floating(col.type):
+                raise FormatError(f"auxiliary.idx's {name} column is {col.type}, not a float",
+                                  rule=RULE_LAYOUT, path=apath)
+            out["rq_factors"][name] = np.asarray(col.to_numpy(), dtype=np.float64)
+    return out
 
 
 # --------------------------------------------------------------------------- Lance 0.1 files
