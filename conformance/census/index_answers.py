@@ -350,10 +350,13 @@ def reconstruct(content) -> np.ndarray:
     codes = np.asarray(codes.flatten().to_numpy(zero_copy_only=False), np.int64).reshape(-1, m)
     pq, sq, rq = content.extra.get("pq"), content.extra.get("sq"), content.extra.get("rq")
     if rq is not None:
-        if not rq.judges_factors or content.extra.get("centroids") is None:
-            raise CannotAnswer(f"a RaBitQ index of rotation {rq.rotation_type!r} and query "
-                               f"estimator {rq.query_estimator!r}")
         from reference_impl.index.vector import rq as rq_mod
+
+        if not rq.judges_factors or content.extra.get("centroids") is None or (
+                rq.rotation_type == "fast" and rq.code_dim > rq_mod.MATRIX_LIMIT):
+            raise CannotAnswer(f"a RaBitQ index of rotation {rq.rotation_type!r} over "
+                               f"{rq.code_dim} dimensions and query estimator "
+                               f"{rq.query_estimator!r}")
 
         part = _need(e, "partition").to_numpy(zero_copy_only=False).astype(np.int64)
         return rq_mod.reconstruct(rq, codes.astype(np.uint8), part,
@@ -429,8 +432,11 @@ RABIT_POOL = 8
 
 
 def _rabit_l2(content) -> bool:
+    from reference_impl.index.vector import rq as rq_mod
+
     rq = content.extra.get("rq")
-    return (rq is not None and rq.judges_factors
+    return (rq is not None and rq.judges_factors and (
+                rq.code_dim <= rq_mod.MATRIX_LIMIT or rq.rotation_type == "matrix")
             and content.extra.get("metric", "l2") in ("l2", "cosine")
             and content.extra.get("centroids") is not None)
 

@@ -1,7 +1,7 @@
 """Hostile index files: the bytes of an index's files are untrusted like any other.
 
 Every index kind pylance 14.0.2 builds (BTREE, BITMAP, LABEL_LIST, NGRAM, ZONEMAP,
-BLOOMFILTER, INVERTED, RTREE, MINHASHLSH, IVF_PQ, IVF_HNSW_SQ;
+BLOOMFILTER, INVERTED, RTREE, MINHASHLSH, IVF_PQ, IVF_HNSW_SQ, IVF_RQ;
 ``conformance/suite/table/test_index.py``'s table and a WKT column) gets one of its files damaged -- bits flipped, a run of bytes zeroed, many bytes
 replaced, or a Lance file's footer, offset table or page entries rewritten (the file-format
 mutations of ``test_file_hostile.py``) -- and ``validate --deep`` must end in a report:
@@ -38,6 +38,7 @@ def indexed(tmp_path_factory, pylance):
     table = _table()
     geo = [None if i % 17 == 0 else f"POINT ({i % 20} {i // 20})" for i in range(table.num_rows)]
     table = table.append_column("geo", pa.array(geo, pa.string()))
+    table = table.append_column("vec3", table.column("vec"))
     ds = pylance.write_dataset(table, str(root), max_rows_per_file=100)
     ds.create_scalar_index("id", "BTREE")
     ds.create_scalar_index("cat", "BITMAP")
@@ -50,6 +51,7 @@ def indexed(tmp_path_factory, pylance):
     ds.create_scalar_index("text", "MINHASHLSH", name="text_mh")
     ds.create_index("vec", "IVF_PQ", num_partitions=2, num_sub_vectors=2)
     ds.create_index("vec2", "IVF_HNSW_SQ", num_partitions=2)
+    ds.create_index("vec3", "IVF_RQ", num_partitions=2, num_bits=3)
     return root
 
 

@@ -68,6 +68,9 @@ BLOCK_ROWS = 32
 BLOCK_ORDER = (0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15)
 #: dimensions of one block of the extended codes
 EX_BLOCK_DIMS = 64
+#: the widest fast rotation turned into a matrix (its code_dim**2 float64s, 32 MiB); wider
+#: ones are rotated by :func:`fast_rotation` itself
+MATRIX_LIMIT = 2048
 #: the query estimators whose factors are recomputed (see the module text)
 ESTIMATORS = ("raw_query", "residual_query")
 #: the factor columns of the storage, in the order the writer adds them
@@ -131,6 +134,9 @@ class RabitQuantizer:
         """The rotation of each row of ``x``: as one matrix product with the rotation's
         matrix (:func:`rotation_matrix`; equal to :func:`fast_rotation` within float
         rounding, which the sign slack allows)."""
+        if self._matrix is None and self.code_dim > MATRIX_LIMIT:
+            # a wide rotation: its matrix would take code_dim**2 floats
+            return fast_rotation(self.pad(x), self.fast_rotation_signs)
         if self._matrix is None:
             self._matrix = rotation_matrix(self.fast_rotation_signs, self.code_dim)
         return (self.pad(x) @ self._matrix).astype(np.float32)
@@ -674,6 +680,9 @@ def reconstruct(q: RabitQuantizer, codes: np.ndarray, partitions: np.ndarray,
     scaled to ``v * |x|^2 / <x, v>`` (read from the scale factor: ``-scale / 2`` under l2
     and cosine, ``-scale`` under dot), turned back by the inverse rotation and added to the
     partition's centroid (for cosine: of the unit-scaled vector)."""
+    if q._matrix is None and q.code_dim > MATRIX_LIMIT:
+        raise ValueError(f"a rotation of {q.code_dim} dimensions is not turned back (the "
+                         f"limit is {MATRIX_LIMIT})")
     if q._matrix is None:
         q._matrix = rotation_matrix(q.fast_rotation_signs, q.code_dim)
     bits = np.unpackbits(np.asarray(codes, np.uint8), axis=1,
