@@ -3,7 +3,7 @@ index says (``lance-conformance fixtures mutate --targets index-content``).
 
 The byte mutations of :mod:`conformance.releases.mutations` damage files; a reader notices
 most of them. An index can be wrong without one damaged byte: a key under another row, the
-postings of two values swapped, a row in another IVF partition, a PQ code replaced, an index
+postings of two values swapped, a row in another IVF partition, a PQ or RaBitQ code replaced, an index
 that claims fragments it never indexed. This campaign makes such indexes from the tables of
 the index corpus (:mod:`conformance.census.indexes`, built by pylance 14.0.2), one edit per
 copy (:data:`EDITS`):
@@ -278,6 +278,41 @@ def code_replace(case: dict, table: Path) -> Edited:
     return Edited("auxiliary.idx", rewrite_index_file(table, "auxiliary.idx", change))
 
 
+def rq_code_replace(case: dict, table: Path) -> Edited:
+    """IVF_RQ: the RaBitQ sign code of the row of id 5 replaced by the code of the row of its
+    partition whose code differs most (the fast-scan layout unpacked, edited and packed
+    again; the factors and extended codes stay the row's)."""
+    from reference_impl.index.vector import rq
+
+    def change(t):
+        if "_rabit_codes" not in t.column_names:
+            raise NotApplicable("no RaBitQ codes")
+        rows = t.column("_rowid").to_pylist()
+        if 5 not in rows:
+            raise NotApplicable("row 5 is not in the storage file")
+        part = _partition_of(table, len(rows))
+        lengths = np.bincount(part, minlength=int(part.max()) + 1)
+        meta = json.loads(json.loads((t.schema.metadata or {})[b"storage_metadata"])[0])
+        stored = np.stack(t.column("_rabit_codes").to_numpy(zero_copy_only=False))
+        codes = rq.unpack_fast_scan(stored, lengths) if meta.get("packed") else stored.copy()
+        i = rows.index(5)
+        same = [j for j in range(len(rows)) if part[j] == part[i] and j != i]
+        if not same:
+            raise NotApplicable("row 5 is alone in its partition")
+        bits = np.unpackbits(codes, axis=1)
+        j = max(same, key=lambda k: int((bits[k] != bits[i]).sum()))
+        before = codes[i].tolist()
+        codes[i] = codes[j]
+        out = rq.pack_fast_scan(codes, lengths) if meta.get("packed") else codes
+        col = t.schema.get_field_index("_rabit_codes")
+        return t.set_column(col, t.schema.field(col), pa.FixedSizeListArray.from_arrays(
+            pa.array(out.reshape(-1), pa.uint8()), out.shape[1])), \
+            (f"_rabit_codes of row id 5 replaced by row id {rows[j]}'s ({before} -> "
+             f"{codes[j].tolist()}, unpacked)")
+
+    return Edited("auxiliary.idx", rewrite_index_file(table, "auxiliary.idx", change))
+
+
 def stale_coverage(case: dict, table: Path) -> Edited:
     """Any kind, on a table whose update moved rows to a new fragment: the index's
     ``fragment_bitmap`` made to claim every fragment of the version (an index left stale
@@ -319,8 +354,9 @@ EDITS = {
     "bloom-clear": (bloom_clear, ("BLOOMFILTER",), "plain"),
     "fts-docs-swap": (fts_docs_swap, ("INVERTED", "INVERTED-positions"), "plain"),
     "ivf-move": (ivf_move, ("IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_FLAT", "IVF_HNSW_SQ",
-                            "IVF_HNSW_PQ"), "plain"),
+                            "IVF_HNSW_PQ", "IVF_RQ"), "plain"),
     "code-replace": (code_replace, ("IVF_PQ", "IVF_SQ", "IVF_HNSW_SQ", "IVF_HNSW_PQ"), "plain"),
+    "rq-code-replace": (rq_code_replace, ("IVF_RQ",), "plain"),
     "stale-coverage": (stale_coverage, ("BTREE", "BTREE-nulls", "BITMAP", "LABEL_LIST", "NGRAM",
                                         "ZONEMAP", "BLOOMFILTER", "INVERTED", "IVF_FLAT",
                                         "IVF_PQ"), "update"),

@@ -432,3 +432,29 @@ def test_census_of_pylance_14_has_no_false_error(tmp_path):
     assert not false, [f"{c.kind}/{c.scenario}: {c.detail}" for c in false]
     swaps = [c for c in cells if c.scenario == "swap" and c.verdict != "not built"]
     assert len(swaps) >= 10 and all(c.release_agrees is False for c in swaps)
+
+
+@pytest.fixture(scope="module")
+def rq_corpus(tmp_path_factory, pylance):
+    out = tmp_path_factory.mktemp("index-corpus-rq") / "pylance-14.0.2"
+    indexes.build("pylance==14.0.2", out, kinds=["IVF_RQ"], scenarios=["plain", "swap"],
+                  python=sys.executable)
+    return out
+
+
+@pytest.mark.interop
+def test_ivf_rq_cells_and_a_replaced_code(rq_corpus, tmp_path):
+    """The census judges IVF_RQ (the kit answers k-nearest queries by the factors' distance
+    estimates): its own index agrees, the swap is caught; a RaBitQ sign code replaced by
+    another row's makes pylance miss the row for its own vector, and the kit names it
+    (INDEX-148)."""
+    from conformance.releases import index_mutations as im
+
+    cells = {c.scenario: c for c in index_census.judge([rq_corpus])}
+    assert cells["plain"].verdict == "agree", cells["plain"].detail
+    assert cells["swap"].verdict == "caught", cells["swap"].detail
+    j = im.judge_one("rq-code-replace", "IVF_RQ", rq_corpus / "IVF_RQ" / "plain", tmp_path,
+                     sys.executable)
+    assert j.verdict == "caught", (j.verdict, j.detail, j.release, j.kit)
+    assert "INDEX-148" in j.kit
+    _recorded_sizes_true(Path(j.copy) / "table")
