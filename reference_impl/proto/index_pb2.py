@@ -26,7 +26,7 @@ from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 from . import index_details_pb2 as index__details__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0bindex.proto\x12\x0elance.index.pb\x1a\x19google/protobuf/any.proto\x1a\x13index_details.proto\"\xb5\x01\n\x05Index\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x02 \x03(\t\x12\x17\n\x0f\x64\x61taset_version\x18\x03 \x01(\x04\x12-\n\nindex_type\x18\x04 \x01(\x0e\x32\x19.lance.index.pb.IndexType\x12\x33\n\x0cvector_index\x18\x05 \x01(\x0b\x32\x1b.lance.index.pb.VectorIndexH\x00\x42\x10\n\x0eimplementation\"\xc9\x01\n\x06Tensor\x12\x32\n\tdata_type\x18\x01 \x01(\x0e\x32\x1f.lance.index.pb.Tensor.DataType\x12\r\n\x05shape\x18\x02 \x03(\r\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"n\n\x08\x44\x61taType\x12\x0c\n\x08\x42\x46LOAT16\x10\x00\x12\x0b\n\x07\x46LOAT16\x10\x01\x12\x0b\n\x07\x46LOAT32\x10\x02\x12\x0b\n\x07\x46LOAT64\x10\x03\x12\t\n\x05UINT8\x10\x04\x12\n\n\x06UINT16\x10\x05\x12\n\n\x06UINT32\x10\x06\x12\n\n\x06UINT64\x10\x07\"\x88\x01\n\x03IVF\x12\x11\n\tcentroids\x18\x01 \x03(\x02\x12\x0f\n\x07offsets\x18\x02 \x03(\x04\x12\x0f\n\x07lengths\x18\x03 \x03(\r\x12\x30\n\x10\x63\x65ntroids_tensor\x18\x04 \x01(\x0b\x32\x16.lance.index.pb.Tensor\x12\x11\n\x04loss\x18\x05 \x01(\x01H\x00\x88\x01\x01\x42\x07\n\x05_loss\"\x85\x01\n\x02PQ\x12\x10\n\x08num_bits\x18\x01 \x01(\r\x12\x17\n\x0fnum_sub_vectors\x18\x02 \x01(\r\x12\x11\n\tdimension\x18\x03 \x01(\r\x12\x10\n\x08\x63odebook\x18\x04 \x03(\x02\x12/\n\x0f\x63odebook_tensor\x18\x05 \x01(\x0b\x32\x16.lance.index.pb.Tensor\"Y\n\tTransform\x12\x10\n\x08position\x18\x01 \x01(\x04\x12\r\n\x05shape\x18\x02 \x03(\r\x12+\n\x04type\x18\x03 \x01(\x0e\x32\x1d.lance.index.pb.TransformType\"\x06\n\x04\x46lat\"_\n\x07\x44iskAnn\x12\x0c\n\x04spec\x18\x01 \x01(\r\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\t\n\x01r\x18\x03 \x01(\r\x12\r\n\x05\x61lpha\x18\x04 \x01(\x02\x12\t\n\x01L\x18\x05 \x01(\r\x12\x0f\n\x07\x65ntries\x18\x06 \x03(\x04\"\xe3\x01\n\x10VectorIndexStage\x12$\n\x04\x66lat\x18\x01 \x01(\x0b\x32\x14.lance.index.pb.FlatH\x00\x12\"\n\x03ivf\x18\x02 \x01(\x0b\x32\x13.lance.index.pb.IVFH\x00\x12 \n\x02pq\x18\x03 \x01(\x0b\x32\x12.lance.index.pb.PQH\x00\x12.\n\ttransform\x18\x04 \x01(\x0b\x32\x19.lance.index.pb.TransformH\x00\x12*\n\x07\x64iskann\x18\x05 \x01(\x0b\x32\x17.lance.index.pb.DiskAnnH\x00\x42\x07\n\x05stage\"\x9f\x01\n\x0bVectorIndex\x12\x14\n\x0cspec_version\x18\x01 \x01(\r\x12\x11\n\tdimension\x18\x02 \x01(\r\x12\x30\n\x06stages\x18\x03 \x03(\x0b\x32 .lance.index.pb.VectorIndexStage\x12\x35\n\x0bmetric_type\x18\x04 \x01(\x0e\x32 .lance.index.pb.VectorMetricType\"N\n\x10JsonIndexDetails\x12\x0c\n\x04path\x18\x01 \x01(\t\x12,\n\x0etarget_details\x18\x02 \x01(\x0b\x32\x14.google.protobuf.Any\"\x19\n\x17\x42loomFilterIndexDetails\"\xc8\x05\n\x12VectorIndexDetails\x12\x35\n\x0bmetric_type\x18\x01 \x01(\x0e\x32 .lance.index.pb.VectorMetricType\x12M\n\x11hnsw_index_config\x18\x03 \x01(\x0b\x32\x32.lance.index.pb.VectorIndexDetails.HnswIndexConfig\x12\x44\n\x02pq\x18\x04 \x01(\x0b\x32\x36.lance.index.pb.VectorIndexDetails.ProductQuantizationH\x00\x12\x43\n\x02sq\x18\x05 \x01(\x0b\x32\x35.lance.index.pb.VectorIndexDetails.ScalarQuantizationH\x00\x12@\n\x04\x66lat\x18\x08 \x01(\x0b\x32\x30.lance.index.pb.VectorIndexDetails.NoCompressionH\x00\x12I\n\x0c\x62uild_params\x18\t \x03(\x0b\x32\x33.lance.index.pb.VectorIndexDetails.BuildParamsEntry\x1a\x32\n\x10\x42uildParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aV\n\x0fHnswIndexConfig\x12\x17\n\x0fmax_connections\x18\x01 \x01(\r\x12\x17\n\x0f\x63onstruction_ef\x18\x02 \x01(\r\x12\x11\n\tmax_level\x18\x03 \x01(\r\x1a@\n\x13ProductQuantization\x12\x10\n\x08num_bits\x18\x01 \x01(\r\x12\x17\n\x0fnum_sub_vectors\x18\x02 \x01(\r\x1a&\n\x12ScalarQuantization\x12\x10\n\x08num_bits\x18\x01 \x01(\r\x1a\x0f\n\rNoCompressionB\r\n\x0b\x63ompression\"\x13\n\x11RTreeIndexDetails\"\x10\n\x0e\x46MIndexDetails\"\xa6\x01\n\x16MinHashLshIndexDetails\x12\x12\n\nnum_hashes\x18\x01 \x01(\r\x12\x11\n\tnum_bands\x18\x02 \x01(\r\x12\x14\n\x0cshingle_size\x18\x03 \x01(\r\x12\x34\n\ttokenizer\x18\x04 \x01(\x0b\x32!.lance.table.InvertedIndexDetails\x12\x19\n\x11signature_version\x18\x05 \x01(\r*\x17\n\tIndexType\x12\n\n\x06VECTOR\x10\x00*\x18\n\rTransformType\x12\x07\n\x03OPQ\x10\x00*<\n\x10VectorMetricType\x12\x06\n\x02L2\x10\x00\x12\n\n\x06\x43osine\x10\x01\x12\x07\n\x03\x44ot\x10\x02\x12\x0b\n\x07Hamming\x10\x03\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x0bindex.proto\x12\x0elance.index.pb\x1a\x19google/protobuf/any.proto\x1a\x13index_details.proto\"\xb5\x01\n\x05Index\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x02 \x03(\t\x12\x17\n\x0f\x64\x61taset_version\x18\x03 \x01(\x04\x12-\n\nindex_type\x18\x04 \x01(\x0e\x32\x19.lance.index.pb.IndexType\x12\x33\n\x0cvector_index\x18\x05 \x01(\x0b\x32\x1b.lance.index.pb.VectorIndexH\x00\x42\x10\n\x0eimplementation\"\xc9\x01\n\x06Tensor\x12\x32\n\tdata_type\x18\x01 \x01(\x0e\x32\x1f.lance.index.pb.Tensor.DataType\x12\r\n\x05shape\x18\x02 \x03(\r\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\"n\n\x08\x44\x61taType\x12\x0c\n\x08\x42\x46LOAT16\x10\x00\x12\x0b\n\x07\x46LOAT16\x10\x01\x12\x0b\n\x07\x46LOAT32\x10\x02\x12\x0b\n\x07\x46LOAT64\x10\x03\x12\t\n\x05UINT8\x10\x04\x12\n\n\x06UINT16\x10\x05\x12\n\n\x06UINT32\x10\x06\x12\n\n\x06UINT64\x10\x07\"\x88\x01\n\x03IVF\x12\x11\n\tcentroids\x18\x01 \x03(\x02\x12\x0f\n\x07offsets\x18\x02 \x03(\x04\x12\x0f\n\x07lengths\x18\x03 \x03(\r\x12\x30\n\x10\x63\x65ntroids_tensor\x18\x04 \x01(\x0b\x32\x16.lance.index.pb.Tensor\x12\x11\n\x04loss\x18\x05 \x01(\x01H\x00\x88\x01\x01\x42\x07\n\x05_loss\"\x85\x01\n\x02PQ\x12\x10\n\x08num_bits\x18\x01 \x01(\r\x12\x17\n\x0fnum_sub_vectors\x18\x02 \x01(\r\x12\x11\n\tdimension\x18\x03 \x01(\r\x12\x10\n\x08\x63odebook\x18\x04 \x03(\x02\x12/\n\x0f\x63odebook_tensor\x18\x05 \x01(\x0b\x32\x16.lance.index.pb.Tensor\"Y\n\tTransform\x12\x10\n\x08position\x18\x01 \x01(\x04\x12\r\n\x05shape\x18\x02 \x03(\r\x12+\n\x04type\x18\x03 \x01(\x0e\x32\x1d.lance.index.pb.TransformType\"\x06\n\x04\x46lat\"_\n\x07\x44iskAnn\x12\x0c\n\x04spec\x18\x01 \x01(\r\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\t\n\x01r\x18\x03 \x01(\r\x12\r\n\x05\x61lpha\x18\x04 \x01(\x02\x12\t\n\x01L\x18\x05 \x01(\r\x12\x0f\n\x07\x65ntries\x18\x06 \x03(\x04\"\xe3\x01\n\x10VectorIndexStage\x12$\n\x04\x66lat\x18\x01 \x01(\x0b\x32\x14.lance.index.pb.FlatH\x00\x12\"\n\x03ivf\x18\x02 \x01(\x0b\x32\x13.lance.index.pb.IVFH\x00\x12 \n\x02pq\x18\x03 \x01(\x0b\x32\x12.lance.index.pb.PQH\x00\x12.\n\ttransform\x18\x04 \x01(\x0b\x32\x19.lance.index.pb.TransformH\x00\x12*\n\x07\x64iskann\x18\x05 \x01(\x0b\x32\x17.lance.index.pb.DiskAnnH\x00\x42\x07\n\x05stage\"\x9f\x01\n\x0bVectorIndex\x12\x14\n\x0cspec_version\x18\x01 \x01(\r\x12\x11\n\tdimension\x18\x02 \x01(\r\x12\x30\n\x06stages\x18\x03 \x03(\x0b\x32 .lance.index.pb.VectorIndexStage\x12\x35\n\x0bmetric_type\x18\x04 \x01(\x0e\x32 .lance.index.pb.VectorMetricType\"N\n\x10JsonIndexDetails\x12\x0c\n\x04path\x18\x01 \x01(\t\x12,\n\x0etarget_details\x18\x02 \x01(\x0b\x32\x14.google.protobuf.Any\"\x19\n\x17\x42loomFilterIndexDetails\"\xb3\x06\n\x12VectorIndexDetails\x12\x35\n\x0bmetric_type\x18\x01 \x01(\x0e\x32 .lance.index.pb.VectorMetricType\x12M\n\x11hnsw_index_config\x18\x03 \x01(\x0b\x32\x32.lance.index.pb.VectorIndexDetails.HnswIndexConfig\x12\x44\n\x02pq\x18\x04 \x01(\x0b\x32\x36.lance.index.pb.VectorIndexDetails.ProductQuantizationH\x00\x12\x43\n\x02sq\x18\x05 \x01(\x0b\x32\x35.lance.index.pb.VectorIndexDetails.ScalarQuantizationH\x00\x12\x42\n\x02rq\x18\x06 \x01(\x0b\x32\x34.lance.index.pb.VectorIndexDetails.RabitQuantizationH\x00\x12@\n\x04\x66lat\x18\x08 \x01(\x0b\x32\x30.lance.index.pb.VectorIndexDetails.NoCompressionH\x00\x12I\n\x0c\x62uild_params\x18\t \x03(\x0b\x32\x33.lance.index.pb.VectorIndexDetails.BuildParamsEntry\x1a\x32\n\x10\x42uildParamsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x1aV\n\x0fHnswIndexConfig\x12\x17\n\x0fmax_connections\x18\x01 \x01(\r\x12\x17\n\x0f\x63onstruction_ef\x18\x02 \x01(\r\x12\x11\n\tmax_level\x18\x03 \x01(\r\x1a@\n\x13ProductQuantization\x12\x10\n\x08num_bits\x18\x01 \x01(\r\x12\x17\n\x0fnum_sub_vectors\x18\x02 \x01(\r\x1a&\n\x12ScalarQuantization\x12\x10\n\x08num_bits\x18\x01 \x01(\r\x1a%\n\x11RabitQuantization\x12\x10\n\x08num_bits\x18\x01 \x01(\r\x1a\x0f\n\rNoCompressionB\r\n\x0b\x63ompression\"\x13\n\x11RTreeIndexDetails\"\x10\n\x0e\x46MIndexDetails\"\xa6\x01\n\x16MinHashLshIndexDetails\x12\x12\n\nnum_hashes\x18\x01 \x01(\r\x12\x11\n\tnum_bands\x18\x02 \x01(\r\x12\x14\n\x0cshingle_size\x18\x03 \x01(\r\x12\x34\n\ttokenizer\x18\x04 \x01(\x0b\x32!.lance.table.InvertedIndexDetails\x12\x19\n\x11signature_version\x18\x05 \x01(\r*\x17\n\tIndexType\x12\n\n\x06VECTOR\x10\x00*\x18\n\rTransformType\x12\x07\n\x03OPQ\x10\x00*<\n\x10VectorMetricType\x12\x06\n\x02L2\x10\x00\x12\n\n\x06\x43osine\x10\x01\x12\x07\n\x03\x44ot\x10\x02\x12\x0b\n\x07Hamming\x10\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,12 +35,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_VECTORINDEXDETAILS_BUILDPARAMSENTRY']._loaded_options = None
   _globals['_VECTORINDEXDETAILS_BUILDPARAMSENTRY']._serialized_options = b'8\001'
-  _globals['_INDEXTYPE']._serialized_start=2360
-  _globals['_INDEXTYPE']._serialized_end=2383
-  _globals['_TRANSFORMTYPE']._serialized_start=2385
-  _globals['_TRANSFORMTYPE']._serialized_end=2409
-  _globals['_VECTORMETRICTYPE']._serialized_start=2411
-  _globals['_VECTORMETRICTYPE']._serialized_end=2471
+  _globals['_INDEXTYPE']._serialized_start=2467
+  _globals['_INDEXTYPE']._serialized_end=2490
+  _globals['_TRANSFORMTYPE']._serialized_start=2492
+  _globals['_TRANSFORMTYPE']._serialized_end=2516
+  _globals['_VECTORMETRICTYPE']._serialized_start=2518
+  _globals['_VECTORMETRICTYPE']._serialized_end=2578
   _globals['_INDEX']._serialized_start=80
   _globals['_INDEX']._serialized_end=261
   _globals['_TENSOR']._serialized_start=264
@@ -66,21 +66,23 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_BLOOMFILTERINDEXDETAILS']._serialized_start=1410
   _globals['_BLOOMFILTERINDEXDETAILS']._serialized_end=1435
   _globals['_VECTORINDEXDETAILS']._serialized_start=1438
-  _globals['_VECTORINDEXDETAILS']._serialized_end=2150
-  _globals['_VECTORINDEXDETAILS_BUILDPARAMSENTRY']._serialized_start=1874
-  _globals['_VECTORINDEXDETAILS_BUILDPARAMSENTRY']._serialized_end=1924
-  _globals['_VECTORINDEXDETAILS_HNSWINDEXCONFIG']._serialized_start=1926
-  _globals['_VECTORINDEXDETAILS_HNSWINDEXCONFIG']._serialized_end=2012
-  _globals['_VECTORINDEXDETAILS_PRODUCTQUANTIZATION']._serialized_start=2014
-  _globals['_VECTORINDEXDETAILS_PRODUCTQUANTIZATION']._serialized_end=2078
-  _globals['_VECTORINDEXDETAILS_SCALARQUANTIZATION']._serialized_start=2080
-  _globals['_VECTORINDEXDETAILS_SCALARQUANTIZATION']._serialized_end=2118
-  _globals['_VECTORINDEXDETAILS_NOCOMPRESSION']._serialized_start=2120
-  _globals['_VECTORINDEXDETAILS_NOCOMPRESSION']._serialized_end=2135
-  _globals['_RTREEINDEXDETAILS']._serialized_start=2152
-  _globals['_RTREEINDEXDETAILS']._serialized_end=2171
-  _globals['_FMINDEXDETAILS']._serialized_start=2173
-  _globals['_FMINDEXDETAILS']._serialized_end=2189
-  _globals['_MINHASHLSHINDEXDETAILS']._serialized_start=2192
-  _globals['_MINHASHLSHINDEXDETAILS']._serialized_end=2358
+  _globals['_VECTORINDEXDETAILS']._serialized_end=2257
+  _globals['_VECTORINDEXDETAILS_BUILDPARAMSENTRY']._serialized_start=1942
+  _globals['_VECTORINDEXDETAILS_BUILDPARAMSENTRY']._serialized_end=1992
+  _globals['_VECTORINDEXDETAILS_HNSWINDEXCONFIG']._serialized_start=1994
+  _globals['_VECTORINDEXDETAILS_HNSWINDEXCONFIG']._serialized_end=2080
+  _globals['_VECTORINDEXDETAILS_PRODUCTQUANTIZATION']._serialized_start=2082
+  _globals['_VECTORINDEXDETAILS_PRODUCTQUANTIZATION']._serialized_end=2146
+  _globals['_VECTORINDEXDETAILS_SCALARQUANTIZATION']._serialized_start=2148
+  _globals['_VECTORINDEXDETAILS_SCALARQUANTIZATION']._serialized_end=2186
+  _globals['_VECTORINDEXDETAILS_RABITQUANTIZATION']._serialized_start=2188
+  _globals['_VECTORINDEXDETAILS_RABITQUANTIZATION']._serialized_end=2225
+  _globals['_VECTORINDEXDETAILS_NOCOMPRESSION']._serialized_start=2227
+  _globals['_VECTORINDEXDETAILS_NOCOMPRESSION']._serialized_end=2242
+  _globals['_RTREEINDEXDETAILS']._serialized_start=2259
+  _globals['_RTREEINDEXDETAILS']._serialized_end=2278
+  _globals['_FMINDEXDETAILS']._serialized_start=2280
+  _globals['_FMINDEXDETAILS']._serialized_end=2296
+  _globals['_MINHASHLSHINDEXDETAILS']._serialized_start=2299
+  _globals['_MINHASHLSHINDEXDETAILS']._serialized_end=2465
 # @@protoc_insertion_point(module_scope)

@@ -169,7 +169,7 @@ class BloomFilterIndexDetails(_message.Message):
     def __init__(self) -> None: ...
 
 class VectorIndexDetails(_message.Message):
-    __slots__ = ("metric_type", "hnsw_index_config", "pq", "sq", "flat", "build_params")
+    __slots__ = ("metric_type", "hnsw_index_config", "pq", "sq", "rq", "flat", "build_params")
     class BuildParamsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -198,6 +198,11 @@ class VectorIndexDetails(_message.Message):
         NUM_BITS_FIELD_NUMBER: _ClassVar[int]
         num_bits: int
         def __init__(self, num_bits: _Optional[int] = ...) -> None: ...
+    class RabitQuantization(_message.Message):
+        __slots__ = ("num_bits",)
+        NUM_BITS_FIELD_NUMBER: _ClassVar[int]
+        num_bits: int
+        def __init__(self, num_bits: _Optional[int] = ...) -> None: ...
     class NoCompression(_message.Message):
         __slots__ = ()
         def __init__(self) -> None: ...
@@ -205,15 +210,17 @@ class VectorIndexDetails(_message.Message):
     HNSW_INDEX_CONFIG_FIELD_NUMBER: _ClassVar[int]
     PQ_FIELD_NUMBER: _ClassVar[int]
     SQ_FIELD_NUMBER: _ClassVar[int]
+    RQ_FIELD_NUMBER: _ClassVar[int]
     FLAT_FIELD_NUMBER: _ClassVar[int]
     BUILD_PARAMS_FIELD_NUMBER: _ClassVar[int]
     metric_type: VectorMetricType
     hnsw_index_config: VectorIndexDetails.HnswIndexConfig
     pq: VectorIndexDetails.ProductQuantization
     sq: VectorIndexDetails.ScalarQuantization
+    rq: VectorIndexDetails.RabitQuantization
     flat: VectorIndexDetails.NoCompression
     build_params: _containers.ScalarMap[str, str]
-    def __init__(self, metric_type: _Optional[_Union[VectorMetricType, str]] = ..., hnsw_index_config: _Optional[_Union[VectorIndexDetails.HnswIndexConfig, _Mapping]] = ..., pq: _Optional[_Union[VectorIndexDetails.ProductQuantization, _Mapping]] = ..., sq: _Optional[_Union[VectorIndexDetails.ScalarQuantization, _Mapping]] = ..., flat: _Optional[_Union[VectorIndexDetails.NoCompression, _Mapping]] = ..., build_params: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, metric_type: _Optional[_Union[VectorMetricType, str]] = ..., hnsw_index_config: _Optional[_Union[VectorIndexDetails.HnswIndexConfig, _Mapping]] = ..., pq: _Optional[_Union[VectorIndexDetails.ProductQuantization, _Mapping]] = ..., sq: _Optional[_Union[VectorIndexDetails.ScalarQuantization, _Mapping]] = ..., rq: _Optional[_Union[VectorIndexDetails.RabitQuantization, _Mapping]] = ..., flat: _Optional[_Union[VectorIndexDetails.NoCompression, _Mapping]] = ..., build_params: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class RTreeIndexDetails(_message.Message):
     __slots__ = ()
