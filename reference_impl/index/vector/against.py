@@ -225,7 +225,7 @@ def check(content, index, data) -> Iterator:
                 "('requires __blocked_ex_codes'); rebuild it, or build it with one bit")
         if q is not None and q.judges_codes and len(at):
             for rule, message, i in _rabit_disagreements(content, q, x, p, at, centroids,
-                                                          metric):
+                                                          metric, _float_type(data.values)):
                 r = int(rows[at[i]])
                 add(rule, f"partition {int(p[i])} holds for row {row_text(r, stable)} "
                     f"{message}", row=r, partition=int(p[i]))
@@ -290,7 +290,8 @@ def check(content, index, data) -> Iterator:
 
 
 def _rabit_disagreements(content, q, x: np.ndarray, p: np.ndarray, at: np.ndarray,
-                         centroids: np.ndarray, metric: str) -> Iterator[tuple[str, str, int]]:
+                         centroids: np.ndarray, metric: str, dtype=np.float64
+                         ) -> Iterator[tuple[str, str, int]]:
     """``(rule, message, i)`` for the RaBitQ codes and factors of the live rows ``at`` (their
     prepared vectors ``x``, partitions ``p``) that are not their rows' (see :mod:`.rq`).
 
@@ -308,7 +309,8 @@ def _rabit_disagreements(content, q, x: np.ndarray, p: np.ndarray, at: np.ndarra
              .to_numpy(zero_copy_only=False).reshape(content.entries.num_rows, -1))[at[inside]]
     stored = {k: np.asarray(v)[at[inside]] for k, v in (ex.get("rq_factors") or {}).items()}
     ex_values = ex["rq_ex"][at[inside]] if "rq_ex" in ex else None
-    found = _rabit_found(q, x[inside], p[inside], cent, codes, ex_values, stored, metric)
+    found = _rabit_found(q, x[inside], p[inside], cent, codes, ex_values, stored, metric,
+                         dtype)
     if found and metric == "cosine":
         suspects = np.asarray(sorted(found))
         nearest = ivf_mod.distances(x[inside[suspects]], cent, "l2").argmin(1)
@@ -316,7 +318,8 @@ def _rabit_disagreements(content, q, x: np.ndarray, p: np.ndarray, at: np.ndarra
         again = _rabit_found(q, x[inside[suspects[other]]], nearest[other], cent,
                              codes[suspects[other]],
                              None if ex_values is None else ex_values[suspects[other]],
-                             {k: v[suspects[other]] for k, v in stored.items()}, metric)
+                             {k: v[suspects[other]] for k, v in stored.items()}, metric,
+                             dtype)
         for j, k in enumerate(suspects[other].tolist()):
             if j not in again:
                 del found[k]
@@ -325,15 +328,27 @@ def _rabit_disagreements(content, q, x: np.ndarray, p: np.ndarray, at: np.ndarra
             yield rule, message, int(inside[k])
 
 
+def _float_type(values):
+    """The numpy float type of a vector column's values (float64 where not a float)."""
+    t = values.type
+    while hasattr(t, "value_type"):
+        t = t.value_type
+    return {pa.float16(): np.float16, pa.float32(): np.float32}.get(t, np.float64)
+
+
 def _rabit_found(q, x: np.ndarray, p: np.ndarray, cent: np.ndarray, codes: np.ndarray,
-                 ex_values, stored: dict, metric: str) -> dict[int, list[tuple[str, str]]]:
+                 ex_values, stored: dict, metric: str, dtype=np.float64
+                 ) -> dict[int, list[tuple[str, str]]]:
     """Row -> ``(rule, message)`` of the RaBitQ codes and factors of rows with prepared
     vectors ``x`` that are not those of their residuals from centroids ``p``."""
     from reference_impl.index.vector import rq as rq_mod
 
     found: dict[int, list[tuple[str, str]]] = {}
-    residual = x - cent[p]
+    # the residual in the vectors' own float type, as the writer takes it (float16 vectors:
+    # float16 arithmetic, whose rounding moves the factors by more than float32's)
+    residual = (x.astype(dtype) - cent[p].astype(dtype)).astype(np.float64)
     rotated = q.rotate(residual)
+    positive = rq_mod.stored_signs(codes, q.code_dim)
     bad, first = rq_mod.wrong_sign_bits(rotated, codes)
     for k, d in zip(bad.tolist(), first.tolist(), strict=True):
         found.setdefault(k, []).append((RQ_CODE_WRONG, (
@@ -341,7 +356,7 @@ def _rabit_found(q, x: np.ndarray, p: np.ndarray, cent: np.ndarray, codes: np.nd
             f"dimension {d} of the row's rotated residual is {rotated[k, d]:.6g}")))
     magnitudes = None
     if ex_values is not None:
-        magnitudes = rq_mod.ex_magnitudes(rotated, ex_values, q.ex_bits)
+        magnitudes = rq_mod.ex_magnitudes(rotated, ex_values, q.ex_bits, positive)
         rows, da, db = rq_mod.wrong_ex_codes(rotated, magnitudes, q.ex_bits)
         low, high = rq_mod.rescaling_bounds(rotated[rows], magnitudes[rows], q.ex_bits)
         for j, (k, a, b) in enumerate(zip(rows.tolist(), da.tolist(), db.tolist(),
@@ -352,9 +367,13 @@ def _rabit_found(q, x: np.ndarray, p: np.ndarray, cent: np.ndarray, codes: np.nd
                 f"{a} needs a rescaling of at least {low[j, a]:.6g}, its magnitude "
                 f"{int(magnitudes[k, b])} at dimension {b} one below {high[j, b]:.6g}")))
     if q.judges_factors and stored:
+        # (the factors of a row whose code is wrong are not judged again: they are given
+        # the stored code)
         for k, name, have, want in rq_mod.wrong_factors(
                 stored, rotated, q.rotate(cent)[p], (residual * residual).sum(1), metric,
-                magnitudes, q.query_estimator):
+                magnitudes, q.query_estimator, positive):
+            if k in found:
+                continue
             found.setdefault(k, []).append((RQ_FACTOR_WRONG, (
                 f"{name} {have:.6g}, but the row's residual gives {want:.6g} under {metric}")))
     return found

@@ -426,12 +426,15 @@ def pack_blocked(values: np.ndarray, ex_bits: int) -> np.ndarray:
     return out.reshape(n, blocks * per_block).astype(np.uint8)
 
 
-def ex_magnitudes(rotated: np.ndarray, ex_values: np.ndarray, ex_bits: int) -> np.ndarray:
+def ex_magnitudes(rotated: np.ndarray, ex_values: np.ndarray, ex_bits: int,
+                  positive: np.ndarray | None = None) -> np.ndarray:
     """The magnitudes ``m_i`` of stored extended codes: the value itself for a non-negative
-    dimension, its complement within ``ex_bits`` for a negative one."""
+    dimension, its complement within ``ex_bits`` for a negative one (the signs of
+    ``rotated``, or the stored sign bits ``positive``)."""
     mask = (1 << ex_bits) - 1
     ex_values = np.asarray(ex_values, dtype=np.int64)
-    return np.where(np.signbit(rotated), (~ex_values) & mask, ex_values)
+    negative = np.signbit(rotated) if positive is None else ~np.asarray(positive, bool)
+    return np.where(negative, (~ex_values) & mask, ex_values)
 
 
 def code_alignment(rotated: np.ndarray, magnitudes: np.ndarray) -> np.ndarray:
@@ -503,19 +506,22 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 def factors(rotated: np.ndarray, rotated_centroids: np.ndarray, norm_square: np.ndarray,
             metric: str, magnitudes: np.ndarray | None = None,
-            estimator: str = "raw_query") -> dict[str, np.ndarray]:
+            estimator: str = "raw_query", positive: np.ndarray | None = None
+            ) -> dict[str, np.ndarray]:
     """The factor columns (see the module text) of rows with rotated residuals ``rotated``,
     their partitions' rotated centroids and residual squared norms, under ``metric``;
     ``magnitudes`` (the stored extended codes' magnitudes) add the ``_ex`` factors. The
     ``residual_query`` estimator (pylance 4.0.2: no error factors, no extended codes) has
     ``__add_factors = n`` (l2, cosine) or ``1 - <x,c>`` (dot, the vector's dot distance to
     its centroid plus ``|c|^2``) and ``__scale_factors = -k n / (sum|x_i| / sqrt(D))``, k = 2
-    (l2, cosine) or 1 (dot)."""
+    (l2, cosine) or 1 (dot). ``positive``: the stored sign bits, which the factors are
+    then of (where a value near 0 rounds to the other sign in the writer's arithmetic)."""
     x = np.asarray(rotated, dtype=np.float64)
     c = np.asarray(rotated_centroids, dtype=np.float64)
     ns = np.asarray(norm_square, dtype=np.float64)
     dim = x.shape[1]
-    sign = np.where(np.signbit(rotated), -1.0, 1.0)
+    positive = ~np.signbit(rotated) if positive is None else np.asarray(positive, bool)
+    sign = np.where(positive, 1.0, -1.0)
     bits = 0.5 * sign
     x_b, c_b = (x * bits).sum(1), (c * bits).sum(1)
     l2 = metric != "dot"
@@ -627,11 +633,12 @@ def wrong_ex_codes(rotated: np.ndarray, magnitudes: np.ndarray, ex_bits: int
 
 def wrong_factors(stored: dict[str, np.ndarray], rotated: np.ndarray,
                   rotated_centroids: np.ndarray, norm_square: np.ndarray, metric: str,
-                  magnitudes: np.ndarray | None = None, estimator: str = "raw_query"
-                  ) -> list[tuple[int, str, float, float]]:
+                  magnitudes: np.ndarray | None = None, estimator: str = "raw_query",
+                  positive: np.ndarray | None = None) -> list[tuple[int, str, float, float]]:
     """``(row, column, stored, recomputed)`` of every stored factor that is not its row's,
-    row by row (first column of a row only)."""
-    want = factors(rotated, rotated_centroids, norm_square, metric, magnitudes, estimator)
+    row by row (first column of a row only), given the stored sign bits ``positive``."""
+    want = factors(rotated, rotated_centroids, norm_square, metric, magnitudes, estimator,
+                   positive)
     found: dict[int, tuple[int, str, float, float]] = {}
     for name in FACTOR_COLUMNS:
         if name not in stored or name not in want:
@@ -737,3 +744,9 @@ def estimated_distances(q: RabitQuantizer, codes: np.ndarray, partitions: np.nda
         n = np.asarray(add, np.float64) + np.asarray(scale, np.float64) * (rotated_c * v).sum(1)
     t = np.asarray(target, np.float64)[None, :] - c
     return (t * t).sum(1) + n - 2 * (r_hat * t).sum(1)
+
+
+def stored_signs(codes: np.ndarray, code_dim: int) -> np.ndarray:
+    """``(N, code_dim)`` bool: the sign bits of the (unpacked) sign codes, True = non-negative."""
+    return np.unpackbits(np.asarray(codes, np.uint8), axis=1,
+                         bitorder="little")[:, :code_dim].astype(bool)
