@@ -181,11 +181,13 @@ def vector_rq_factors(ctx):
 @rule("INDEX-150", title="an IVF_RQ of more than one bit is in the layout readers search",
       severity="warning", spec="004", section=_SEC, deep=True, clause=_CLAUSE,
       pylance="pylance 9.0.1, 11.0.0 and 14.0.2 refuse a vector search through an IVF_RQ of "
-              "num_bits above 1 written by 1.0.4 or 4.0.2 ('RabitQ num_bits=4 requires "
-              "__blocked_ex_codes column'); the one-bit index of those releases they search",
-      releases="pylance 1.0.4 and 4.0.2 write num_bits above 1 as more rotated dimensions (D x "
-               "num_bits sign bits, no query_estimator); 11.0.0 on as extended codes "
-               "(__blocked_ex_codes). The index is true to its data (INDEX-148, INDEX-149 "
-               "judge it); the warning says that readers of today cannot use it")
+              "num_bits above 1 written by 1.0.4 or 4.0.2, or by DuckDB's Lance extension "
+              "1.5.5 ('RabitQ num_bits=4 requires __blocked_ex_codes column'); the one-bit "
+              "index of those releases they search",
+      releases="pylance 1.0.4 and 4.0.2, and DuckDB's Lance extension 1.5.5 (Lance 6.0.0; "
+               "more than one bit by default), write num_bits above 1 as more rotated "
+               "dimensions (D x num_bits sign bits, no query_estimator); 9.0.1 on as extended "
+               "codes (__blocked_ex_codes). The index is true to its data (INDEX-148, "
+               "INDEX-149 judge it); the warning says that readers of today cannot use it")
 def vector_rq_layout(ctx):
     yield from findings(ctx, "INDEX-150")

@@ -421,3 +421,44 @@ def test_compaction_of_older_releases(tmp_path, release):
         assert not errors and found >= 38, (errors, found)
     else:
         assert set(errors) == {"INDEX-148"} and found < 30, (errors, found)
+
+
+# -- another engine's IVF_RQ ------------------------------------------------------------------
+
+@pytest.mark.interop
+def test_duckdb_builds_the_layout_pylance_refuses(tmp_path, pylance):
+    """DuckDB's Lance extension (1.5.5, Lance 6.0.0) builds IVF_RQ in the layout of pylance
+    1.0.4 and 4.0.2 (D x num_bits rotated dimensions, no query estimator), more than one bit
+    by default: the kit judges it whole with no error and warns (INDEX-150); pylance 14.0.2
+    refuses a search through it."""
+    from conformance.suite.parts import unavailable
+
+    try:
+        from conformance.harness.examples.duckdb.adapter import connect, sql_string
+        con = connect()
+    except (ImportError, SystemExit) as exc:
+        unavailable("duckdb and its Lance extension", f"{exc!r}: pip install -e '.[duckdb]'")
+    vec = np.random.default_rng(4).standard_normal((800, 16)).astype(np.float32)
+    path = tmp_path / "t"
+    pylance.write_dataset(pa.table({
+        "id": pa.array(np.arange(800)),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(vec.ravel()), 16)}), str(path),
+        max_rows_per_file=300)
+    con.execute(f"CREATE INDEX idx_vec ON {sql_string(str(path))} (vec) USING IVF_RQ")
+    report = validate(str(path), deep=True)
+    assert not _errors(report), _errors(report)
+    assert not report.not_judged, report.not_judged
+    assert any(f.rule == "INDEX-150" for f in report.findings)
+    q = _aux_named(path, "idx_vec").extra["rq"]
+    assert q.query_estimator == "residual_query" and q.num_bits > 1 and q.code_dim > 16
+    with pytest.raises(Exception, match="blocked_ex_codes"):
+        pylance.dataset(str(path)).to_table(nearest={"column": "vec", "q": vec[0], "k": 3})
+
+
+def _aux_named(path: Path, name: str):
+    from reference_impl.dataset import open_dataset
+    from reference_impl.index import of_dataset
+
+    ds = open_dataset(str(path))
+    (ix,) = [i for i in of_dataset.decoded(ds) if i.name == name]
+    return of_dataset.read(ds, ix)

@@ -219,7 +219,7 @@ def check(content, index, data) -> Iterator:
         q = ex.get("rq")
         if q is not None and q.query_estimator == "residual_query" and q.num_bits > 1:
             add(RQ_WIDE_CODES, f"it is an IVF_RQ of {q.num_bits} bits in the layout of pylance "
-                "1.0.4 to 4.0.2 (a vector of "
+                "1.0.4 to 4.0.2 and DuckDB's Lance extension 1.5.5 (a vector of "
                 f"{centroids.shape[1]} dimensions rotated in {q.code_dim}, one sign bit each, no "
                 "__blocked_ex_codes): pylance 9.0.1, 11.0.0 and 14.0.2 refuse to search it "
                 "('requires __blocked_ex_codes'); rebuild it, or build it with one bit")
