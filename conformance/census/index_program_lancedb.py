@@ -41,7 +41,7 @@ lancedb = None  # imported by main()
 KINDS = {k: base.KINDS[k] for k in (
     "BTREE", "BTREE-nulls", "BITMAP", "LABEL_LIST", "NGRAM", "ZONEMAP", "BLOOMFILTER",
     "INVERTED", "INVERTED-positions", "IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_SQ",
-    "IVF_HNSW_PQ")}
+    "IVF_HNSW_PQ", "IVF_RQ")}
 
 #: scenario -> (stable row ids, operations). ``optimize`` is lancedb's ``Table.optimize()``.
 SCENARIOS = {
