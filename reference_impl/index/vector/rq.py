@@ -1,4 +1,4 @@
-"""RQ: RaBitQ, the quantiser of IVF_RQ (pylance 11.0.0 and 14.0.2).
+"""RQ: RaBitQ, the quantiser of IVF_RQ (pylance 0.38.3 to 14.0.2, lancedb, DuckDB's Lance).
 
 A row is stored as the *residual* of its vector (unit-scaled first under ``cosine``) from its
 partition's centroid, turned by one rotation shared by the index, and then described by a few
@@ -6,7 +6,7 @@ numbers per row:
 
 sign code (``_rabit_codes``, ``code_dim / 8`` bytes)
     bit ``i`` (LSB first) is 1 when dimension ``i`` of the rotated residual is non-negative.
-extended code (``__blocked_ex_codes``, ``num_bits > 1``)
+extended code (``__blocked_ex_codes``, ``num_bits > 1``; 9.0.1 on)
     ``ex_bits = num_bits - 1`` more bits per dimension: the magnitude ``m`` of
     ``floor(t * |x_i| / |x| + 1e-5)`` clamped to ``2**ex_bits - 1``, stored as ``m`` for a
     non-negative value and as its bitwise complement (within ``ex_bits``) for a negative one.
@@ -16,7 +16,7 @@ extended code (``__blocked_ex_codes``, ``num_bits > 1``)
     + 9) / max|x_i / |x||`` (:func:`best_magnitudes`). A code is judged by whether one ``t``
     gives it (:func:`wrong_ex_codes`), not by which: the factors are computed from the
     stored code.
-factors (float32 each)
+factors (float32 each; ``query_estimator`` ``raw_query``, 9.0.1 on)
     With ``n = |r|^2`` the residual's squared norm, ``x`` the rotated residual, ``c`` the
     rotated centroid, ``b_i = +-1/2`` the sign code as values and ``e_i = sign_i * (m_i +
     1/2)`` the extended code as values::
@@ -32,21 +32,27 @@ factors (float32 each)
 
     (a ratio whose denominator is 0 is 0). A reader estimates a query's distance to the row
     as ``add + scale * <query, code>`` and prunes by the error factor: a factor that is not
-    its row's ranks the row as another vector.
+    its row's ranks the row as another vector. Without ``query_estimator`` (``residual_query``:
+    0.38.3 to 4.0.2, DuckDB's extension) there are no extended codes and no error factors;
+    ``num_bits`` above 1 widens the rotation to ``D * num_bits`` dimensions (the vector
+    zero-padded), one sign bit each; see :func:`factors`.
 
-Rotation. ``storage_metadata`` ``rotation_type`` ``"fast"`` (every index seen): four rounds,
-each flipping the signs of the dimensions whose bit is set in that round's ``ceil(D / 8)``
-bytes of ``fast_rotation_signs`` and then taking the normalised Walsh-Hadamard transform
+Rotation. ``storage_metadata`` ``rotation_type`` ``"fast"`` (4.0.2 on): four rounds, each
+flipping the signs of the dimensions whose bit is set in that round's ``ceil(D / 8)`` bytes
+of ``fast_rotation_signs`` and then taking the normalised Walsh-Hadamard transform
 (:func:`fast_rotation`; for ``D`` not a power of two the rounds alternate between the
 leading and trailing ``2**floor(log2 D)`` dimensions, each followed by a butterfly of the two
 halves, and the result is scaled by 1/4). ``"matrix"`` (a dense random orthogonal matrix in a
 global buffer ``rotate_mat_position``, a Tensor ``P``; a vector turns into ``P v``) is what
-pylance 1.0.4 writes, with neither ``code_dim`` nor ``rotation_type`` in the metadata.
+pylance 0.38.3 and 1.0.4 write, with neither ``code_dim`` nor ``rotation_type`` in the
+metadata. :meth:`RabitQuantizer.rotate` turns a fast rotation into its matrix once
+(:func:`rotation_matrix`, equal within float rounding) and rotates by one product.
 
-Layout on disk (``auxiliary.idx``). With ``packed: true`` (11.0.0, 14.0.2) each partition's
-sign codes are stored for fast scanning (:func:`unpack_fast_scan`); the extended codes are
-blocked by 64 dimensions (:func:`unpack_blocked`); the factors are one value per row in row
-order.
+Layout on disk (``auxiliary.idx``). With ``packed: true`` (every release seen) each
+partition's sign codes are stored for fast scanning (:func:`unpack_fast_scan`); the
+extended codes are blocked by 64 dimensions (:func:`unpack_blocked`); the factors are one
+value per row in row order. :func:`encode` writes them (the reference writer), and
+:func:`reconstruct` / :func:`estimated_distances` read back what a reader ranks by.
 """
 
 from __future__ import annotations
