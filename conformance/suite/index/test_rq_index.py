@@ -462,3 +462,29 @@ def _aux_named(path: Path, name: str):
     ds = open_dataset(str(path))
     (ix,) = [i for i in of_dataset.decoded(ds) if i.name == name]
     return of_dataset.read(ds, ix)
+
+
+@pytest.mark.interop
+@pytest.mark.parametrize("edit", [{"code_dim": 24}, {"num_bits": 0}, {"fast_rotation_signs": [1]},
+                                  {"rotation_type": "matrix", "rotate_mat_position": 9},
+                                  {"code_dim": "wide"}, {"fast_rotation_signs": {"a": 1}}])
+def test_storage_metadata_out_of_shape_is_a_typed_finding(tmp_path, edit):
+    """storage_metadata that does not fit the storage (a code width other than the codes',
+    no bits, rotation signs of another length, a rotation matrix in a buffer that is not
+    there): an INDEX-100 finding or a "not judged" note naming it, never a crash and never a
+    silent pass of the codes."""
+    path = tmp_path / "t"
+    _build(path, bits=1)
+
+    def change(t):
+        meta = dict(t.schema.metadata)
+        smeta = json.loads(json.loads(meta[b"storage_metadata"])[0])
+        smeta.update(edit)
+        meta[b"storage_metadata"] = json.dumps([json.dumps(smeta)]).encode()
+        return t.replace_schema_metadata(meta), f"storage_metadata {edit}"
+
+    _rewrite(path, change)
+    report = validate(str(path), deep=True)
+    assert not [f for f in report.findings if f.rule.startswith("ENGINE")]
+    assert "INDEX-100" in _errors(report) or any("vec_idx" in n for n in report.not_judged), (
+        _errors(report), report.not_judged)

@@ -148,6 +148,11 @@ def _assemble(index, aux, ipath: str, apath: str, *, sub_index: str, metric: str
     if kind == "RQ":
         parts.update(_rabit_storage(table, smeta if isinstance(smeta, dict) else {},
                                     lengths, n, apath, codebook))
+        q, dim = parts["rq"], parts["dimension"]
+        if q.code_dim not in (dim, dim * q.num_bits):
+            raise FormatError(f"RaBitQ code_dim {q.code_dim} fits neither the vectors' {dim} "
+                              f"dimensions nor {dim} x num_bits {q.num_bits}",
+                              rule=RULE_LAYOUT, path=apath)
         return parts
     col = table.column({"FLAT": "flat", "PQ": "__pq_code", "SQ": "__sq_code"}[kind])
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col

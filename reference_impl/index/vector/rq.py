@@ -148,6 +148,14 @@ class RabitQuantizer:
         return (self.pad(x) @ self._matrix).astype(np.float32)
 
 
+def _int(value) -> int:
+    """A metadata number, or -1 where it is not one (refused by the layout check)."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return -1
+
+
 def from_metadata(smeta: dict) -> RabitQuantizer:
     """The quantiser of a ``storage_metadata`` entry; what cannot be judged is listed in
     ``unjudged``."""
@@ -156,8 +164,8 @@ def from_metadata(smeta: dict) -> RabitQuantizer:
         signs = bytes(int(s) & 0xFF for s in signs) if signs is not None else None
     except (TypeError, ValueError):
         signs = None
-    q = RabitQuantizer(code_dim=int(smeta.get("code_dim") or 0),
-                       num_bits=int(smeta.get("num_bits") or 1),
+    q = RabitQuantizer(code_dim=_int(smeta.get("code_dim") or 0),
+                       num_bits=_int(smeta.get("num_bits", 1)),
                        rotation_type=str(smeta.get("rotation_type") or "matrix"),
                        fast_rotation_signs=signs, packed=bool(smeta.get("packed", False)),
                        query_estimator=str(smeta.get("query_estimator") or "residual_query"))
