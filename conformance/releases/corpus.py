@@ -157,11 +157,14 @@ EXPECTED_FINDINGS: list[ExpectedFinding] = [
                  "it 4.0.2 and 14.0.2 find 18 of 40 rows for their own vectors (1.0.4: 19 of "
                  "40), which 9.0.1, 11.0.0 and 14.0.2's own compaction keeps (40 of 40); the "
                  "index census's cells and 0.38.3's census-indices roots (2.0, 2.1, legacy) "
-                 "draw it")
+                 "and its index-ivf-rq roots (insert, optimize_indices, compact) draw it")
     for since, until, scenario, optional in (
         ((0, 38), (9, 0), "index-census-IVF_RQ-compact", False),
         ((0, 38), (9, 0), "index-census-IVF_RQ-optimize", True),
         ((1, 0), (9, 0), "census-indices-*", True),
+        ((1, 0), (9, 0), "index-ivf-rq", True),
+        # (the corpus's index-ivf-rq root: create, index, insert, optimize_indices, compact)
+        ((0, 38), (0, 39), "index-ivf-rq", False),
         # 0.38.3's roots were seen drawing it (its 2.2 root has no IVF_RQ)
         ((0, 38), (0, 39), "census-indices-2.[01]", False),
         ((0, 38), (0, 39), "census-indices-legacy", False))
