@@ -21,6 +21,7 @@ import pyarrow as pa
 import pytest
 
 from conformance.engine import validate
+from conformance.fixtures.invalid_index import set_columns
 from reference_impl.index.vector import rq
 
 
@@ -229,17 +230,6 @@ def _column(t: pa.Table, name: str) -> np.ndarray:
     return col.to_numpy().copy()
 
 
-def _set(t: pa.Table, name: str, values: np.ndarray) -> pa.Table:
-    i = t.schema.get_field_index(name)
-    field = t.schema.field(i)
-    if pa.types.is_fixed_size_list(field.type):
-        arr = pa.FixedSizeListArray.from_arrays(pa.array(values.reshape(-1), pa.uint8()),
-                                                values.shape[1])
-    else:
-        arr = pa.array(values, field.type)
-    return t.set_column(i, field, arr)
-
-
 def _lengths(path: Path) -> np.ndarray:
     return _aux(path)[1].extra["declared_lengths"]
 
@@ -273,7 +263,8 @@ def test_sign_codes_exchanged_in_a_partition_are_named(tmp_path):
             idx = np.arange(start, start + n - n % 2)
             codes[idx] = codes[idx.reshape(-1, 2)[:, ::-1].reshape(-1)]
             start += n
-        return _set(t, "_rabit_codes", rq.pack_fast_scan(codes, lengths)), "codes exchanged"
+        return set_columns(t, {"_rabit_codes": rq.pack_fast_scan(codes, lengths)}), \
+            "codes exchanged"
 
     _rewrite(path, change)
     errors = _errors(validate(str(path), deep=True))
@@ -289,7 +280,7 @@ def test_extended_codes_exchanged_are_named(tmp_path):
 
     def change(t):
         ex = _column(t, "__blocked_ex_codes")
-        return _set(t, "__blocked_ex_codes", ex[::-1].copy()), "extended codes reversed"
+        return set_columns(t, {"__blocked_ex_codes": ex[::-1].copy()}), "extended codes reversed"
 
     _rewrite(path, change)
     errors = _errors(validate(str(path), deep=True))
@@ -307,7 +298,7 @@ def test_a_factor_of_another_row_is_named(tmp_path, name):
     def change(t):
         values = _column(t, name)
         values[:10] = values[10:20]
-        return _set(t, name, values), f"{name} of rows 10..19 over rows 0..9"
+        return set_columns(t, {name: values}), f"{name} of rows 10..19 over rows 0..9"
 
     _rewrite(path, change)
     errors = _errors(validate(str(path), deep=True))
@@ -337,8 +328,7 @@ def test_pylance_reads_the_reference_encoding_as_its_own(tmp_path):
         q = rq.from_metadata(smeta)
         made = rq.encode(q, vec[ids].astype(np.float64), part, ex["centroids"], "l2",
                          ex["declared_lengths"])
-        for name, values in made.items():
-            t = _set(t, name, values)
+        t = set_columns(t, made)
         meta[b"storage_metadata"] = json.dumps([json.dumps(smeta)]).encode()
         return t.replace_schema_metadata(meta), "re-encoded"
 

@@ -182,7 +182,7 @@ def check(content, index, data) -> Iterator:
                 add(FLAT_DIFFERS, f"partition {int(p[i])} stores for row {row_text(r, stable)} "
                     f"a vector other than the row's (first values {stored[at[i]][:3].tolist()} "
                     f"against {x_all[pos[i]][:3].tolist()})", row=r, partition=int(p[i]))
-        if "pq" in ex or "sq" in ex:
+        if "pq" in ex or "sq" in ex or "rq" in ex:
             codes = (content.entries.column("code").combine_chunks().flatten()
                      .to_numpy(zero_copy_only=False).reshape(len(rows), -1)[at])
         if "pq" in ex and len(at):
@@ -224,8 +224,9 @@ def check(content, index, data) -> Iterator:
                 "__blocked_ex_codes): pylance 9.0.1, 11.0.0 and 14.0.2 refuse to search it "
                 "('requires __blocked_ex_codes'); rebuild it, or build it with one bit")
         if q is not None and q.judges_codes and len(at):
-            for rule, message, i in _rabit_disagreements(content, q, x, p, at, centroids,
-                                                          metric, _float_type(data.values)):
+            for rule, message, i in _rabit_disagreements(content, q, x, p, at, codes,
+                                                          centroids, metric,
+                                                          _float_type(data.values)):
                 r = int(rows[at[i]])
                 add(rule, f"partition {int(p[i])} holds for row {row_text(r, stable)} "
                     f"{message}", row=r, partition=int(p[i]))
@@ -290,10 +291,11 @@ def check(content, index, data) -> Iterator:
 
 
 def _rabit_disagreements(content, q, x: np.ndarray, p: np.ndarray, at: np.ndarray,
-                         centroids: np.ndarray, metric: str, dtype=np.float64
-                         ) -> Iterator[tuple[str, str, int]]:
+                         codes: np.ndarray, centroids: np.ndarray, metric: str,
+                         dtype=np.float64) -> Iterator[tuple[str, str, int]]:
     """``(rule, message, i)`` for the RaBitQ codes and factors of the live rows ``at`` (their
-    prepared vectors ``x``, partitions ``p``) that are not their rows' (see :mod:`.rq`).
+    prepared vectors ``x``, partitions ``p``, sign codes ``codes``) that are not their rows'
+    (see :mod:`.rq`).
 
     Under cosine, pylance 11.0.0's optimize_indices files a row by the cosine to the
     centroids but encodes its residual from the centroid nearest by L2 (seen on 8 of 1,050
@@ -305,8 +307,7 @@ def _rabit_disagreements(content, q, x: np.ndarray, p: np.ndarray, at: np.ndarra
     if not len(inside) or not 0 < centroids.shape[1] <= q.code_dim:
         return
     cent = np.asarray(centroids, dtype=np.float64)
-    codes = (content.entries.column("code").combine_chunks().flatten()
-             .to_numpy(zero_copy_only=False).reshape(content.entries.num_rows, -1))[at[inside]]
+    codes = codes[inside]
     stored = {k: np.asarray(v)[at[inside]] for k, v in (ex.get("rq_factors") or {}).items()}
     ex_values = ex["rq_ex"][at[inside]] if "rq_ex" in ex else None
     found = _rabit_found(q, x[inside], p[inside], cent, codes, ex_values, stored, metric,

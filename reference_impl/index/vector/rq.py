@@ -136,16 +136,22 @@ class RabitQuantizer:
             return x
         return np.concatenate([x, np.zeros((len(x), self.code_dim - x.shape[1]))], axis=1)
 
-    def rotate(self, x: np.ndarray) -> np.ndarray:
-        """The rotation of each row of ``x``: as one matrix product with the rotation's
-        matrix (:func:`rotation_matrix`; equal to :func:`fast_rotation` within float
-        rounding, which the sign slack allows)."""
-        if self._matrix is None and self.code_dim > MATRIX_LIMIT:
-            # a wide rotation: its matrix would take code_dim**2 floats
-            return fast_rotation(self.pad(x), self.fast_rotation_signs)
-        if self._matrix is None:
+    def matrix(self) -> np.ndarray | None:
+        """``M`` with ``rotate(x) == x @ M``: the dense rotation read from the file, or the
+        fast rotation's (:func:`rotation_matrix`, built once); None for a fast rotation wider
+        than ``MATRIX_LIMIT`` (its matrix would take code_dim**2 floats)."""
+        if self._matrix is None and self.code_dim <= MATRIX_LIMIT:
             self._matrix = rotation_matrix(self.fast_rotation_signs, self.code_dim)
-        return (self.pad(x) @ self._matrix).astype(np.float32)
+        return self._matrix
+
+    def rotate(self, x: np.ndarray) -> np.ndarray:
+        """The rotation of each row of ``x``: as one matrix product with :meth:`matrix`
+        (equal to :func:`fast_rotation` within float rounding, which the sign slack
+        allows), or by the butterflies themselves where there is no matrix."""
+        matrix = self.matrix()
+        if matrix is None:
+            return fast_rotation(self.pad(x), self.fast_rotation_signs)
+        return (self.pad(x) @ matrix).astype(np.float32)
 
 
 def _int(value) -> int:
@@ -185,10 +191,11 @@ def fast_rotation_signs_len(dim: int) -> int:
     return FAST_ROTATION_ROUNDS * ((dim + 7) // 8)
 
 
-def walsh_hadamard(x: np.ndarray) -> np.ndarray:
+def walsh_hadamard(x: np.ndarray, dtype=np.float32) -> np.ndarray:
     """The (unnormalised) Walsh-Hadamard transform of each row of ``x`` (width a power of
-    two): butterflies of span 1, 2, 4, ... replacing ``(a, b)`` by ``(a + b, a - b)``."""
-    x = np.array(x, dtype=np.float32)
+    two): butterflies of span 1, 2, 4, ... replacing ``(a, b)`` by ``(a + b, a - b)``, in
+    ``dtype`` arithmetic."""
+    x = np.array(x, dtype=dtype)
     n, width = x.shape
     span = 1
     while span < width:
@@ -200,10 +207,10 @@ def walsh_hadamard(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def fast_rotation(x: np.ndarray, signs: bytes) -> np.ndarray:
-    """Rotate each row of ``x`` (float32 arithmetic, as the writer does) by the fast rotation
-    of ``signs`` (see the module text)."""
-    v = np.array(x, dtype=np.float32)
+def fast_rotation(x: np.ndarray, signs: bytes, dtype=np.float32) -> np.ndarray:
+    """Rotate each row of ``x`` by the fast rotation of ``signs`` (see the module text), in
+    ``dtype`` arithmetic (float32, as the writer does)."""
+    v = np.array(x, dtype=dtype)
     n, dim = v.shape
     if dim == 0:
         return v
@@ -211,46 +218,27 @@ def fast_rotation(x: np.ndarray, signs: bytes) -> np.ndarray:
     flips = np.unpackbits(np.frombuffer(signs, dtype=np.uint8), bitorder="little")
     flips = flips.reshape(FAST_ROTATION_ROUNDS, per_round * 8)[:, :dim].astype(bool)
     trunc = 1 << (dim.bit_length() - 1)
-    scale = np.float32(1.0 / np.sqrt(np.float32(trunc)))
+    scale = dtype(1.0 / np.sqrt(dtype(trunc)))
     if trunc == dim:
         for r in range(FAST_ROTATION_ROUNDS):
             v[:, flips[r]] *= -1
-            v = walsh_hadamard(v) * scale
+            v = walsh_hadamard(v, dtype) * scale
         return v
     start, half = dim - trunc, dim // 2
     for r in range(FAST_ROTATION_ROUNDS):
         v[:, flips[r]] *= -1
         part = slice(0, trunc) if r % 2 == 0 else slice(start, dim)
-        v[:, part] = walsh_hadamard(v[:, part]) * scale
+        v[:, part] = walsh_hadamard(v[:, part], dtype) * scale
         a, b = v[:, :half].copy(), v[:, half:2 * half].copy()
         v[:, :half], v[:, half:2 * half] = a + b, a - b
-    return v * np.float32(0.25)
+    return v * dtype(0.25)
 
 
 def rotation_matrix(signs: bytes, dim: int) -> np.ndarray:
-    """``(dim, dim)`` float64 ``M`` with ``fast_rotation(x) == x @ M`` (the rotation is linear:
-    row ``i`` of ``M`` is the rotation of the ``i``-th unit vector), built in float64."""
-    eye = np.eye(dim, dtype=np.float64)
-    v = eye.copy()
-    per_round = (dim + 7) // 8
-    flips = np.unpackbits(np.frombuffer(signs, dtype=np.uint8), bitorder="little")
-    flips = flips.reshape(FAST_ROTATION_ROUNDS, per_round * 8)[:, :dim].astype(bool)
-    trunc = 1 << (dim.bit_length() - 1)
-    hadamard = np.ones((1, 1))
-    while hadamard.shape[0] < trunc:
-        hadamard = np.block([[hadamard, hadamard], [hadamard, -hadamard]])
-    hadamard /= np.sqrt(trunc)
-    start, half = dim - trunc, dim // 2
-    for r in range(FAST_ROTATION_ROUNDS):
-        v[:, flips[r]] *= -1
-        if trunc == dim:
-            v = v @ hadamard
-            continue
-        part = slice(0, trunc) if r % 2 == 0 else slice(start, dim)
-        v[:, part] = v[:, part] @ hadamard
-        a, b = v[:, :half].copy(), v[:, half:2 * half].copy()
-        v[:, :half], v[:, half:2 * half] = a + b, a - b
-    return v if trunc == dim else v * 0.25
+    """``(dim, dim)`` float64 ``M`` with ``fast_rotation(x) == x @ M`` within float rounding:
+    the rotation is linear, so row ``i`` of ``M`` is the rotation of the ``i``-th unit vector
+    (taken in float64)."""
+    return fast_rotation(np.eye(dim), signs, dtype=np.float64)
 
 
 # ----------------------------------------------------------------------------- codes
@@ -444,7 +432,7 @@ def ex_magnitudes(rotated: np.ndarray, ex_values: np.ndarray, ex_bits: int,
                   positive: np.ndarray | None = None) -> np.ndarray:
     """The magnitudes ``m_i`` of stored extended codes: the value itself for a non-negative
     dimension, its complement within ``ex_bits`` for a negative one (the signs of
-    ``rotated``, or the stored sign bits ``positive``)."""
+    ``rotated``, or, where given, the stored sign bits ``positive``)."""
     mask = (1 << ex_bits) - 1
     ex_values = np.asarray(ex_values, dtype=np.int64)
     negative = np.signbit(rotated) if positive is None else ~np.asarray(positive, bool)
@@ -601,9 +589,7 @@ RESCALING_SLACK = 1e-5
 def wrong_sign_bits(rotated: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, first dimension)`` of rows whose sign code disagrees with the sign of a
     rotated value that float rounding cannot flip."""
-    dim = rotated.shape[1]
-    stored = np.unpackbits(np.asarray(codes, dtype=np.uint8), axis=1,
-                           bitorder="little")[:, :dim].astype(bool)
+    stored = stored_signs(codes, rotated.shape[1])
     norm = np.sqrt((np.asarray(rotated, dtype=np.float64) ** 2).sum(1, keepdims=True))
     clear = np.abs(rotated) > SIGN_SLACK * norm
     bad = (stored != ~np.signbit(rotated)) & clear
@@ -693,36 +679,39 @@ def encode(q: RabitQuantizer, vectors: np.ndarray, partitions: np.ndarray,
 
 # ----------------------------------------------------------------------------- reading back
 
+def code_vectors(q: RabitQuantizer, codes: np.ndarray, stored: dict[str, np.ndarray],
+                 ex_values: np.ndarray | None = None) -> tuple[np.ndarray, str]:
+    """``(v, suffix)``: each row's code vector as values, ``e = sign * (m + 1/2)`` from the
+    extended codes where they and their factors are stored (``suffix`` ``"_ex"``: the factor
+    columns that go with it), else ``b = sign / 2`` from the sign code (``suffix`` ``""``)."""
+    positive = stored_signs(codes, q.code_dim)
+    sign = np.where(positive, 1.0, -1.0)
+    if ex_values is not None and "__scale_factors_ex" in stored:
+        return sign * (ex_magnitudes(None, ex_values, q.ex_bits, positive) + 0.5), "_ex"
+    return 0.5 * sign, ""
+
+
 def reconstruct(q: RabitQuantizer, codes: np.ndarray, partitions: np.ndarray,
                 centroids: np.ndarray, metric: str, stored: dict[str, np.ndarray],
                 ex_values: np.ndarray | None = None) -> np.ndarray:
     """``(N, D)`` the vectors the rows' codes stand for, as a reader's distance estimate sees
-    them: the code vector ``v`` (``b`` from the sign code, or ``e`` with extended codes),
-    scaled to ``v * |x|^2 / <x, v>`` (read from the scale factor: ``-scale / 2`` under l2
-    and cosine, ``-scale`` under dot), turned back by the inverse rotation and added to the
-    partition's centroid (for cosine: of the unit-scaled vector)."""
-    if q._matrix is None and q.code_dim > MATRIX_LIMIT:
+    them: the code vector ``v`` (:func:`code_vectors`) scaled to ``v * |x|^2 / <x, v>`` (read
+    from the scale factor: ``-scale / 2`` under l2 and cosine, ``-scale`` under dot), turned
+    back by the inverse rotation and added to the partition's centroid (for cosine: of the
+    unit-scaled vector)."""
+    matrix = q.matrix()
+    if matrix is None:
         raise ValueError(f"a rotation of {q.code_dim} dimensions is not turned back (the "
                          f"limit is {MATRIX_LIMIT})")
-    if q._matrix is None:
-        q._matrix = rotation_matrix(q.fast_rotation_signs, q.code_dim)
-    bits = np.unpackbits(np.asarray(codes, np.uint8), axis=1,
-                         bitorder="little")[:, :q.code_dim].astype(bool)
-    sign = np.where(bits, 1.0, -1.0)
-    if ex_values is not None and "__scale_factors_ex" in stored:
-        mask = (1 << q.ex_bits) - 1
-        ex_values = np.asarray(ex_values, np.int64)
-        magnitudes = np.where(bits, ex_values, (~ex_values) & mask)
-        v, scale = sign * (magnitudes + 0.5), stored["__scale_factors_ex"]
-    else:
-        v, scale = 0.5 * sign, stored["__scale_factors"]
-    length = -np.asarray(scale, np.float64) / (2.0 if metric != "dot" else 1.0)
+    v, suffix = code_vectors(q, codes, stored, ex_values)
+    length = -np.asarray(stored["__scale_factors" + suffix], np.float64) / (
+        2.0 if metric != "dot" else 1.0)
     if q.query_estimator == "residual_query":
         # scale = -k n / (2 <x,b> / sqrt(D))
         length = length * 2 / np.sqrt(q.code_dim)
     rotated = v * length[:, None]
     cent = np.asarray(centroids, np.float64)
-    return cent[partitions] + (rotated @ q._matrix.T)[:, :cent.shape[1]]
+    return cent[partitions] + (rotated @ matrix.T)[:, :cent.shape[1]]
 
 
 def estimated_distances(q: RabitQuantizer, codes: np.ndarray, partitions: np.ndarray,
@@ -744,18 +733,11 @@ def estimated_distances(q: RabitQuantizer, codes: np.ndarray, partitions: np.nda
     if q.query_estimator == "residual_query":
         n = np.asarray(stored["__add_factors"], np.float64)
     else:
-        bits = np.unpackbits(np.asarray(codes, np.uint8), axis=1,
-                             bitorder="little")[:, :q.code_dim].astype(bool)
-        sign = np.where(bits, 1.0, -1.0)
+        v, suffix = code_vectors(q, codes, stored, ex_values)
         rotated_c = q.rotate(cent)[partitions].astype(np.float64)
-        if ex_values is not None and "__add_factors_ex" in stored:
-            mask = (1 << q.ex_bits) - 1
-            ex_values = np.asarray(ex_values, np.int64)
-            v = sign * (np.where(bits, ex_values, (~ex_values) & mask) + 0.5)
-            add, scale = stored["__add_factors_ex"], stored["__scale_factors_ex"]
-        else:
-            v, add, scale = 0.5 * sign, stored["__add_factors"], stored["__scale_factors"]
-        n = np.asarray(add, np.float64) + np.asarray(scale, np.float64) * (rotated_c * v).sum(1)
+        n = (np.asarray(stored["__add_factors" + suffix], np.float64)
+             + np.asarray(stored["__scale_factors" + suffix], np.float64)
+             * (rotated_c * v).sum(1))
     t = np.asarray(target, np.float64)[None, :] - c
     return (t * t).sum(1) + n - 2 * (r_hat * t).sum(1)
 
