@@ -353,7 +353,7 @@ def reconstruct(content) -> np.ndarray:
         from reference_impl.index.vector import rq as rq_mod
 
         if not rq.judges_factors or content.extra.get("centroids") is None or (
-                rq.rotation_type == "fast" and rq.code_dim > rq_mod.MATRIX_LIMIT):
+                rq.matrix() is None):
             raise CannotAnswer(f"a RaBitQ index of rotation {rq.rotation_type!r} over "
                                f"{rq.code_dim} dimensions and query estimator "
                                f"{rq.query_estimator!r}")
@@ -397,7 +397,8 @@ def nearest(content, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int
         raise CannotAnswer(f"the row of id {of} is not live")
     target = rowmap.vectors[where[0]]
     scored = []
-    if _rabit_l2(content):
+    refine = _rabit_l2(content)
+    if refine:
         d = _rabit_distances(content, target)
     else:
         if vec is None:
@@ -406,7 +407,6 @@ def nearest(content, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int
             mat = np.asarray(vec.flatten().to_numpy(zero_copy_only=False),
                              np.float32).reshape(len(vec), -1)
         d = ((mat - target) ** 2).sum(axis=1)
-    refine = _rabit_l2(content)
     for j in np.argsort(d, kind="stable")[: (RABIT_POOL * k if refine else 4 * k + 64)]:
         got = rowmap.ids_of([rows[j]])
         if got:
@@ -432,11 +432,10 @@ RABIT_POOL = 8
 
 
 def _rabit_l2(content) -> bool:
-    from reference_impl.index.vector import rq as rq_mod
-
+    """Whether ``content`` is an IVF_RQ whose distances the factors estimate (l2, cosine; a
+    rotation that turns back)."""
     rq = content.extra.get("rq")
-    return (rq is not None and rq.judges_factors and (
-                rq.code_dim <= rq_mod.MATRIX_LIMIT or rq.rotation_type == "matrix")
+    return (rq is not None and rq.judges_factors and rq.matrix() is not None
             and content.extra.get("metric", "l2") in ("l2", "cosine")
             and content.extra.get("centroids") is not None)
 
@@ -473,8 +472,9 @@ def _nearest_ids(scored: list, k: int) -> list[int]:
 
 def minhash_nearest(contents, q: Query, *, rowmap: RowMap, covered: set[int]) -> list[int]:
     """The k rows nearest the text of row ``q.args[1]`` by the decoded MINHASHLSH segments'
-    stored signatures (one minus the fraction of equal values; ties by ``id``), merged with the live rows outside the ``covered`` fragments signed from their
-    text, as a reader signs unindexed rows."""
+    stored signatures (one minus the fraction of equal values; ties by ``id``), merged with
+    the live rows outside the ``covered`` fragments signed from their text, as a reader signs
+    unindexed rows."""
     from reference_impl.index import minhash_lsh
 
     k, of = q.args
