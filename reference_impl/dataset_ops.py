@@ -53,7 +53,6 @@ DELETION_ARROW_MAX = 5000  # at most this many deleted rows go to an Arrow file,
 
 
 def _expression(pred, schema: pa.Schema) -> tuple[pc.Expression, str]:
-    columns = schema.names
     if isinstance(pred, pc.Expression):
         problem = _missing_fields(pred, schema)
         if problem:
@@ -61,7 +60,7 @@ def _expression(pred, schema: pa.Schema) -> tuple[pc.Expression, str]:
         return pred, str(pred)
     if not isinstance(pred, str) or not pred.strip():
         raise InvalidInput("a predicate must be a non-empty string or a pyarrow Expression")
-    return parse_predicate(pred, columns), pred
+    return parse_predicate(pred, schema), pred
 
 
 def _missing_fields(expr: pc.Expression, schema: pa.Schema) -> list[str]:

@@ -18,8 +18,14 @@ The language is the part of SQL that Lance's filters accept and writers' users w
     atom    := number | 'string' | TRUE | FALSE | NULL
              | column ("." field)*                      -- a nested field: point.x
              | CAST "(" expr AS type ")"
-             | function "(" expr ("," expr)* ")"        -- abs, length, lower, upper, ...
+             | function "(" expr ")"                    -- abs, length, lower, upper, ...
+             | CONTAINS "(" value "," 'string' ")"      -- a substring (NGRAM indexes)
+             | STARTS_WITH "(" value "," 'string' ")"
+             | ARRAY_HAS_ANY "(" column "," list ")"    -- list columns (LABEL_LIST indexes)
+             | ARRAY_HAS_ALL "(" column "," list ")"
+             | (ARRAY_HAS | ARRAY_CONTAINS) "(" column "," literal ")"
              | "(" expr ")"
+    list    := "[" [literal ("," literal)*] "]"       -- literals, none of them NULL
 
 Its meaning is SQL's, as pylance 14.0.2 evaluates it (the kit's interop test holds the two
 to the same answers on generated predicates over nullable data):
@@ -40,7 +46,19 @@ to the same answers on generated predicates over nullable data):
   literals are each cast before the division: the model divides the integers, so the kit's
   generated filters never do arithmetic between two literals);
 * floating values compare in Lance's order: NaN equals NaN and is greater than every
-  other number; ``-0.0`` equals ``0.0``.
+  other number; ``-0.0`` equals ``0.0``;
+* ``contains(s, 'x')`` is true when ``x`` occurs in ``s`` (no wildcards: ``%`` is itself),
+  ``starts_with(s, 'x')`` when ``s`` begins with it; null of a null ``s``;
+* ``array_has_any(l, [a, b])`` is true when an element of list ``l`` equals one of the
+  values, ``array_has_all(l, [a, b])`` when every value is an element (a value listed twice
+  counts once), ``array_has(l, a)`` and ``array_contains(l, a)`` are ``array_has_any(l,
+  [a])``; a null element equals no value; a null list gives null, except that
+  ``array_has_all(l, [])`` is true of every row, a null list too (so pylance 14.0.2 answers).
+  The values are literals of the elements' kind (numbers for numbers, strings for
+  strings) and never NULL: engines differ on a NULL among them (pylance 14.0.2's
+  ``array_has_any(l, ['a', NULL])`` matches a list holding a null, its ``array_has(l, NULL)``
+  matches nothing), so the language refuses it. These calls need the table's schema
+  (:func:`parse_predicate` given a ``pyarrow.Schema``).
 
 A name that is no column of the dataset raises :class:`~reference_impl.errors.InvalidInput`
 before anything is evaluated, as does text outside the language.
@@ -48,7 +66,9 @@ before anything is evaluated, as does text outside the language.
 
 from __future__ import annotations
 
+import json
 import re
+import threading
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -60,7 +80,7 @@ _TOKEN = re.compile(r"""\s*(?:
     (?P<num>\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?)
   | (?P<str>'(?:[^']|'')*')
   | (?P<qid>"(?:[^"]|"")*"|`[^`]*`)
-  | (?P<op><=|>=|!=|<>|==|=|<|>|\(|\)|,|\+|-|\*|/|%|\.)
+  | (?P<op><=|>=|!=|<>|==|=|<|>|\(|\)|\[|\]|,|\+|-|\*|/|%|\.)
   | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
 )""", re.VERBOSE)
 
@@ -79,6 +99,10 @@ FUNCTIONS: dict[str, str] = {
     "LOWER": "utf8_lower", "UPPER": "utf8_upper",
     "TRIM": "utf8_trim_whitespace",
 }
+
+#: The list tests (module docstring): SQL name -> whether it takes a list of values.
+LIST_FUNCTIONS = {"ARRAY_HAS_ANY": True, "ARRAY_HAS_ALL": True, "ARRAY_HAS": False,
+                  "ARRAY_CONTAINS": False}
 
 _KEYWORDS = {"AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "LIKE", "TRUE", "FALSE",
              "CAST", "AS"}
@@ -172,6 +196,40 @@ def _compare(op: str, left: _Value, right: _Value) -> pc.Expression:
     with_nan = {"=": nan_a & nan_b, "==": nan_a & nan_b,
                 "<": ~nan_a & nan_b, ">": nan_a & ~nan_b}[op]
     return pc.if_else(nan_a | nan_b, with_nan, plain)
+
+
+def _list_udf(mode: str, list_type: pa.DataType) -> str:
+    """The name of the scalar function (registered with Arrow on first use, once per list
+    type) that answers ``array_has_<mode>`` for lists of ``list_type``; its second argument
+    is the values, a JSON text."""
+    name = f"lance_conformance_array_has_{mode}<{list_type}>"
+    with _UDF_LOCK:
+        if name not in _UDFS:
+            def kernel(ctx, lists, values, mode=mode):
+                want = json.loads(values.as_py())
+                out = []
+                for items in lists.to_pylist():
+                    if mode == "all" and not want:
+                        out.append(True)   # pylance 14.0.2: true of a null list too
+                    elif items is None:
+                        out.append(None)
+                    else:
+                        held = {v for v in items if v is not None}
+                        out.append(any(v in held for v in want) if mode == "any"
+                                   else all(v in held for v in want))
+                return pa.array(out, pa.bool_())
+
+            pc.register_scalar_function(
+                kernel, name,
+                {"summary": f"array_has_{mode} over {list_type}",
+                 "description": "The filter language's list test (reference_impl.predicate)."},
+                {"lists": list_type, "values": pa.string()}, pa.bool_())
+            _UDFS.add(name)
+    return name
+
+
+_UDFS: set[str] = set()
+_UDF_LOCK = threading.Lock()
 
 
 def _any_of(exprs: list[pc.Expression]) -> pc.Expression:
@@ -351,6 +409,20 @@ class _Parser:
             self.take(")")
             to = CAST_TYPES[type_name]
             return _Value(_expr(inner).cast(to), to)
+        if word in LIST_FUNCTIONS and self.peek("(", ahead=1):
+            return self.list_test(word)
+        if word in ("CONTAINS", "STARTS_WITH") and self.peek("(", ahead=1):
+            self.i += 2
+            text = self.value()
+            self.take(",")
+            kind, pattern = self.toks[self.i] if self.i < len(self.toks) else ("", "")
+            if kind != "str":
+                self.fail(f"{val} takes a 'string' as its second argument")
+            self.i += 1
+            self.take(")")
+            pattern = pattern[1:-1].replace("''", "'")
+            fn = pc.match_substring if word == "CONTAINS" else pc.starts_with
+            return _Value(fn(text.expr, pattern=pattern), pa.bool_())
         if kind == "id" and self.peek("(", ahead=1):
             if word not in FUNCTIONS:
                 self.fail(f"unknown function {val!r} (known: {', '.join(sorted(FUNCTIONS))})")
@@ -363,6 +435,47 @@ class _Parser:
         if kind == "qid" or (kind == "id" and word not in _KEYWORDS):
             return self.column()
         self.fail(f"unexpected {val!r}")
+
+    def list_test(self, word: str) -> _Value:
+        """``array_has_any(l, [..])``, ``array_has_all(l, [..])``, ``array_has(l, v)`` or
+        ``array_contains(l, v)`` (module docstring)."""
+        self.i += 2
+        lists = self.column()
+        if lists.type is None:
+            self.fail(f"{word.lower()} needs the table's schema to know the type of its list")
+        if not (pa.types.is_list(lists.type) or pa.types.is_large_list(lists.type)
+                or pa.types.is_fixed_size_list(lists.type)):
+            self.fail(f"{word.lower()} takes a list column, not {lists.type}")
+        self.take(",")
+        if word in ("ARRAY_HAS_ANY", "ARRAY_HAS_ALL"):
+            self.take("[")
+            values = []
+            while not self.peek("]"):
+                if values:
+                    self.take(",")
+                values.append(self.list_value(word, lists.type.value_type))
+            self.take("]")
+        else:
+            values = [self.list_value(word, lists.type.value_type)]
+        self.take(")")
+        mode = "all" if word == "ARRAY_HAS_ALL" else "any"
+        return _Value(pc.Expression._call(_list_udf(mode, lists.type),
+                                          [lists.expr, pc.scalar(json.dumps(values))]),
+                      pa.bool_())
+
+    def list_value(self, word: str, element: pa.DataType):
+        """One value of a list test: a literal of the elements' kind, never NULL."""
+        if self.peek("NULL"):
+            self.fail(f"{word.lower()} with a NULL value: engines differ on its meaning")
+        v = self.literal_value()
+        number = isinstance(v, int | float) and not isinstance(v, bool)
+        fits = ((pa.types.is_string(element) or pa.types.is_large_string(element))
+                and isinstance(v, str)) \
+            or ((pa.types.is_integer(element) or pa.types.is_floating(element)) and number) \
+            or (pa.types.is_boolean(element) and isinstance(v, bool))
+        if not fits:
+            self.fail(f"{word.lower()}: {v!r} is not a value of the list's {element} elements")
+        return v
 
     def column(self) -> _Value:
         """A column, or a field of a struct column: ``point.x``, ``"a b".c``."""

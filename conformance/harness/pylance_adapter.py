@@ -98,13 +98,15 @@ class PylanceAdapter(Adapter):
 
     def query(self, uri: str, version: int | None, query: dict) -> pa.Table:
         """``to_table`` with the filter or the nearest search, through the table's indexes
-        when ``use_index`` (``_distance`` dropped)."""
+        when ``use_index`` (``_distance`` dropped); a filter with a nearest search filters
+        first (``prefilter``): the ``k`` nearest of the rows it matches."""
         use = bool(query.get("use_index", True))
         kw: dict = {"filter": query.get("filter"), "use_scalar_index": use}
         near = query.get("nearest")
         if near is not None:
             kw["nearest"] = {"column": near["column"], "q": near["q"], "k": int(near["k"]),
                              "use_index": use}
+            kw["prefilter"] = True
         with _refusals():
             t = _lance().dataset(uri, version=version).to_table(**kw)
         return t.drop_columns([c for c in ("_distance",) if c in t.column_names])

@@ -44,7 +44,7 @@ class NeverReads(Adapter):
 
 def test_the_suite_holds_every_golden_case_and_scenario():
     ids = runner.suite_case_ids("all")
-    assert len(ids) == len(set(ids)) == 57
+    assert len(ids) == len(set(ids)) == 59
     assert runner.fixture_case_ids(GOLDEN) == set(golden.CASES)
     assert {f"read.{c}" for c in golden.CASES} >= set(READS)
 
@@ -55,7 +55,7 @@ def test_run_against_an_empty_fixtures_folder(tmp_path, capsys):
     assert main(["run", "--impl", "reference", "--fixtures", str(empty)]) == 2
     out, err = capsys.readouterr()
     line = _one_line(err)
-    assert line.startswith("run: 37 of the 57 cases of --suite all are missing "
+    assert line.startswith("run: 39 of the 59 cases of --suite all are missing "
                            f"({empty} holds no case) and no skip-file names them: read.")
     assert "PASS" not in out  # nothing ran
     assert main(["run", "--impl", "reference", "--suite", "read", "--fixtures", str(empty)]) == 2
@@ -80,7 +80,7 @@ def test_a_skip_file_naming_each_missing_case_lets_the_rest_run(tmp_path, capsys
     for cid in ("deletion-arrow", "tags"):
         shutil.copytree(GOLDEN / cid, part / cid)
     assert main(["run", "--impl", "reference", "--suite", "read", "--fixtures", str(part)]) == 2
-    assert "33 of the 35 cases of --suite read are missing" in _one_line(capsys.readouterr().err)
+    assert "35 of the 37 cases of --suite read are missing" in _one_line(capsys.readouterr().err)
     skip = tmp_path / "skip.txt"
     missing = [cid for cid in READS if cid not in ("read.deletion-arrow", "read.tags")]
     skip.write_text("".join(f"{cid}  # not shipped here\n" for cid in missing[1:]))
@@ -100,7 +100,7 @@ def test_a_skip_file_skipping_everything_runs_nothing(tmp_path, capsys):
     skip.write_text("read.*  # not today\n")
     assert main(["run", "--impl", "reference", "--suite", "read", "--skip-file", str(skip)]) == 2
     assert _one_line(capsys.readouterr().err) == (
-        "run: no case to run: the skip-file skips all 35 cases of --suite read")
+        "run: no case to run: the skip-file skips all 37 cases of --suite read")
 
 
 def test_a_run_that_judged_no_case(capsys):

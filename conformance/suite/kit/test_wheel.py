@@ -212,8 +212,8 @@ def test_the_readme_quick_start_runs_as_written(installed):
     assert done["returncode"] == 0, done["stdout"][-3000:] + done["stderr"][-5000:]
     out = done["stdout"]
     assert f"lance-conformance {kit.version()}" in out
-    assert "PASS 57, FAIL 0, UNSUPPORTED 0, ERROR 0, SKIP 0" in out  # run --impl reference
-    assert "37 of 37 cases verify" in out  # fixtures verify
+    assert "PASS 59, FAIL 0, UNSUPPORTED 0, ERROR 0, SKIP 0" in out  # run --impl reference
+    assert "39 of 39 cases verify" in out  # fixtures verify
     assert re.search(r"fuzz reference .*: \d+ examples, .*: no failure", out), out[-3000:]
     assert "PASS 35, FAIL 0" in out  # the example program, through cmd:
     assert re.search(r"\b35 passed\b", out)  # the same cases in pytest
@@ -229,13 +229,13 @@ def test_run_and_verify_from_the_wheel(installed, elsewhere):
     jsonschema.validate(doc, kit.schema("run-report"))
     from_checkout = _planned("reference")
     assert [r["id"] for r in doc["results"]] == from_checkout
-    assert len(from_checkout) == len(runner.suite_case_ids("all")) == 57
-    assert doc["counts"]["PASS"] == 57, doc["counts"]
+    assert len(from_checkout) == len(runner.suite_case_ids("all")) == 59
+    assert doc["counts"]["PASS"] == 59, doc["counts"]
     assert doc["provenance"]["cases"]["sha256"] == kit.case_set()["sha256"]
 
     done = installed.run("lance-conformance", "fixtures", "verify", cwd=elsewhere)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert done.stdout.rstrip().endswith("37 of 37 cases verify")
+    assert done.stdout.rstrip().endswith("39 of 39 cases verify")
     # no pylance in the venv: the cases it produced are verified, not regenerated, and say so
     assert "cases not regenerated: its producer pylance is not installed" in done.stdout
     assert "regeneration failed" not in done.stdout
@@ -272,7 +272,7 @@ def test_the_pytest_plugin_from_the_wheel(installed, elsewhere):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     items = [line.strip(":") for line in done.stdout.splitlines() if "lance::" in line]
     assert items == [f"lance::{cid}" for cid in _planned("reference")]
-    assert len(items) == 57
+    assert len(items) == 59
 
 
 # -- the GitHub Action as a shell script ----------------------------------------------------

@@ -12,6 +12,11 @@ request            SQL
 =================  ===================================================================
 read               ``SELECT * FROM '<folder>/t.lance'``; a filtered read
                    ``SELECT "c", ... FROM '<folder>/t.lance' WHERE <filter>``
+query              a filter: ``SELECT * FROM '<folder>/t.lance' WHERE <filter>``; a nearest
+                   search: ``SELECT * FROM lance_vector_search('<folder>/t.lance', 'c',
+                   [q]::FLOAT[], k := k, use_index := b) [WHERE <filter>]`` (the
+                   extension takes its own ``filter`` only for tables of a namespace, so
+                   a filter is SQL's WHERE over the k rows found: a post-filter)
 create/overwrite   ``COPY (SELECT * FROM rows) TO '<uri>' (FORMAT lance, mode 'overwrite',
                    data_storage_version '<v>', max_rows_per_file N)``
 append             ``COPY ... (FORMAT lance, mode 'append')``
@@ -189,6 +194,20 @@ class Engine:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
+    def vector_search(self, uri: str, nearest: dict, use_index: bool, where: str | None):
+        """The ``k`` rows nearest to ``q``: the extension's ``lance_vector_search``."""
+        if not os.path.isdir(uri):
+            raise FileNotFoundError(f"no table at {uri}")
+        folder = self.link(uri)
+        try:
+            source = sql_string(os.path.join(folder, "t.lance"))
+            q = "[" + ", ".join(repr(float(x)) for x in nearest["q"]) + "]::FLOAT[]"
+            text = (f"SELECT * FROM lance_vector_search({source}, {sql_string(nearest['column'])}, "
+                    f"{q}, k := {int(nearest['k'])}, use_index := {'true' if use_index else 'false'})")
+            return self.sql(text + (f" WHERE {where}" if where else "")).to_arrow_table()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def merge(self, uri: str, rows, statement: str) -> None:
         """Run the MERGE ``statement`` with ``rows`` registered as the relation ``rows``."""
         self.con.register("rows", rows)
@@ -266,6 +285,21 @@ def read(engine: Engine, params: dict) -> dict:
         table = engine.scan_where(uri, params.get("filter"), params.get("columns"))
     else:
         table = engine.scan(uri)
+    return arrow_out(table, params.get("data_dir", ""))
+
+
+def query(engine: Engine, params: dict) -> dict:
+    """A filter or a nearest search at the latest version (PROTOCOL.md, "Queries through an
+    index"); DuckDB picks the table's index on its own."""
+    uri, version = params["uri"], params.get("version")
+    if version is not None and int(version) != latest_version(uri):
+        raise Unsupported(f"DuckDB reads the latest version only ({latest_version(uri)}), "
+                          f"not {version}")
+    if params.get("nearest"):
+        table = engine.vector_search(uri, params["nearest"], params.get("use_index", True),
+                                     params.get("filter"))
+    else:
+        table = engine.scan_where(uri, params.get("filter"), None)
     return arrow_out(table, params.get("data_dir", ""))
 
 
@@ -347,7 +381,7 @@ def apply(engine: Engine, params: dict) -> dict:
 
 def hello(engine: Engine) -> dict:
     features = [f"storage:{v}" for v in STORAGE_VERSIONS] + ["index:btree", "v2-manifest-paths",
-                                                             "filtered-read"]
+                                                             "filtered-read", "query"]
     return {"name": "duckdb-lance",
             "version": f"duckdb {engine.duckdb_version}, lance extension {engine.lance_version}",
             "capabilities": {"read": True, "write": True, "ops": OPS, "row_ids": False,
@@ -402,6 +436,8 @@ def serve(lines) -> int:
                     result = hello(engine)
                 elif method == "read":
                     result = read(engine, params)
+                elif method == "query":
+                    result = query(engine, params)
                 elif method == "apply":
                     result = apply(engine, params)
                 elif method == "shutdown":
