@@ -8,8 +8,9 @@ table's index on that column. What it must answer is what a scan of the rows ans
 (:func:`scan_answer`, the model's predicate evaluator; the ``k`` rows nearest to ``q`` by
 squared L2 distance). An **exact** query (a scalar index: BTREE, BITMAP ...) must return
 exactly those rows; an **approximate** one (a vector index: IVF_PQ ...) must return rows
-the table holds, each once, with the table's columns and types, at most ``k``, and at least
-``min_recall`` of the scan's ``k`` nearest (:func:`judge_answer`).
+the table holds, each once, with the table's columns and types, at most ``k``, none the
+filter (when there is one) does not match, and at least ``min_recall`` of the scan's ``k``
+nearest (:func:`judge_answer`).
 """
 
 from __future__ import annotations
@@ -72,6 +73,11 @@ def judge_answer(got: pa.Table, rows: pa.Table, asked: dict, query: dict) -> str
     foreign = [r.get(ID) for r in got.to_pylist() if held.get(r.get(ID)) != r]
     if foreign:
         return f"rows the table does not hold (ids {foreign[:5]})"
+    if asked.get("filter"):
+        matching = set(scan_answer(rows, dict(asked, nearest=None))[ID].to_pylist())
+        unmatched = [i for i in ids if i not in matching]
+        if unmatched:
+            return f"rows the filter does not match (ids {unmatched[:5]})"
     found = set(got[ID].to_pylist()) & set(want[ID].to_pylist())
     recall = len(found) / max(1, want.num_rows)
     if recall < query["min_recall"]:

@@ -285,7 +285,7 @@ def test_reports_count_reads(some_cases, tmp_path):
 class WrongIndex(ReferenceAdapter):
     """Answers each query through a broken index: the filter's rows less one, the nearest
     search's rows with a vector the table does not hold, far rows, its best half each row
-    twice, or its rows with ``id`` as int32."""
+    twice, its rows with ``id`` as int32, or the nearest of every row, its filter ignored."""
 
     name = "wrong-index"
 
@@ -301,6 +301,8 @@ class WrongIndex(ReferenceAdapter):
         if self.fault == "twice":
             half = rows.slice(0, (rows.num_rows + 1) // 2)
             return pa.concat_tables([half, half]).slice(0, rows.num_rows)
+        if self.fault == "unfiltered":  # the nearest of every row, the filter ignored
+            return super().query(uri, version, dict(query, filter=None))
         if self.fault == "int32":
             i = rows.schema.get_field_index("id")
             return rows.set_column(i, pa.field("id", pa.int32()), rows.column(i).cast(pa.int32()))
@@ -327,7 +329,9 @@ class WrongIndex(ReferenceAdapter):
                                                  ("miss", "index-scalar-kinds", "query.text-contains"),
                                                  ("far", "index-vector-kinds", "query.rq-nearest"),
                                                  ("far", "index-vector-kinds", "query.flat-filtered"),
-                                                 ("twice", "index-vector-kinds", "query.hnsw-nearest")])
+                                                 ("twice", "index-vector-kinds", "query.hnsw-nearest"),
+                                                 ("unfiltered", "index-vector-kinds",
+                                                  "query.flat-filtered")])
 def test_an_index_that_answers_other_than_the_scan_fails(tmp_path, fault, case, query):
     r = runner.run_read_case(WrongIndex(fault), GOLDEN / case, tmp_path)
     bad = {v.id: v for v in r.reads if v.outcome == runner.FAIL}
@@ -335,7 +339,8 @@ def test_an_index_that_answers_other_than_the_scan_fails(tmp_path, fault, case, 
     assert query in bad, [(v.id, v.message) for v in r.reads]
     expect = {"miss": "not the scan's", "foreign": "rows the table does not hold",
               "far": "recall 0.00 below the 0.", "twice": "rows answered more than once",
-              "int32": "column 'id': type int32 != expected int64"}[fault]
+              "int32": "column 'id': type int32 != expected int64",
+              "unfiltered": "rows the filter does not match"}[fault]
     assert expect in bad[query].message
 
 
