@@ -216,8 +216,9 @@ class Adapter:
         raise Unsupported(f"{self.name} cannot read blob bytes")
 
     def query(self, uri: str, version: int | None, query: dict) -> pa.Table:
-        """The rows answering ``query`` (:mod:`conformance.harness.queries`: a ``filter`` or a
-        ``nearest`` search, ``use_index``) at ``version``; declared by the feature ``"query"``."""
+        """The rows answering ``query`` (:mod:`conformance.harness.queries`: a ``filter``, a
+        ``nearest`` search or a full-text ``match``, ``use_index``) at ``version``; declared by
+        the feature ``"query"`` (``"full-text"`` for ``match``)."""
         raise Unsupported(f"{self.name} answers no query")
 
     def read_filtered(self, uri: str, version: int | None, filter: str | None,  # noqa: A002

@@ -81,7 +81,7 @@ class PylanceAdapter(Adapter):
             self.version = lance.__version__
             self.capabilities = Capabilities(
                 read=True, write=True, ops=(*ALL_OPS, "create_index"), row_ids=True,
-                features=("legacy", "v1-names", "branches", "blobs", "query", "filtered-read",
+                features=("legacy", "v1-names", "branches", "blobs", "query", "full-text", "filtered-read",
                           *WRITER_FEATURES))
         except Unsupported:
             self.version = None
@@ -97,9 +97,10 @@ class PylanceAdapter(Adapter):
         return t
 
     def query(self, uri: str, version: int | None, query: dict) -> pa.Table:
-        """``to_table`` with the filter or the nearest search, through the table's indexes
-        when ``use_index`` (``_distance`` dropped); a filter with a nearest search filters
-        first (``prefilter``): the ``k`` nearest of the rows it matches."""
+        """``to_table`` with the filter, the nearest search or the full-text match
+        (``full_text_query`` on the one column), through the table's indexes when
+        ``use_index`` (``_distance`` and ``_score`` dropped); a filter with a search filters
+        first (``prefilter``): the ``k`` nearest, or the matches, among the rows it matches."""
         use = bool(query.get("use_index", True))
         kw: dict = {"filter": query.get("filter"), "use_scalar_index": use}
         near = query.get("nearest")
@@ -107,9 +108,13 @@ class PylanceAdapter(Adapter):
             kw["nearest"] = {"column": near["column"], "q": near["q"], "k": int(near["k"]),
                              "use_index": use}
             kw["prefilter"] = True
+        match = query.get("match")
+        if match is not None:
+            kw["full_text_query"] = {"query": match["query"], "columns": [match["column"]]}
+            kw["prefilter"] = True
         with _refusals():
             t = _lance().dataset(uri, version=version).to_table(**kw)
-        return t.drop_columns([c for c in ("_distance",) if c in t.column_names])
+        return t.drop_columns([c for c in ("_distance", "_score") if c in t.column_names])
 
     def read_filtered(self, uri: str, version: int | None, filter: str | None,  # noqa: A002
                       columns: list[str] | None = None) -> pa.Table:

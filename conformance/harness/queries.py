@@ -1,19 +1,23 @@
-"""Queries of the golden cases with indexes: a filter or a k-nearest search, and the verdict
-on an implementation's answer.
+"""Queries of the golden cases with indexes: a filter, a k-nearest search or a full-text
+match, and the verdict on an implementation's answer.
 
 A query (``queries`` in a case.json, the ``query`` request of ``PROTOCOL.md``) is
-``{"filter": SQL predicate}`` or ``{"nearest": {"column", "q": [float], "k"}}`` over one
-version of a table, asked with ``use_index`` true: the implementation may answer through the
-table's index on that column. What it must answer is what a scan of the rows answers
+``{"filter": SQL predicate}``, ``{"nearest": {"column", "q": [float], "k"}}`` or
+``{"match": {"column", "query": text}}`` (a filter may go with either) over one version of a
+table, asked with ``use_index`` true: the implementation may answer through the table's
+index on that column. What it must answer is what a scan of the rows answers
 (:func:`scan_answer`, the model's predicate evaluator; the ``k`` rows nearest to ``q`` by
-squared L2 distance). An **exact** query (a scalar index: BTREE, BITMAP ...) must return
-exactly those rows; an **approximate** one (a vector index: IVF_PQ ...) must return rows
+squared L2 distance among those the filter matches; the rows holding any of the match's
+terms, :func:`match_mask`). An **exact** query (a scalar index: BTREE, BITMAP, INVERTED ...)
+must return exactly those rows, in any order; an **approximate** one (a vector index: IVF_PQ ...) must return rows
 the table holds, each once, with the table's columns and types, at most ``k``, none the
 filter (when there is one) does not match, and at least ``min_recall`` of the scan's ``k``
 nearest (:func:`judge_answer`).
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pyarrow as pa
@@ -23,10 +27,26 @@ from . import scenarios as sc
 ID = "id"
 
 
+def terms(text: str) -> list[str]:
+    """The terms of a full-text ``text``: its maximal runs of letters and digits, lower-cased
+    (the ``simple`` tokenizer of an INVERTED index without stemming or stop words; a case
+    picks query terms that every setting of the index's tokenizer keeps as they are)."""
+    return [t.lower() for t in re.findall(r"[^\W_]+", text)]
+
+
+def match_mask(rows: pa.Table, match: dict) -> pa.Array:
+    """Which rows a full-text match holds for: the ``column``'s text (a null is no match)
+    holds at least one of the ``query``'s terms (several terms are ORed, Lance's default)."""
+    want = set(terms(match["query"]))
+    texts = rows.column(match["column"]).to_pylist()
+    return pa.array([t is not None and not want.isdisjoint(terms(t)) for t in texts], pa.bool_())
+
+
 def request(query: dict, rows: pa.Table | None = None) -> dict:
     """The query as the protocol sends it: ``near_id`` (the case's way of naming ``q``: the
     vector of the row with that id) replaced by ``q`` taken from ``rows``."""
-    out = {"filter": query.get("filter"), "nearest": None, "use_index": bool(query.get("use_index", True))}
+    out = {"filter": query.get("filter"), "nearest": None, "match": query.get("match"),
+           "use_index": bool(query.get("use_index", True))}
     near = query.get("nearest")
     if near is not None:
         q = near.get("q")
@@ -45,6 +65,8 @@ def _distances(rows: pa.Table, column: str, q: list[float]) -> np.ndarray:
 def scan_answer(rows: pa.Table, asked: dict) -> pa.Table:
     """What a scan of ``rows`` answers to the request ``asked`` (see :func:`request`)."""
     out = rows.filter(sc._mask(rows, asked["filter"])) if asked.get("filter") else rows
+    if asked.get("match"):
+        out = out.filter(match_mask(out, asked["match"]))
     near = asked.get("nearest")
     if near is not None:
         order = np.argsort(_distances(out, near["column"], near["q"]), kind="stable")

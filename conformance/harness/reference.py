@@ -20,7 +20,7 @@ class ReferenceAdapter(Adapter):
     name = "reference"
     version = __version__
     capabilities = Capabilities(read=True, write=True, ops=ALL_OPS, row_ids=True,
-                                features=("legacy", "v1-names", "branches", "blobs", "query", "filtered-read",
+                                features=("legacy", "v1-names", "branches", "blobs", "query", "full-text", "filtered-read",
                                           "storage:2.0", "storage:2.1", "storage:2.2",
                                           "stable-row-ids", "v2-manifest-paths", "tags",
                                           "config", "stale-append"))

@@ -447,6 +447,7 @@ def run_read_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
         verdicts.append(_one_read(adapter, cdir, table, r, asked))
     by_id = {r["id"]: r for r in doc["reads"]}
     asks = "query" in adapter.capabilities.features
+    full_text = "full-text" in adapter.capabilities.features
     for q in doc.get("queries", ()):
         newest = max(r["version"] for r in doc["reads"] if r["path"] == q["path"] and not r.get("external_store"))
         asked = None if (not travel and q["version"] == newest) else q["version"]
@@ -454,12 +455,13 @@ def run_read_case(adapter: Adapter, cdir: Path, work: Path) -> CaseResult:
         verdicts.append(_one_query(adapter, cdir, table, doc, q, asked, newest) if ended is None else
                         ReadResult(f"query.{q['id']}", UNSUPPORTED, "not made: the program died or "
                                    f"was stopped on {ended}", version=asked))
-        by_id[verdicts[-1].id] = {"query": True, "older": q["version"] != newest}
+        by_id[verdicts[-1].id] = {"query": True, "older": q["version"] != newest,
+                                  "match": bool(q.get("match"))}
 
     def excused(v: ReadResult) -> bool:  # a read not made that the adapter never claimed
         r = by_id[v.id]
         if r.get("query"):
-            return not asks or (not travel and r["older"])
+            return not asks or (r["match"] and not full_text) or (not travel and r["older"])
         return bool(r.get("external_store")) or (not travel and v.id not in latest)
 
     return _roll_up(cid, verdicts, excused)
@@ -478,6 +480,9 @@ def _one_query(adapter: Adapter, cdir: Path, table: Path, doc: dict, q: dict, ve
     if "query" not in adapter.capabilities.features:
         return ReadResult(vid, UNSUPPORTED, "not made: the adapter does not declare the feature 'query'",
                           version=version)
+    if q.get("match") and "full-text" not in adapter.capabilities.features:
+        return ReadResult(vid, UNSUPPORTED, "not made: the adapter does not declare the feature "
+                          "'full-text'", version=version)
     if not adapter.capabilities.time_travel and q["version"] != newest:
         return ReadResult(vid, UNSUPPORTED, "not made: an older version (no time travel)", version=version)
     read = next(r for r in doc["reads"] if r["path"] == q["path"] and r["version"] == q["version"]

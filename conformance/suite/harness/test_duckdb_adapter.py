@@ -47,7 +47,7 @@ NOT_PASSING = {
 COUNTS = {"PASS": 43, "FAIL": 6, "UNSUPPORTED": 10, "ERROR": 0, "SKIP": 0}
 #: reads judged on their own: DuckDB has no time travel (it says so in ``hello``), so the
 #: older versions of a case are reads not made, and its latest reads are judged
-READ_COUNTS = {"PASS": 55, "FAIL": 5, "UNSUPPORTED": 67}
+READ_COUNTS = {"PASS": 58, "FAIL": 5, "UNSUPPORTED": 67}
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_duckdb_verdicts(duckdb_impl, capsys):
     # 6.0.0 reads pylance 14.0.2's IVF_RQ (the same index_version, 2, as its own) and answers
     # other rows (docs/duckdb.md, finding 9)
     queries = [(r["id"], v) for r in doc["results"] for v in r["reads"] if v["id"].startswith("query.")]
-    assert len(queries) == 21
+    assert len(queries) == 24
     wrong = [(case, v["id"], v["message"]) for case, v in queries if v["outcome"] != "PASS"]
     assert [w[:2] for w in wrong] == [("read.index-vector-kinds", "query.rq-nearest")]
     assert "IVF_RQ on vec_rq: recall 0.00" in wrong[0][2]

@@ -65,10 +65,11 @@ def test_the_node_sdk_reads_and_writes_through_cmd(node_impl, capsys):
     assert sorted(outcomes) == sorted(runner.suite_case_ids("all"))  # every case ran
     assert {k: v for k, v in outcomes.items() if v != "PASS"} == NOT_PASSING
     assert doc["counts"] == {"PASS": 50, "FAIL": 3, "UNSUPPORTED": 6, "ERROR": 0, "SKIP": 0}
-    assert doc["read_counts"] == {"PASS": 117, "FAIL": 5, "UNSUPPORTED": 5}
+    assert doc["read_counts"] == {"PASS": 120, "FAIL": 5, "UNSUPPORTED": 5}
     queries = [v for r in doc["results"] for v in r["reads"] if v["id"].startswith("query.")]
-    # through its indexes: every scalar kind, and pylance 14.0.2's IVF_RQ too (Lance 8.0)
-    assert len(queries) == 21 and {v["outcome"] for v in queries} == {"PASS"}
+    # through its indexes: every scalar kind, full-text matches, and pylance 14.0.2's IVF_RQ
+    # too (Lance 8.0)
+    assert len(queries) == 24 and {v["outcome"] for v in queries} == {"PASS"}
     by_id = {r["id"]: r for r in doc["results"]}
     assert "LargeList" in by_id["read.nested-2.1"]["message"]
     assert "Panic" in by_id["read.types-2.3"]["message"]
@@ -86,7 +87,7 @@ def test_the_docs_state_the_verdicts():
     for cid, outcome in NOT_PASSING.items():
         assert re.search(rf"`{re.escape(cid)}` \| {outcome} \|", text), cid
     assert "PASS 50, FAIL 3, UNSUPPORTED 6, ERROR 0" in text
-    assert "reads: PASS 117, FAIL 5, not made 5" in " ".join(text.split())
+    assert "reads: PASS 120, FAIL 5, not made 5" in " ".join(text.split())
 
 
 @pytest.mark.compat

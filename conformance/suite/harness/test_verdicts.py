@@ -327,6 +327,7 @@ class WrongIndex(ReferenceAdapter):
                                                  ("int32", "index-types", "query.vec-nearest"),
                                                  ("miss", "index-scalar-kinds", "query.labels-any"),
                                                  ("miss", "index-scalar-kinds", "query.text-contains"),
+                                                 ("miss", "index-types", "query.text-match-any"),
                                                  ("far", "index-vector-kinds", "query.rq-nearest"),
                                                  ("far", "index-vector-kinds", "query.flat-filtered"),
                                                  ("twice", "index-vector-kinds", "query.hnsw-nearest"),
@@ -348,10 +349,23 @@ def test_queries_pass_through_the_reference_and_are_not_made_without_the_feature
     r = runner.run_read_case(ReferenceAdapter(), GOLDEN / "index-types", tmp_path / "a")
     assert r.outcome == runner.PASS
     assert {v.id: v.outcome for v in r.reads if v.id.startswith("query.")} == {
-        "query.category-eq": runner.PASS, "query.vec-nearest": runner.PASS}
+        "query.category-eq": runner.PASS, "query.vec-nearest": runner.PASS,
+        "query.text-match": runner.PASS, "query.text-match-any": runner.PASS,
+        "query.text-match-filtered": runner.PASS}
 
     class NoQuery(ReferenceAdapter):
         capabilities = Capabilities(read=True, row_ids=True)
+
+    class NoFullText(ReferenceAdapter):
+        capabilities = Capabilities(read=True, row_ids=True, features=("query",))
+
+    r = runner.run_read_case(NoFullText(), GOLDEN / "index-types", tmp_path / "c")
+    assert r.outcome == runner.PASS
+    made = {v.id: v.outcome for v in r.reads if v.id.startswith("query.")}
+    assert made == {"query.category-eq": runner.PASS, "query.vec-nearest": runner.PASS,
+                    "query.text-match": runner.UNSUPPORTED, "query.text-match-any": runner.UNSUPPORTED,
+                    "query.text-match-filtered": runner.UNSUPPORTED}
+    assert "does not declare the feature 'full-text'" in r.message
 
     r = runner.run_read_case(NoQuery(), GOLDEN / "index-scalar", tmp_path / "b")
     assert r.outcome == runner.PASS
@@ -377,8 +391,8 @@ def test_the_minimal_adapter_of_the_protocol_page_passes_every_read_case(tmp_pat
     assert doc["provenance"]["implementation"] == {"name": "minimal-reader", "version": "1"}
     assert doc["counts"]["PASS"] == len(runner.suite_case_ids("read")) == len(doc["results"])
     # every read made but the one through the external manifest store (no request for it)
-    # and the 21 queries of the cases with indexes (it does not declare the feature query)
-    assert doc["read_counts"]["FAIL"] == 0 and doc["read_counts"]["UNSUPPORTED"] == 1 + 21
+    # and the 24 queries of the cases with indexes (it does not declare the feature query)
+    assert doc["read_counts"]["FAIL"] == 0 and doc["read_counts"]["UNSUPPORTED"] == 1 + 24
 
 
 def test_the_protocol_page_states_what_a_read_is_compared_on():

@@ -16,7 +16,10 @@ query              a filter: ``SELECT * FROM '<folder>/t.lance' WHERE <filter>``
                    search: ``SELECT * FROM lance_vector_search('<folder>/t.lance', 'c',
                    [q]::FLOAT[], k := k, use_index := b) [WHERE <filter>]`` (the
                    extension takes its own ``filter`` only for tables of a namespace, so
-                   a filter is SQL's WHERE over the k rows found: a post-filter)
+                   a filter is SQL's WHERE over the k rows found: a post-filter); a
+                   full-text match: ``SELECT * FROM lance_fts('<folder>/t.lance', 'c',
+                   '<query>', k := <rows>) [WHERE <filter>]`` (``k`` the table's row count:
+                   every match)
 create/overwrite   ``COPY (SELECT * FROM rows) TO '<uri>' (FORMAT lance, mode 'overwrite',
                    data_storage_version '<v>', max_rows_per_file N)``
 append             ``COPY ... (FORMAT lance, mode 'append')``
@@ -208,6 +211,21 @@ class Engine:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
+    def full_text(self, uri: str, match: dict, where: str | None):
+        """Every row whose text holds a term of the match: the extension's ``lance_fts``
+        (its ``k`` defaults to 10, so the table's row count is asked first)."""
+        if not os.path.isdir(uri):
+            raise FileNotFoundError(f"no table at {uri}")
+        folder = self.link(uri)
+        try:
+            source = sql_string(os.path.join(folder, "t.lance"))
+            rows = self.sql(f"SELECT count(*) FROM {source}").fetchall()[0][0]
+            text = (f"SELECT * FROM lance_fts({source}, {sql_string(match['column'])}, "
+                    f"{sql_string(match['query'])}, k := {max(1, int(rows))})")
+            return self.sql(text + (f" WHERE {where}" if where else "")).to_arrow_table()
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def merge(self, uri: str, rows, statement: str) -> None:
         """Run the MERGE ``statement`` with ``rows`` registered as the relation ``rows``."""
         self.con.register("rows", rows)
@@ -289,8 +307,8 @@ def read(engine: Engine, params: dict) -> dict:
 
 
 def query(engine: Engine, params: dict) -> dict:
-    """A filter or a nearest search at the latest version (PROTOCOL.md, "Queries through an
-    index"); DuckDB picks the table's index on its own."""
+    """A filter, a nearest search or a full-text match at the latest version (PROTOCOL.md,
+    "Queries through an index"); DuckDB picks the table's index on its own."""
     uri, version = params["uri"], params.get("version")
     if version is not None and int(version) != latest_version(uri):
         raise Unsupported(f"DuckDB reads the latest version only ({latest_version(uri)}), "
@@ -298,6 +316,8 @@ def query(engine: Engine, params: dict) -> dict:
     if params.get("nearest"):
         table = engine.vector_search(uri, params["nearest"], params.get("use_index", True),
                                      params.get("filter"))
+    elif params.get("match"):
+        table = engine.full_text(uri, params["match"], params.get("filter"))
     else:
         table = engine.scan_where(uri, params.get("filter"), None)
     return arrow_out(table, params.get("data_dir", ""))
@@ -381,7 +401,7 @@ def apply(engine: Engine, params: dict) -> dict:
 
 def hello(engine: Engine) -> dict:
     features = [f"storage:{v}" for v in STORAGE_VERSIONS] + ["index:btree", "v2-manifest-paths",
-                                                             "filtered-read", "query"]
+                                                             "filtered-read", "query", "full-text"]
     return {"name": "duckdb-lance",
             "version": f"duckdb {engine.duckdb_version}, lance extension {engine.lance_version}",
             "capabilities": {"read": True, "write": True, "ops": OPS, "row_ids": False,

@@ -277,7 +277,7 @@ async function handle(method, params) {
         capabilities: {
           read: true, write: true, ops: OPS, row_ids: true,
           features: [...(await storageVersions()).map((v) => `storage:${v}`), "stable-row-ids",
-            "v2-manifest-paths", "v1-names", "tags", "index:btree", "query", "filtered-read"],
+            "v2-manifest-paths", "v1-names", "tags", "index:btree", "query", "full-text", "filtered-read"],
         },
       };
     case "read": {
@@ -306,14 +306,18 @@ async function handle(method, params) {
       return rowsOut(rows, params.data_dir);
     }
     case "query": {
-      // a filter (query().where) or a nearest search (vectorSearch), through the table's
-      // indexes unless use_index is false
+      // a filter (query().where), a nearest search (vectorSearch) or a full-text match
+      // (fullTextSearch), through the table's indexes unless use_index is false
       const t = await open(params.uri, params.version);
       let q;
       if (params.nearest) {
         q = t.vectorSearch(params.nearest.q).column(params.nearest.column).distanceType("l2")
           .limit(Number(params.nearest.k));
         if (params.use_index === false) q.bypassVectorIndex();
+      } else if (params.match) {
+        // a full-text match through the INVERTED index on its column; every matching row
+        q = t.query().fullTextSearch(params.match.query, { columns: [params.match.column] })
+          .limit(await t.countRows());
       } else {
         q = t.query(); // a filter goes through a scalar index on its column when there is one
       }
