@@ -459,7 +459,9 @@ def content_decodes(ctx):
       severity="error", spec="004", section=_SEC, deep=True, clause=_CLAUSE,
       pylance="pylance answers a query on an indexed column from the index for the fragments "
               "in its bitmap and scans only the others: a covered row the index lacks is "
-              "never returned")
+              "never returned",
+      releases="an FM index (Lance 8.0) holds a document for each row with a value, none "
+               "for a null: a row with text it has no document for is missing")
 def rows_missing(ctx):
     yield from findings(ctx, "INDEX-101")
 

@@ -1,6 +1,6 @@
 """INDEX-120..127: text and zone indexes held against the data they index (deep).
 
-For every NGRAM, ZONEMAP, BLOOMFILTER and INVERTED index of a version, the index files are
+For every NGRAM, ZONEMAP, BLOOMFILTER, INVERTED and FM index of a version, the index files are
 decoded (``reference_impl.index``) and compared with the live rows of the fragments its
 ``fragment_bitmap`` names (spec 004, ``IndexMetadata``: "A bitmap of the included fragment
 ids"), by the kind module's ``check``; the machinery (one decode per index, one scan per
@@ -173,11 +173,17 @@ def inverted_postings(ctx):
 
 @rule("INDEX-127", title="text and zone index files decode into self-consistent content",
       severity="error", spec="004", section=_SEC, clause=_BITMAP, deep=True,
-      releases="checked for both layouts: every posting names a document, and a "
+      releases="INVERTED, checked for both layouts: every posting names a document, and a "
                "document's token count is the sum of its postings' frequencies; in the "
                "partitioned layout a posting's doc id lies within its partition's "
                "documents, and a token FST, posting block or position stream that does not "
-               "decode is INDEX-100")
+               "decode is INDEX-100. FM (built by Lance 8.0 through the LanceDB Node SDK "
+               "0.31.0's Index.fm(); no pylance release builds it): each partition's C "
+               "table counts its BWT, its suffix-array samples are SA[k x rate] of the text "
+               "the BWT spells, its document starts follow the separators, its Huffman "
+               "codes are the wavelet tree's leaf paths, a node's blocks' prefix ranks "
+               "count their 1-bits, and no row is two documents; the documents themselves "
+               "are held against the rows by INDEX-101..103 (a null is no document)")
 def undecodable(ctx):
     yield from findings(ctx, "INDEX-127")
 

@@ -22,6 +22,10 @@ arithmetic         ``abs(id - 5) < 2``, ``id * 2 + 1 > 9``      id
 ``IS [NOT] NULL``  ``c0 IS NULL``                               any primitive, struct fields
 ``LIKE``           ``c2 LIKE 'a%'``, ``c2 NOT LIKE '%b'``        strings
 functions          ``length(c2) = 2``, ``lower(c2) = 'ab'``     strings
+substring          ``contains(c2, 'b')``, ``starts_with(c2, 'a')``  strings
+list               ``array_has_any(c5, [1, 4])``,               lists of integers or
+                   ``array_has_all(c5, ['a'])``,                strings
+                   ``array_contains(c5, 3)``
 cast               ``CAST(id AS STRING) = '3'``                 id
 boolean            ``c3``, ``NOT c3``, ``c3 = false``           bool
 nested field       ``c4.x > 1``, ``c4.x IS NULL``               integer fields of structs
@@ -41,7 +45,7 @@ from hypothesis import strategies as st
 from . import schemas as S
 
 LEAF_FORMS = ("compare", "in", "between", "modulo", "arithmetic", "null", "like", "length",
-              "lower", "cast", "bool", "nested")
+              "lower", "cast", "bool", "nested", "substring", "list")
 FLOAT_LITERALS = ("0.5", "-2.25", "1.5", "100.0")
 
 
@@ -55,7 +59,8 @@ def _int_range(t: pa.DataType) -> tuple[int, int]:
 
 def _columns(schema: pa.Schema) -> dict[str, list]:
     """The columns (and struct fields, as paths) each leaf form may use."""
-    out = {"int": [], "float": [], "string": [], "bool": [], "nullable": [], "nested": []}
+    out = {"int": [], "float": [], "string": [], "bool": [], "nullable": [], "nested": [],
+           "list": []}
     for f in schema:
         if f.name == S.ID:
             continue
@@ -68,6 +73,10 @@ def _columns(schema: pa.Schema) -> dict[str, list]:
             out["string"].append((f.name, f.type))
         elif kind == "bool":
             out["bool"].append((f.name, f.type))
+        elif kind in ("list", "large_list") and (
+                S.kind_of(f.type.value_type) in S.INTS
+                or S.kind_of(f.type.value_type) in ("string", "large_string")):
+            out["list"].append((f.name, f.type))
         elif kind == "struct":
             out["nested"] += [(f"{f.name}.{c.name}", c.type) for c in f.type
                               if S.kind_of(c.type) in S.INTS and c.name.isidentifier()]
@@ -78,7 +87,7 @@ def _columns(schema: pa.Schema) -> dict[str, list]:
 
 def _legal_forms(cols: dict[str, list]) -> list[str]:
     need = {"null": "nullable", "like": "string", "length": "string", "lower": "string",
-            "bool": "bool", "nested": "nested"}
+            "bool": "bool", "nested": "nested", "substring": "string", "list": "list"}
     return [f for f in LEAF_FORMS if f not in need or cols[need[f]]]
 
 
@@ -97,8 +106,8 @@ def _numeric(draw, ids: list[int], cols: dict) -> tuple[str, pa.DataType]:
     return draw(st.sampled_from([(S.ID, pa.int64()), *cols["int"]]))
 
 
-#: leaf forms that call a function on the column (``length``, ``lower``, ``CAST``)
-FUNCTION_FORMS = ("length", "lower", "cast")
+#: leaf forms that call a function on the column (``length``, ``lower``, ``CAST``, ...)
+FUNCTION_FORMS = ("length", "lower", "cast", "substring", "list")
 
 
 def _leaf(draw, table: pa.Table, cols: dict, qualifiers: tuple[str, ...] = ()) -> str:
@@ -157,6 +166,35 @@ def _leaf(draw, table: pa.Table, cols: dict, qualifiers: tuple[str, ...] = ()) -
         neg = "NOT " if draw(st.booleans()) else ""
         pattern = draw(st.sampled_from([sample[:1] + "%", "%" + sample[-1:], sample]))
         return f"{q}{name} {neg}LIKE {_quote(pattern)}"
+    if form == "substring":
+        name, _ = draw(st.sampled_from(cols["string"]))
+        present = [v for v in table.column(name).to_pylist() if v] if table.num_rows else []
+        sample = draw(st.sampled_from(present)) if present else "ab"
+        start = draw(st.integers(0, max(0, len(sample) - 1)))
+        part = sample[start:start + draw(st.integers(1, 3))]
+        if draw(st.booleans()):
+            return f"starts_with({q}{name}, {_quote(sample[:len(part)])})"
+        return f"{'NOT ' if draw(st.booleans()) else ''}contains({q}{name}, {_quote(part)})"
+    if form == "list":
+        name, t = draw(st.sampled_from(cols["list"]))
+        element = t.value_type
+        present = sorted({v for items in table.column(name).to_pylist() if items
+                          for v in items if v is not None}, key=str) if table.num_rows else []
+        if pa.types.is_integer(element):
+            lo, hi = _int_range(element)
+            pick = (lambda: draw(st.sampled_from(present))) if present and draw(st.booleans()) \
+                else (lambda: draw(st.integers(max(lo, -5), min(hi, 5))))
+            lit = str
+        else:
+            pick = (lambda: draw(st.sampled_from(present))) if present and draw(st.booleans()) \
+                else (lambda: draw(st.sampled_from(["a", "b", "ab"])))
+            lit = _quote
+        fn = draw(st.sampled_from(["array_has_any", "array_has_all", "array_contains"]))
+        neg = "NOT " if draw(st.booleans()) else ""
+        if fn == "array_contains":
+            return f"{neg}array_contains({q}{name}, {lit(pick())})"
+        values = [lit(pick()) for _ in range(draw(st.integers(1, 2)))]
+        return f"{neg}{fn}({q}{name}, [{', '.join(values)}])"
     if form == "cast":
         return f"CAST({q}{S.ID} AS STRING) = {_quote(str(_pivot(draw, ids)))}"
     if form == "bool":

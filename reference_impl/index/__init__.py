@@ -49,6 +49,7 @@ KIND_MODULES: dict[str, str] = {
     "json": "json",
     "minhash_lsh": "minhash_lsh",
     "rtree": "rtree",
+    "fm": "fm",
     "vector": "vector",
 }
 

@@ -99,14 +99,15 @@ def _unmatched(pos_a, codes_a, pos_b, codes_b) -> tuple[np.ndarray, np.ndarray]:
 
 def hold_pairs(index_name: str, data: IndexedData, rows, values: pa.Array, *,
                data_rows=None, data_values: pa.Array | None = None, every_row: bool = True,
-               where=None) -> Iterator[Disagreement]:
+               where=None, must_name: np.ndarray | None = None) -> Iterator[Disagreement]:
     """Compare the index's ``(rows[i], values[i])`` pairs with the data's.
 
     ``data_rows``/``data_values`` are the data's pairs (default: one per live covered row,
     ``data.row_ids``/``data.values``; a multi-valued kind passes its exploded labels).
     ``every_row``: the index names every live covered row (BTREE, BITMAP), so a row it does
-    not name at all is ``ROW_MISSING``. ``where(i)`` gives the place in the index of pair i
-    (a page, a key) for the messages."""
+    not name at all is ``ROW_MISSING``; ``must_name`` (a mask over ``data.row_ids``) narrows
+    that to the rows the kind indexes (an FM index has no document for a null). ``where(i)``
+    gives the place in the index of pair i (a page, a key) for the messages."""
     rows = data.translate(rows) if data.moves else np.asarray(rows, np.uint64)
     values = _plain(values)
     # work in row order: every membership test below is then a merge of sorted arrays
@@ -140,7 +141,8 @@ def hold_pairs(index_name: str, data: IndexedData, rows, values: pa.Array, *,
     named = np.zeros(len(data.row_ids), bool)
     named[live_pos] = True
     if every_row:
-        yield from _missing(index_name, data, np.nonzero(~named)[0])
+        unnamed = ~named if must_name is None else ~named & must_name
+        yield from _missing(index_name, data, np.nonzero(unnamed)[0])
     # the data's pairs the index lacks, on rows it names (a row it names nowhere is missing)
     lacking = np.nonzero(missing)[0]
     if every_row:

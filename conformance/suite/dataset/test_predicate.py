@@ -169,7 +169,7 @@ def test_list_and_substring_tests_agree_with_pylance(pylance, tmp_path):
 # -- against pylance 14.0.2 -------------------------------------------------------------------
 
 KINDS = ("int8", "int32", "int64", "uint16", "uint64", "float32", "float64", "string",
-         "large_string", "bool", "struct")
+         "large_string", "bool", "struct", "list", "large_list")
 
 
 @st.composite

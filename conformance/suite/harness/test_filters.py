@@ -24,7 +24,7 @@ def deletes(script: list[dict]) -> list[str]:
 
 @pytest.mark.fuzz
 def test_modulo_data_loss_is_found_and_shrunk(tmp_path):
-    result = fuzz.fuzz(ModuloDeletesAllWriter(), role="writer", examples=40, seed=2,
+    result = fuzz.fuzz(ModuloDeletesAllWriter(), role="writer", examples=60, seed=2,
                        skip_ops=ONLY_DELETES, max_ops=1, shrink_budget=None)
     assert not result.ok, result.summary()
     assert "HARNESS-003" in result.finding.rules, result.summary()

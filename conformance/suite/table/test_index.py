@@ -240,20 +240,19 @@ def test_unknown_details_are_kept_raw():
     assert not d.known and d.raw == b"\x08\x2a" and d.type_url == "/example.CustomIndexDetails"
 
 
-def test_fm_index_is_named_and_refused_by_name():
+def test_every_kind_is_read_by_its_module_and_an_unknown_one_refused_by_name():
     from reference_impl.errors import UnsupportedIndex
     from reference_impl.index import reader_module
 
     a = table_pb2.IndexMetadata()
-    a.index_details.type_url = "/lance.index.pb.FMIndexDetails"
-    d = ix.parse_index_details(a.index_details)
-    assert d.known and d.kind == "fm"
-    with pytest.raises(UnsupportedIndex, match="index kind 'fm' is not read"):
-        reader_module(d.kind)
-    for url, kind in (("/lance.index.pb.RTreeIndexDetails", "rtree"),
+    for url, kind in (("/lance.index.pb.FMIndexDetails", "fm"),
+                      ("/lance.index.pb.RTreeIndexDetails", "rtree"),
                       ("/lance.index.pb.MinHashLshIndexDetails", "minhash_lsh")):
         a.index_details.type_url = url
-        assert reader_module(ix.parse_index_details(a.index_details).kind).KIND == kind
+        d = ix.parse_index_details(a.index_details)
+        assert d.known and reader_module(d.kind).KIND == kind
+    with pytest.raises(UnsupportedIndex, match="index kind 'custom' is not read"):
+        reader_module("custom")
 
 
 def test_known_details_that_do_not_parse_raise_typed_error():
