@@ -75,11 +75,15 @@ RULE_SELF = "INDEX-127"
 
 # ---------------------------------------------------------------------------- metadata
 
-def _hex_u64(meta: dict, key: str, path: str) -> np.ndarray:
+def _hex(meta: dict, key: str, path: str) -> bytes:
     try:
-        raw = bytes.fromhex(meta[key])
+        return bytes.fromhex(meta[key])
     except ValueError:
         raise FormatError(f"FM metadata {key!r} is not hexadecimal", path=path) from None
+
+
+def _hex_u64(meta: dict, key: str, path: str) -> np.ndarray:
+    raw = _hex(meta, key, path)
     if len(raw) % 8:
         raise FormatError(f"FM metadata {key!r} holds {len(raw)} bytes, not u64 values",
                           path=path)
@@ -245,8 +249,11 @@ def _partition(files, name: str, budget: list[int]) -> dict:
     """One ``part_<k>_fm.lance`` decoded: its documents and what :func:`check` holds."""
     reader = files.lance_file(name)
     path = files.key(name)
-    meta = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
-            for k, v in (reader.schema.metadata or {}).items()}
+    try:
+        meta = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes)
+                else v for k, v in (reader.schema.metadata or {}).items()}
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"FM schema metadata is not UTF-8 text: {exc}", path=path) from None
     missing = [k for k in META_KEYS if k not in meta]
     if missing or not {"node_id", "block_id", "words", "bit_len"} <= set(reader.schema.names):
         raise UnsupportedIndex(f"FM file {name} lacks {missing or 'its wavelet columns'} "
@@ -274,11 +281,8 @@ def _partition(files, name: str, budget: list[int]) -> dict:
     rows = _hex_u64(meta, "row_ids", path)
     if len(starts) != len(rows):
         raise FormatError(f"FM names {len(rows)} rows for {len(starts)} documents", path=path)
-    nodes = parse_topology(bytes.fromhex(meta["tree_topology"]), path)
-    try:
-        codes = parse_codes(bytes.fromhex(meta["huffman_codes"]), path)
-    except ValueError:
-        raise FormatError("FM huffman_codes is not hexadecimal", path=path) from None
+    nodes = parse_topology(_hex(meta, "tree_topology", path), path)
+    codes = parse_codes(_hex(meta, "huffman_codes", path), path)
     table = reader.read_all()
     blocks: dict[int, list] = {}
     samples = []
@@ -309,6 +313,10 @@ def _partition(files, name: str, budget: list[int]) -> dict:
                                      f"before it, its earlier blocks hold {ones}")
             ones += int(b.sum())
         bits[node] = np.concatenate([b for _, _, b in parts])
+    if 0 not in bits or len(bits[0]) != n:
+        # (checked before anything of size n is allocated: the bits are bounded by the file)
+        raise FormatError(f"FM wavelet root holds {len(bits.get(0, ()))} bits for bwt_len {n}",
+                          path=path)
     L = bwt_of_tree(nodes, bits, n, path)
     text, sa = invert(L, C)
     samples.sort(key=lambda s: s[0])

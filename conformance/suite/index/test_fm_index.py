@@ -295,3 +295,25 @@ def test_the_node_sdks_fm_indexes_are_judged_and_hold(node_modules, tmp_path):
     assert {a for a, t in zip(live.column("_rowaddr").to_pylist(), live.column("text").to_pylist(),
                               strict=True) if t is not None and "w17 " in t} <= found | (
         set(live.column("_rowaddr").to_pylist()) - rows)
+
+
+# ---- hostile bytes ----
+
+def _hostile(tmp_path, seeds) -> int:
+    from conformance.suite.index.test_index_hostile import judge
+
+    base = write_fm_table(tmp_path / "base.lance", _texts(300), partitions=2)
+    return sum(any(r.startswith("INDEX-") for r in judge(base, tmp_path / "w", seed))
+               for seed in seeds)
+
+
+def test_damaged_fm_files_end_in_a_report(tmp_path):
+    """Damaged FM files (bits, zero runs, Lance file-format mutations) end in INDEX findings
+    or none, never an escaping exception (the first campaign found undecodable metadata
+    text escaping as UnicodeDecodeError: 7 of 120)."""
+    assert _hostile(tmp_path, range(80, 120)) >= 30
+
+
+@pytest.mark.slow
+def test_damaged_fm_files_end_in_a_report_soak(tmp_path):
+    assert _hostile(tmp_path, range(1000, 1300)) >= 280
