@@ -6,7 +6,9 @@ partitions, then appends and optimizes: every one is decoded (no "not judged") a
 error. The reference writer's FM files read back as the documents they were made from.
 Negative: FM files written by the reference writer and then edited (two rows' ids
 exchanged, a wavelet bit flipped, a suffix-array sample, a count of the C table, a code)
-draw the rule that says where a ``contains`` query through the index would go wrong.
+draw the rule that says where a ``contains`` query through the index would go wrong; and
+the issue's swap family with the SDK: another table's FM file over this one's makes the SDK
+answer ``contains`` with other rows (through the index, no recheck), and is INDEX-102.
 """
 
 from __future__ import annotations
@@ -264,15 +266,7 @@ def node_modules() -> Path:
 
 
 def test_the_node_sdks_fm_indexes_are_judged_and_hold(node_modules, tmp_path):
-    script = node_modules / f"build_fm_{uuid_mod.uuid4().hex}.mjs"
-    script.write_text(NODE_BUILD)
-    try:
-        done = subprocess.run(["node", str(script), str(tmp_path / "db"), "30000"],
-                              capture_output=True, text=True, timeout=600, cwd=node_modules)
-    finally:
-        script.unlink()
-    assert done.returncode == 0, done.stderr[-2000:]
-    hits = json.loads(done.stdout.strip().splitlines()[-1])["hits"]
+    hits = json.loads(_node(node_modules, NODE_BUILD, str(tmp_path / "db"), "30000"))["hits"]
     uri = tmp_path / "db" / "fm.lance"
     findings, report, unjudged = _fm_findings(uri)
     assert not _errors(findings), [f.message for f in findings][:5]
@@ -317,3 +311,62 @@ def test_damaged_fm_files_end_in_a_report(tmp_path):
 @pytest.mark.slow
 def test_damaged_fm_files_end_in_a_report_soak(tmp_path):
     assert _hostile(tmp_path, range(1000, 1300)) >= 280
+
+
+NODE_SWAP = r"""
+import * as lancedb from "@lancedb/lancedb";
+import * as arrow from "apache-arrow";
+const [dir, step] = [process.argv[2], process.argv[3]];
+const db = await lancedb.connect(dir);
+const schema = new arrow.Schema([new arrow.Field("id", new arrow.Int64(), true),
+                                 new arrow.Field("text", new arrow.Utf8(), true)]);
+const rows = [];
+for (let i = 0; i < 2000; i++) rows.push({ id: i, text: `w${i} lance${i % 13} text` });
+if (step === "build") {
+  for (const [name, rs] of [["a", rows], ["b", [...rows].reverse()]]) {
+    const t = await db.createTable(name, rs, { mode: "overwrite", schema });
+    await t.createIndex("text", { config: lancedb.Index.fm() });
+  }
+} else {
+  const t = await db.openTable("a");
+  const q = t.query().where("contains(text, 'w5 ')");
+  const plan = await q.explainPlan(true);
+  console.log(JSON.stringify({ ids: (await q.select(["id"]).toArray()).map((r) => Number(r.id)),
+                               fm: plan.includes("(Fm)") }));
+}
+"""
+
+
+def _node(node_modules: Path, source: str, *args) -> str:
+    script = node_modules / f"fm_{uuid_mod.uuid4().hex}.mjs"
+    script.write_text(source)
+    try:
+        done = subprocess.run(["node", str(script), *args], capture_output=True, text=True,
+                              timeout=600, cwd=node_modules)
+    finally:
+        script.unlink()
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+
+
+def test_a_swapped_fm_index_answers_wrong_in_the_sdk_and_is_an_error(node_modules, tmp_path):
+    """The issue's swap family for FM: two tables hold the same 2,000 rows, one reversed,
+    each with an FM index (same file names and sizes); the second's file over the first's.
+    The SDK answers ``contains`` through the index alone (its plan: ScalarIndexQuery on the
+    FM index, no recheck) and returns row 1994 for 'w5 '; the kit names the index and rows."""
+    db = tmp_path / "db"
+    _node(node_modules, NODE_SWAP, str(db), "build")
+    [a] = (db / "a.lance" / "_indices").glob("*/part_0_fm.lance")
+    [b] = (db / "b.lance" / "_indices").glob("*/part_0_fm.lance")
+    assert a.stat().st_size == b.stat().st_size
+    before = json.loads(_node(node_modules, NODE_SWAP, str(db), "query"))
+    assert before == {"ids": [5], "fm": True}
+    findings, _r, _u = _fm_findings(db / "a.lance")
+    assert not _errors(findings)
+    shutil.copyfile(b, a)
+    after = json.loads(_node(node_modules, NODE_SWAP, str(db), "query"))
+    assert after == {"ids": [1994], "fm": True}  # a wrong answer, through the index
+    errors = _errors(_fm_findings(db / "a.lance")[0])
+    assert {f.rule for f in errors} == {"INDEX-102"}
+    assert "index 'text_idx' names row 0 " in errors[0].message
+    assert "'w1999 lance10 text', but 'text' holds 'w0 lance0 text'" in errors[0].message
