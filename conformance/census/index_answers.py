@@ -240,6 +240,13 @@ def candidates(content, q: Query, *, rowmap: RowMap, scan_ids: set[int]) -> tupl
             hit = rowmap.ids_of(posting.get(g, []))
             found = hit if found is None else found & hit
         return found, False
+    if kind == "fm" and q.op == "contains":
+        # the documents the BWT spells: a substring search through the index finds exactly
+        # the rows whose document holds it
+        texts = _need(e, "text").to_pylist()
+        rows = _need(e, "row_id").to_pylist()
+        return rowmap.ids_of([r for t, r in zip(texts, rows, strict=True)
+                              if t is not None and q.args[0] in t]), True
     if kind == "inverted" and q.op == "fts":
         postings = content.extra.get("postings")
         if postings is None:

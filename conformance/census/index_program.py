@@ -191,6 +191,7 @@ KINDS = {
     "BITMAP": ("scalar", "cat", "BITMAP", {}),
     "LABEL_LIST": ("scalar", "tags", "LABEL_LIST", {}),
     "NGRAM": ("scalar", "text", "NGRAM", {}),
+    "FM": ("scalar", "text", "FM", {}),
     "ZONEMAP": ("scalar", "num", "ZONEMAP", {}),
     "BLOOMFILTER": ("scalar", "id", "BLOOMFILTER", {}),
     "INVERTED": ("fts", "text", "INVERTED", {}),

@@ -39,7 +39,7 @@ lancedb = None  # imported by main()
 
 #: The kinds lancedb builds with its own calls (a kind its release refuses is ``skipped``).
 KINDS = {k: base.KINDS[k] for k in (
-    "BTREE", "BTREE-nulls", "BITMAP", "LABEL_LIST", "NGRAM", "ZONEMAP", "BLOOMFILTER",
+    "BTREE", "BTREE-nulls", "BITMAP", "LABEL_LIST", "NGRAM", "FM", "ZONEMAP", "BLOOMFILTER",
     "INVERTED", "INVERTED-positions", "IVF_FLAT", "IVF_PQ", "IVF_SQ", "IVF_HNSW_SQ",
     "IVF_HNSW_PQ", "IVF_RQ")}
 
@@ -90,6 +90,12 @@ def build_index(t, kind):
                        **params)
     elif family == "fts":
         t.create_fts_index(column, use_tantivy=False, **params)
+    elif index_type == "FM":  # only through create_index(config=Fm()), from lancedb 0.40
+        from lancedb import index as lancedb_index
+
+        if not hasattr(lancedb_index, "Fm"):
+            raise base.Unsupported("this lancedb has no FM index (lancedb.index.Fm)")
+        t.create_index(column, config=lancedb_index.Fm())
     else:
         t.create_scalar_index(column, index_type=index_type, **params)
 

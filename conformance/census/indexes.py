@@ -49,15 +49,15 @@ def program_of(release: Release) -> Path:
 REREADER = "pylance==14.0.2"
 
 #: Index kinds of the program, in the order of the census table.
-KINDS = ("BTREE", "BTREE-nulls", "BITMAP", "LABEL_LIST", "NGRAM", "ZONEMAP", "BLOOMFILTER",
+KINDS = ("BTREE", "BTREE-nulls", "BITMAP", "LABEL_LIST", "NGRAM", "FM", "ZONEMAP", "BLOOMFILTER",
          "INVERTED", "INVERTED-positions", "JSON", "RTREE", "MINHASHLSH", "IVF_FLAT", "IVF_PQ", "IVF_SQ",
          "IVF_HNSW_FLAT", "IVF_HNSW_SQ", "IVF_HNSW_PQ", "IVF_RQ")
 #: Scenarios of the program (operations after the index is built).
 SCENARIOS = ("plain", "append", "delete", "update", "compact", "compact-deferred",
              "stable-update", "stable-compact", "stable-compact-deferred", "optimize",
              "compact-deferred-optimize", "swap")
-#: Kinds whose index answers exactly (a filter's rows); the others are approximate.
-EXACT_KINDS = frozenset(KINDS[:10])  # (RTREE: candidates the reader rechecks)
+#: kinds whose decoded content answers exactly (RTREE: candidates the reader rechecks)
+EXACT_KINDS = frozenset(KINDS[:KINDS.index("JSON") + 1])
 #: Vector kinds that store the vectors themselves: searched with every partition probed they
 #: answer exactly.
 EXACT_VECTOR_KINDS = frozenset({"IVF_FLAT"})
