@@ -341,11 +341,14 @@ def _index_keys(ds, i) -> dict[str, str]:
     return {info.key[len(prefix):]: info.key for info in ds.store.list(prefix)}
 
 
-def judge(folders: list[Path], progress=None, jobs: int = 1) -> list[Cell]:
-    """Every case of the corpus folders, judged in order. ``jobs`` above 1 judges them in
-    that many processes (the same cells in the same order; a machine shared with other work
-    gives each process its share)."""
-    cases = [case for folder in folders for case in load(folder)]
+def judge(folders: list[Path], progress=None, jobs: int = 1, *, kinds=None,
+          scenarios=None) -> list[Cell]:
+    """Every case of the corpus folders (of ``kinds`` and ``scenarios`` when given), judged in
+    order. ``jobs`` above 1 judges them in that many processes (the same cells in the same
+    order; a machine shared with other work gives each process its share)."""
+    cases = [case for folder in folders for case in load(folder)
+             if (kinds is None or case.kind in kinds)
+             and (scenarios is None or case.scenario in scenarios)]
     if jobs <= 1:
         cells = []
         for case in cases:
