@@ -490,7 +490,12 @@ def huffman_tree(counts: np.ndarray) -> list[tuple[tuple[int, int], tuple[int, i
 
 def encode_partition(docs: list[bytes], rows: list[int], *, rate: int = 32) -> pa.Table:
     """One ``part_<k>_fm.lance``'s table (schema metadata included) for ``docs`` (the UTF-8
-    bytes of each non-null value) naming ``rows``: the reference writer of the layout above."""
+    bytes of each non-null value, at least one) naming ``rows``: the reference writer of the
+    layout above."""
+    if not docs:
+        from reference_impl.errors import InvalidInput
+
+        raise InvalidInput("an FM partition holds at least one document")
     text = b"".join(d + bytes([SEPARATOR]) for d in docs) + bytes([SENTINEL])
     n = len(text)
     sa = suffix_array(text)
