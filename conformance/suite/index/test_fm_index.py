@@ -370,3 +370,45 @@ def test_a_swapped_fm_index_answers_wrong_in_the_sdk_and_is_an_error(node_module
     assert {f.rule for f in errors} == {"INDEX-102"}
     assert "index 'text_idx' names row 0 " in errors[0].message
     assert "'w1999 lance10 text', but 'text' holds 'w0 lance0 text'" in errors[0].message
+
+
+# ---- pylance 14.0.2 reads the reference writer's FM (it builds none itself) ----
+
+SUBSTRINGS = ("w5 ", "w1", "lance12", "é✓", "Text", "", "zz", "5 é")
+
+
+@pytest.mark.interop
+def test_pylance_answers_through_the_reference_writers_fm_as_its_scan(pylance, tmp_path):
+    """What the kit writes pylance must read identically: its plan answers ``contains``
+    through the FM index (ScalarIndexQuery, no recheck), and every answer equals its scan --
+    but the empty substring's: through any FM index (the Node SDK's own too, and the SDK
+    itself) pylance 14.0.2 answers no row, where every non-null row contains ''. A bug of
+    the FM's reader, not of the index."""
+    uri = write_fm_table(tmp_path / "t.lance", _texts(500), partitions=3)
+    ds = pylance.dataset(str(uri))
+    for sub in SUBSTRINGS:
+        flt = f"contains(text, '{sub}')"
+        assert "(Fm)" in ds.scanner(filter=flt).explain_plan()
+        through = sorted(ds.to_table(filter=flt, columns=["id"])["id"].to_pylist())
+        scan = sorted(ds.to_table(filter=flt, columns=["id"], use_scalar_index=False)["id"]
+                      .to_pylist())
+        if sub == "":
+            assert through == [] and len(scan) == sum(t is not None for t in _texts(500))
+        else:
+            assert through == scan, sub
+
+
+@pytest.mark.interop
+def test_pylance_answers_wrong_through_an_fm_whose_rows_are_exchanged(pylance, tmp_path):
+    """Two documents' rows exchanged: pylance answers 'w0 ' with row 1 through the index
+    (its scan: row 0), and the kit names the index and both rows (INDEX-102)."""
+    uri = write_fm_table(tmp_path / "t.lance", _texts(400), edit=_swap_rows)
+    ds = pylance.dataset(str(uri))
+    flt = "contains(text, 'w0 ')"
+    through = sorted(ds.to_table(filter=flt, columns=["id"])["id"].to_pylist())
+    scan = sorted(ds.to_table(filter=flt, columns=["id"], use_scalar_index=False)["id"]
+                  .to_pylist())
+    assert through != scan and 0 in scan and 0 not in through
+    errors = _errors(_fm_findings(uri)[0])
+    assert {f.rule for f in errors} == {"INDEX-102"}
+    assert any("names row 0 " in f.message for f in errors)
