@@ -67,7 +67,9 @@ FILE_NAME = re.compile(r"part_(\d+)_fm\.lance")
 SEPARATOR = 0xFF
 SENTINEL = 0x00
 SAMPLE_NODE = 0xFFFFFFFF
-#: Largest text (bytes, all partitions) decoded; a larger index is not judged.
+#: Largest text (bytes) decoded in one partition (the inversion holds a few int64 arrays of
+#: its size) and in all of them; a larger index is not judged.
+MAX_PARTITION_BYTES = 1 << 24
 MAX_TEXT_BYTES = 1 << 28
 #: Longest text walked by the plain loop of :func:`invert_bwt` (longer: pointer jumping).
 PLAIN_INVERT_BYTES = 1 << 16
@@ -270,9 +272,10 @@ def _partition(files, name: str, budget: list[int]) -> dict:
     if n < 1 or rate < 1:
         raise FormatError(f"FM bwt_len {n} or sa_sample_rate {rate} is below 1", path=path)
     budget[0] -= n
-    if budget[0] < 0:
-        raise UnsupportedIndex(f"FM index text exceeds {MAX_TEXT_BYTES} bytes: too large to "
-                               "judge here", kind=KIND, version=VERSION)
+    if budget[0] < 0 or n > MAX_PARTITION_BYTES:
+        raise UnsupportedIndex(f"FM index text exceeds {MAX_PARTITION_BYTES} bytes in a "
+                               f"partition or {MAX_TEXT_BYTES} in all: too large to judge here",
+                               kind=KIND, version=VERSION)
     C = _hex_u64(meta, "c_table", path).astype(np.int64)
     if len(C) != 257 or C[-1] != n:
         raise FormatError(f"FM c_table holds {len(C)} counts ending at {C[-1] if len(C) else None}, "
@@ -324,9 +327,11 @@ def _partition(files, name: str, budget: list[int]) -> dict:
     text, sa = invert(L, C)
     samples.sort(key=lambda s: s[0])
     sampled = np.concatenate([s for _, s in samples]) if samples else np.zeros(0, np.int64)
-    return {"name": name, "path": path, "n": n, "C": C, "L": L, "text": text, "sa": sa,
-            "starts": starts, "rows": rows, "nodes": nodes, "codes": codes, "rate": rate,
-            "samples": sampled, "prefix_errors": prefix_errors}
+    # kept: the text, and what the checks need of L and SA (not the arrays of size n)
+    return {"name": name, "path": path, "n": n, "C": C, "counts": np.bincount(L, minlength=256),
+            "text": text, "sa_at_samples": sa[::rate].copy(), "starts": starts, "rows": rows,
+            "nodes": nodes, "codes": codes, "rate": rate, "samples": sampled,
+            "prefix_errors": prefix_errors}
 
 
 def read(files, index):
@@ -368,15 +373,14 @@ def read(files, index):
 def self_consistency(part: dict) -> Iterator[str]:
     """What in one partition would make a backward search answer other than its text:
     counts, suffix-array samples, document bounds, codes."""
-    n, C, L, text = part["n"], part["C"], part["L"], part["text"]
-    counts = np.bincount(L, minlength=256)
+    n, C, counts, text = part["n"], part["C"], part["counts"], part["text"]
     if not np.array_equal(C, np.concatenate([[0], np.cumsum(counts)])):
         bad = int(np.flatnonzero(C[1:] != np.cumsum(counts))[0])
         yield (f"its c_table says {int(C[bad + 1] - C[bad])} of symbol {bad}, the BWT holds "
                f"{int(counts[bad])}: a search's ranges are off")
     if counts[SENTINEL] != 1 or text[-1] != SENTINEL:
         yield f"its text holds the sentinel {int(counts[SENTINEL])} times, not once at its end"
-    want = part["sa"][:: part["rate"]]
+    want = part["sa_at_samples"]
     got = part["samples"]
     if len(got) != len(want) or not np.array_equal(got, want):
         k = next((i for i in range(min(len(got), len(want))) if got[i] != want[i]), None)
